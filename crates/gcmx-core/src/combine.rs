@@ -1,0 +1,114 @@
+//! The powers-of-H combination of partial GHASH values: the one place where gcmx joins hashes of
+//! separate runs of blocks. The CPU parallel backend and the CUDA backend both hash runs
+//! independently and join them here.
+//!
+//! A run of blocks `X_1..X_n` has the value `Σ X_i·h^(n−i+1)`, the GHASH state after hashing only
+//! that run from zero. Two consecutive runs A, B join as `A·h^len(B) + B`, that is
+//! `dot(A, Q_len(B)) ^ B`. The join is associative, so a tree of depth `log2(runs)` gives the same
+//! value as hashing everything in order. Leading zero blocks do not change a run's value.
+
+use crate::field::{HashKey, dot};
+
+/// The GHASH value of a run of `blocks` consecutive 16-byte blocks.
+///
+/// ```
+/// use gcmx_core::combine::{Partial, tree_reduce};
+/// use gcmx_core::field::HashKey;
+/// let hk = HashKey::new([9u8; 16]);
+/// let xs = [1u128, 2, 3, 4, 5];
+/// let whole = Partial::hash_blocks(&hk, &xs);
+/// let parts = [Partial::hash_blocks(&hk, &xs[..2]), Partial::hash_blocks(&hk, &xs[2..])];
+/// assert_eq!(tree_reduce(&hk, &parts), whole);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Partial {
+    /// `Σ X_i·h^(n−i+1)` as a POLYVAL-domain value (a GHASH state read big-endian).
+    pub value: u128,
+    /// `n`, the number of blocks in the run (zero for an empty run).
+    pub blocks: u64,
+}
+
+impl Partial {
+    /// The empty run: the identity of [`combine`].
+    pub const EMPTY: Partial = Partial { value: 0, blocks: 0 };
+
+    /// Hash a run of blocks given as big-endian values, block by block (a reference, not fast).
+    pub fn hash_blocks(hk: &HashKey, blocks: &[u128]) -> Partial {
+        let value = blocks.iter().fold(0, |s, &x| hk.absorb(s, x));
+        Partial { value, blocks: blocks.len() as u64 }
+    }
+}
+
+/// Join two consecutive runs: `dot(a.value, Q_len(b)) ^ b.value`.
+pub fn combine(hk: &HashKey, a: Partial, b: Partial) -> Partial {
+    if b.blocks == 0 {
+        return Partial { value: a.value ^ b.value, blocks: a.blocks };
+    }
+    Partial {
+        value: dot(a.value, hk.power(b.blocks)) ^ b.value,
+        blocks: a.blocks + b.blocks,
+    }
+}
+
+/// Join runs given in message order by a pairwise tree.
+///
+/// Each level joins neighbours `(2i, 2i+1)`; the power `Q_len` is computed once per distinct
+/// length in a level, so runs of equal length (the usual case) cost one exponentiation per level.
+pub fn tree_reduce(hk: &HashKey, parts: &[Partial]) -> Partial {
+    let mut level: Vec<Partial> = parts.to_vec();
+    while level.len() > 1 {
+        let mut cache: Option<(u64, u128)> = None;
+        let mut next = Vec::with_capacity(level.len().div_ceil(2));
+        for pair in level.chunks(2) {
+            match pair {
+                [a, b] => {
+                    if b.blocks == 0 {
+                        next.push(Partial { value: a.value ^ b.value, blocks: a.blocks });
+                        continue;
+                    }
+                    let q = match cache {
+                        Some((len, q)) if len == b.blocks => q,
+                        _ => {
+                            let q = hk.power(b.blocks);
+                            cache = Some((b.blocks, q));
+                            q
+                        }
+                    };
+                    next.push(Partial { value: dot(a.value, q) ^ b.value, blocks: a.blocks + b.blocks });
+                }
+                [a] => next.push(*a),
+                _ => unreachable!("chunks(2) yields one or two items"),
+            }
+        }
+        level = next;
+    }
+    level.first().copied().unwrap_or(Partial::EMPTY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_equals_sequential_for_every_split() {
+        let hk = HashKey::new(*b"0123456789abcdef");
+        let xs: Vec<u128> = (0..40u128).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) ^ 0x77).collect();
+        let whole = Partial::hash_blocks(&hk, &xs);
+        for size in 1..=xs.len() {
+            let parts: Vec<Partial> = xs.chunks(size).map(|c| Partial::hash_blocks(&hk, c)).collect();
+            assert_eq!(tree_reduce(&hk, &parts), whole, "chunk size {size}");
+        }
+        // empty runs anywhere are neutral
+        let parts = [Partial::EMPTY, Partial::hash_blocks(&hk, &xs[..7]), Partial::EMPTY, Partial::hash_blocks(&hk, &xs[7..])];
+        assert_eq!(tree_reduce(&hk, &parts), whole);
+        assert_eq!(tree_reduce(&hk, &[]), Partial::EMPTY);
+    }
+
+    #[test]
+    fn leading_zero_blocks_are_neutral() {
+        let hk = HashKey::new([3u8; 16]);
+        let xs = [5u128, 6, 7];
+        let padded = [0u128, 0, 5, 6, 7];
+        assert_eq!(Partial::hash_blocks(&hk, &xs).value, Partial::hash_blocks(&hk, &padded).value);
+    }
+}

@@ -1,0 +1,101 @@
+//! Key material for the runtime-sized API: one of AES-128/192/256 chosen by the key's length.
+
+use aes::cipher::KeyInit;
+use aes::{Aes128, Aes192, Aes256};
+use zeroize::Zeroizing;
+
+use crate::Error;
+use crate::cipher::Cipher;
+use crate::field::HashKey;
+
+/// An AES key of 16, 24 or 32 bytes with its GHASH key. Zeroized on drop (the AES round keys
+/// by the `aes` crate, H by [`HashKey`], the raw key bytes here).
+///
+/// ```
+/// let k = gcmx_core::KeyMaterial::new(&[1u8; 32]).unwrap();
+/// assert_eq!(k.key_bytes().len(), 32);
+/// assert!(gcmx_core::KeyMaterial::new(&[1u8; 20]).is_err());
+/// ```
+pub struct KeyMaterial {
+    raw: Zeroizing<Vec<u8>>,
+    cipher: AnyCipher,
+}
+
+/// The keyed cipher, by key size.
+#[derive(Clone, Debug)]
+pub enum AnyCipher {
+    /// AES-128.
+    Aes128(Cipher<Aes128>),
+    /// AES-192.
+    Aes192(Cipher<Aes192>),
+    /// AES-256.
+    Aes256(Cipher<Aes256>),
+}
+
+/// Run the same generic code on whichever AES the key selected.
+macro_rules! with_cipher {
+    ($any:expr, $c:ident => $body:expr) => {
+        match $any {
+            $crate::key::AnyCipher::Aes128($c) => $body,
+            $crate::key::AnyCipher::Aes192($c) => $body,
+            $crate::key::AnyCipher::Aes256($c) => $body,
+        }
+    };
+}
+pub(crate) use with_cipher;
+
+impl KeyMaterial {
+    /// Key an AES of the size `key.len()` selects.
+    pub fn new(key: &[u8]) -> Result<Self, Error> {
+        let cipher = match key.len() {
+            16 => AnyCipher::Aes128(Cipher::new(Aes128::new_from_slice(key).map_err(|_| Error::KeyLength(16))?)),
+            24 => AnyCipher::Aes192(Cipher::new(Aes192::new_from_slice(key).map_err(|_| Error::KeyLength(24))?)),
+            32 => AnyCipher::Aes256(Cipher::new(Aes256::new_from_slice(key).map_err(|_| Error::KeyLength(32))?)),
+            n => return Err(Error::KeyLength(n)),
+        };
+        Ok(KeyMaterial { raw: Zeroizing::new(key.to_vec()), cipher })
+    }
+
+    /// The raw AES key, for backends that expand it themselves (the GPU). Handle with care.
+    pub fn key_bytes(&self) -> &[u8] {
+        &self.raw
+    }
+
+    /// The keyed cipher.
+    pub fn cipher(&self) -> &AnyCipher {
+        &self.cipher
+    }
+
+    /// GHASH's key in the POLYVAL domain.
+    pub fn hash_key(&self) -> &HashKey {
+        with_cipher!(&self.cipher, c => c.hash_key())
+    }
+
+    /// `AES_K(block)` in place, on the CPU.
+    pub fn encrypt_block(&self, block: &mut [u8; 16]) {
+        with_cipher!(&self.cipher, c => c.encrypt_block(block))
+    }
+
+    /// SP 800-38D's J0 for `nonce` (which must not be empty; the framing checks).
+    pub fn j0(&self, nonce: &[u8]) -> [u8; 16] {
+        with_cipher!(&self.cipher, c => c.j0(nonce))
+    }
+
+    /// Join associated data, ciphertext partial hashes and the length block into the full tag
+    /// (the combination every parallel backend shares; see [`crate::combine`]).
+    pub fn tag_from_partials(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        ct: &[crate::combine::Partial],
+        ct_len: usize,
+    ) -> [u8; 16] {
+        with_cipher!(&self.cipher, c => c.tag_from_partials(j0, aad, ct, ct_len))
+    }
+}
+
+impl core::fmt::Debug for KeyMaterial {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "KeyMaterial {{ AES-{} }}", self.raw.len() * 8)
+    }
+}
