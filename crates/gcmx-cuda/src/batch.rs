@@ -1,0 +1,471 @@
+//! Batches: many independent messages (each with its own key, J0, AAD and length) in three launches of
+//! the kernels of `cuda/gcm_batch.cu` (`gcmx_batch_key_powers` once per key set, then `gcmx_batch_units`
+//! and `gcmx_batch_tags` per sub-batch), following the work split documented in `cuda/gcmx_abi.h`.
+//!
+//! Host side of one sub-batch: messages and AADs are packed at 16-byte-aligned offsets into a pinned
+//! staging buffer (in parallel with rayon), uploaded, processed in place, downloaded and unpacked; the
+//! tags come back in the same round trip. Sub-batches are bounded by [`BATCH_BYTES`] and [`BATCH_MSGS`].
+
+use std::sync::Mutex;
+
+use cust::memory::LockedBuffer;
+use cust::sys as cu;
+use gcmx_core::{EngineJob, Error, KeyMaterial};
+use rayon::prelude::*;
+use subtle::ConstantTimeEq;
+use zeroize::{Zeroize, Zeroizing};
+
+use crate::abi::{self, GcmxAesKey, GcmxBatchMsg, GcmxBatchParams};
+use crate::aeskey::expand_key;
+use crate::engine::Dir;
+use crate::runtime::{DevMem, Runtime, ck, dev_err, new_stream, runtime};
+
+/// Most message bytes (after 16-byte padding of each) per sub-batch.
+pub const BATCH_BYTES: usize = 512 << 20;
+/// Most messages per sub-batch.
+pub const BATCH_MSGS: usize = 1 << 20;
+
+/// Expanded keys and their power tables, resident on the device, plus reusable sub-batch buffers.
+pub struct BatchKeys {
+    nkeys: u32,
+    keys: DevMem,
+    key_powers: DevMem,
+    bufs: Mutex<BatchBuffers>,
+}
+
+#[derive(Default)]
+struct BatchBuffers {
+    pinned: Option<LockedBuffer<u8>>,
+    data: Option<DevMem>,
+}
+
+fn key_bytes(k: &GcmxAesKey) -> Vec<u8> {
+    let mut v = Vec::with_capacity(244);
+    for w in k.rk {
+        v.extend_from_slice(&w.to_le_bytes());
+    }
+    v.extend_from_slice(&k.nr.to_le_bytes());
+    v
+}
+
+fn msg_bytes(m: &GcmxBatchMsg, out: &mut Vec<u8>) {
+    for x in [m.data_off, m.data_len, m.aad_off, m.aad_len] {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    for x in m.j0 {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    for x in [m.key_index, m.tag_slot, m.lane_first, m.unit_first] {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+impl BatchKeys {
+    /// Upload `keys` and compute their power tables on the device (launch 1).
+    pub fn new(rt: &Runtime, keys: &[&GcmxAesKey]) -> Result<BatchKeys, Error> {
+        let nkeys = u32::try_from(keys.len()).map_err(|_| Error::Device("too many keys".into()))?;
+        let mut bytes = Zeroizing::new(Vec::with_capacity(keys.len() * 244));
+        for k in keys {
+            let mut kb = key_bytes(k);
+            bytes.extend_from_slice(&kb);
+            kb.zeroize();
+        }
+        let dkeys = DevMem::new(bytes.len().max(16))?;
+        dkeys.upload(0, &bytes)?;
+        let key_powers =
+            DevMem::new((keys.len() * core::mem::size_of::<abi::GcmxKeyPowers>()).max(16))?;
+        if nkeys > 0 {
+            let p = GcmxBatchParams {
+                keys: dkeys.ptr(),
+                key_powers: key_powers.ptr(),
+                nkeys,
+                ..Default::default()
+            };
+            let stream = new_stream()?;
+            // SAFETY: GcmxBatchParams is gcm_batch.cu's parameter (layout checked against gcmx_abi.h); the key
+            // kernel reads nkeys GcmxAesKey from `keys` and writes nkeys GcmxKeyPowers to `key_powers`, both
+            // allocated for nkeys entries and alive past the synchronisation below.
+            unsafe {
+                rt.launch(
+                    &stream,
+                    "gcmx_batch_key_powers",
+                    nkeys.div_ceil(abi::BATCH_KEY_THREADS),
+                    abi::BATCH_KEY_THREADS,
+                    &p,
+                )?
+            };
+            stream
+                .synchronize()
+                .map_err(dev_err("gcmx_batch_key_powers"))?;
+        }
+        Ok(BatchKeys {
+            nkeys,
+            keys: dkeys,
+            key_powers,
+            bufs: Mutex::new(BatchBuffers::default()),
+        })
+    }
+}
+
+impl Drop for BatchKeys {
+    fn drop(&mut self) {
+        // Expanded keys and powers of H are secret: wipe the device copies before freeing them.
+        if runtime().is_ok() {
+            let _ = self.keys.zero();
+            let _ = self.key_powers.zero();
+        }
+    }
+}
+
+fn round16(n: usize) -> usize {
+    n.div_ceil(16) * 16
+}
+
+/// Process `jobs` (J0 already derived) with the key of `key_of(i)` for job `i`; sets every `full_tag`
+/// (seal: the tag; open: the expected tag, which the caller compares). On error every buffer is wiped.
+pub(crate) fn run_jobs(
+    rt: &Runtime,
+    keys: &BatchKeys,
+    jobs: &mut [EngineJob<'_>],
+    key_of: impl Fn(usize) -> u32 + Sync,
+    dir: Dir,
+) -> Result<(), Error> {
+    for j in jobs.iter() {
+        gcmx_core::frame::check_lengths(j.aad.len(), j.buf.len())?;
+    }
+    let mut bufs = keys.bufs.lock().unwrap_or_else(|p| p.into_inner());
+    let mut start = 0usize;
+    let mut result = Ok(());
+    while start < jobs.len() {
+        // Cut a sub-batch.
+        let (mut end, mut bytes) = (start, 0usize);
+        while end < jobs.len() && end - start < BATCH_MSGS {
+            let b = round16(jobs[end].buf.len());
+            if end > start && bytes + b > BATCH_BYTES {
+                break;
+            }
+            bytes += b;
+            end += 1;
+        }
+        let first = start;
+        if let Err(e) = sub_batch(
+            rt,
+            keys,
+            &mut bufs,
+            &mut jobs[start..end],
+            |i| key_of(first + i),
+            dir,
+        ) {
+            result = Err(e);
+            break;
+        }
+        start = end;
+    }
+    if result.is_err() {
+        for j in jobs.iter_mut() {
+            j.buf.zeroize();
+            j.full_tag = [0; 16];
+        }
+    }
+    result
+}
+
+fn sub_batch(
+    rt: &Runtime,
+    keys: &BatchKeys,
+    bufs: &mut BatchBuffers,
+    jobs: &mut [EngineJob<'_>],
+    key_of: impl Fn(usize) -> u32 + Sync,
+    dir: Dir,
+) -> Result<(), Error> {
+    let n = jobs.len();
+    let mut msgs = Vec::with_capacity(n);
+    let (mut data_total, mut aad_total) = (0usize, 0usize);
+    for (i, j) in jobs.iter().enumerate() {
+        let key_index = key_of(i);
+        if key_index >= keys.nkeys {
+            return Err(Error::Device(format!(
+                "batch job {i}: key index {key_index} out of range"
+            )));
+        }
+        msgs.push(GcmxBatchMsg {
+            data_off: data_total as u64,
+            data_len: j.buf.len() as u64,
+            aad_off: aad_total as u64,
+            aad_len: j.aad.len() as u64,
+            j0: abi::le_words(&j.j0),
+            key_index,
+            tag_slot: i as u32,
+            lane_first: 0,
+            unit_first: 0,
+        });
+        data_total += round16(j.buf.len());
+        aad_total += round16(j.aad.len());
+    }
+    let (total_lanes, total_units) = abi::batch_plan(&mut msgs)
+        .ok_or_else(|| Error::Device("batch plan overflows 32-bit lanes".into()))?;
+
+    // Pinned staging for the data, grown as needed.
+    let cap = data_total.max(16);
+    if bufs.pinned.as_ref().is_none_or(|p| p.len() < cap) {
+        bufs.pinned = None;
+        bufs.pinned =
+            Some(LockedBuffer::new(&0u8, cap).map_err(dev_err("cuMemAllocHost (batch)"))?);
+    }
+    if bufs.data.as_ref().is_none_or(|d| d.len() < cap) {
+        bufs.data = None;
+        bufs.data = Some(DevMem::new(cap)?);
+    }
+    let pinned = bufs
+        .pinned
+        .as_mut()
+        .ok_or_else(|| Error::Device("pinned".into()))?;
+    let data = bufs
+        .data
+        .as_ref()
+        .ok_or_else(|| Error::Device("data".into()))?;
+
+    // Pack messages (parallel, disjoint regions).
+    {
+        let mut regions: Vec<&mut [u8]> = Vec::with_capacity(n);
+        let mut rest: &mut [u8] = &mut pinned[..data_total];
+        for j in jobs.iter() {
+            let (a, b) = rest.split_at_mut(round16(j.buf.len()));
+            regions.push(a);
+            rest = b;
+        }
+        regions
+            .par_iter_mut()
+            .zip(jobs.par_iter())
+            .for_each(|(r, j)| {
+                r[..j.buf.len()].copy_from_slice(j.buf);
+            });
+    }
+    let mut aad = vec![0u8; aad_total.max(16)];
+    for (m, j) in msgs.iter().zip(jobs.iter()) {
+        aad[m.aad_off as usize..m.aad_off as usize + j.aad.len()].copy_from_slice(j.aad);
+    }
+    let mut mb = Vec::with_capacity(64 * n);
+    for m in &msgs {
+        msg_bytes(m, &mut mb);
+    }
+    let daad = DevMem::new(aad.len())?;
+    daad.upload(0, &aad)?;
+    let dmsgs = DevMem::new(mb.len().max(64))?;
+    dmsgs.upload(0, &mb)?;
+    let dunits = DevMem::new((16 * total_units as usize).max(16))?;
+    let dtags = DevMem::new((16 * n).max(16))?;
+
+    let stream = new_stream()?;
+    let p = GcmxBatchParams {
+        input: data.ptr(),
+        output: data.ptr(),
+        aad: daad.ptr(),
+        msgs: dmsgs.ptr(),
+        keys: keys.keys.ptr(),
+        key_powers: keys.key_powers.ptr(),
+        unit_partials: dunits.ptr(),
+        tags: dtags.ptr(),
+        nmsgs: n as u32,
+        nkeys: keys.nkeys,
+        total_lanes,
+        decrypt: u32::from(dir == Dir::Open),
+    };
+    let pp = pinned.as_mut_ptr();
+    let run = || -> Result<(), Error> {
+        // SAFETY: FFI async copy of data_total bytes from the pinned staging buffer (owned by `bufs`, not
+        // touched by the host until the stream is synchronised below) to `data` (>= data_total bytes).
+        ck(
+            unsafe { cu::cuMemcpyHtoDAsync_v2(p.input, pp.cast(), data_total, stream.as_inner()) },
+            "cuMemcpyHtoDAsync (batch)",
+        )?;
+        if total_lanes > 0 {
+            // SAFETY: GcmxBatchParams is the batch kernels' parameter (layout checked); every address in it
+            // points to an allocation sized from the same plan (messages, AADs, msgs, keys, key powers,
+            // units, tags), all alive until the synchronisation below.
+            unsafe {
+                rt.launch(
+                    &stream,
+                    "gcmx_batch_units",
+                    total_lanes.div_ceil(abi::BATCH_UNIT_THREADS),
+                    abi::BATCH_UNIT_THREADS,
+                    &p,
+                )?
+            };
+        }
+        // SAFETY: as above; the tags kernel reads the unit partials and writes 16 bytes per tag slot.
+        unsafe {
+            rt.launch(
+                &stream,
+                "gcmx_batch_tags",
+                (n as u32).div_ceil(abi::BATCH_TAG_THREADS),
+                abi::BATCH_TAG_THREADS,
+                &p,
+            )?
+        };
+        // SAFETY: FFI async copy of the results back into the pinned staging buffer; see the first copy.
+        ck(
+            unsafe { cu::cuMemcpyDtoHAsync_v2(pp.cast(), p.output, data_total, stream.as_inner()) },
+            "cuMemcpyDtoHAsync (batch)",
+        )?;
+        Ok(())
+    };
+    let queued = run();
+    let synced = stream.synchronize().map_err(dev_err("batch"));
+    queued?;
+    synced?;
+    let mut tags = vec![0u8; 16 * n];
+    dtags.download(0, &mut tags)?;
+
+    // Unpack (parallel).
+    let pinned_ro: &[u8] = &pinned[..data_total];
+    jobs.par_iter_mut()
+        .zip(msgs.par_iter())
+        .enumerate()
+        .for_each(|(i, (j, m))| {
+            let off = m.data_off as usize;
+            let len = j.buf.len();
+            j.buf.copy_from_slice(&pinned_ro[off..off + len]);
+            j.full_tag.copy_from_slice(&tags[16 * i..16 * i + 16]);
+        });
+    // The staging buffer held plaintext: wipe it.
+    pinned[..data_total].zeroize();
+    Ok(())
+}
+
+/// Many keys resident on the device for multi-key batches (servers, segmented files): each job names its key.
+pub struct CudaKeyring {
+    rt: &'static Runtime,
+    keys: Vec<KeyMaterial>,
+    dev: BatchKeys,
+}
+
+/// One message to seal under key `key` of a [`CudaKeyring`].
+#[derive(Debug)]
+pub struct KeyedSealJob<'a> {
+    /// Index of the key in the keyring.
+    pub key: usize,
+    /// Nonce (at least one byte; 12 is the fast path).
+    pub nonce: &'a [u8],
+    /// Associated data.
+    pub aad: &'a [u8],
+    /// Plaintext in, ciphertext out.
+    pub buf: &'a mut [u8],
+    /// Receives the tag; its length (4, 8, 12..=16) chooses the tag length.
+    pub tag: &'a mut [u8],
+}
+
+/// One message to open under key `key` of a [`CudaKeyring`].
+#[derive(Debug)]
+pub struct KeyedOpenJob<'a> {
+    /// Index of the key in the keyring.
+    pub key: usize,
+    /// Nonce.
+    pub nonce: &'a [u8],
+    /// Associated data.
+    pub aad: &'a [u8],
+    /// Ciphertext in, plaintext out (zeroed if its tag is wrong).
+    pub buf: &'a mut [u8],
+    /// The tag to check.
+    pub tag: &'a [u8],
+}
+
+impl CudaKeyring {
+    /// Expand and upload `keys` (each 16, 24 or 32 bytes) and compute their powers of H on the device.
+    pub fn new(keys: &[&[u8]]) -> Result<CudaKeyring, Error> {
+        let rt = runtime()?;
+        let km: Vec<KeyMaterial> = keys
+            .par_iter()
+            .map(|k| KeyMaterial::new(k))
+            .collect::<Result<_, _>>()?;
+        let expanded: Vec<Zeroizing<GcmxAesKey>> = keys
+            .par_iter()
+            .map(|k| {
+                expand_key(k)
+                    .map(Zeroizing::new)
+                    .ok_or(Error::KeyLength(k.len()))
+            })
+            .collect::<Result<_, _>>()?;
+        let refs: Vec<&GcmxAesKey> = expanded.iter().map(|b| &**b).collect();
+        let dev = BatchKeys::new(rt, &refs)?;
+        Ok(CudaKeyring { rt, keys: km, dev })
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether the keyring is empty.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    fn check_key(&self, i: usize) -> Result<&KeyMaterial, Error> {
+        self.keys.get(i).ok_or_else(|| {
+            Error::Device(format!(
+                "key index {i} out of range ({} keys)",
+                self.keys.len()
+            ))
+        })
+    }
+
+    /// Seal every job. Inputs are checked first; on a device error every buffer is zeroed.
+    pub fn seal(&self, jobs: &mut [KeyedSealJob<'_>]) -> Result<(), Error> {
+        for j in jobs.iter() {
+            gcmx_core::frame::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
+            self.check_key(j.key)?;
+        }
+        self.rt.enter()?;
+        let key_idx: Vec<u32> = jobs.iter().map(|j| j.key as u32).collect();
+        let mut ej: Vec<EngineJob<'_>> = jobs
+            .iter_mut()
+            .map(|j| EngineJob {
+                j0: self.keys[j.key].j0(j.nonce),
+                aad: j.aad,
+                buf: &mut *j.buf,
+                full_tag: [0; 16],
+            })
+            .collect();
+        run_jobs(self.rt, &self.dev, &mut ej, |i| key_idx[i], Dir::Seal)?;
+        let tags: Vec<[u8; 16]> = ej.iter().map(|j| j.full_tag).collect();
+        drop(ej);
+        for (j, t) in jobs.iter_mut().zip(tags) {
+            let n = j.tag.len();
+            j.tag.copy_from_slice(&t[..n]);
+        }
+        Ok(())
+    }
+
+    /// Open every job; returns, per job, whether its tag was right. A job whose tag is wrong has its buffer
+    /// zeroed (never holds unauthenticated plaintext). On a device error every buffer is zeroed and the
+    /// call fails.
+    pub fn open(&self, jobs: &mut [KeyedOpenJob<'_>]) -> Result<Vec<bool>, Error> {
+        for j in jobs.iter() {
+            gcmx_core::frame::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
+            self.check_key(j.key)?;
+        }
+        self.rt.enter()?;
+        let key_idx: Vec<u32> = jobs.iter().map(|j| j.key as u32).collect();
+        let given: Vec<&[u8]> = jobs.iter().map(|j| j.tag).collect();
+        let mut ej: Vec<EngineJob<'_>> = jobs
+            .iter_mut()
+            .map(|j| EngineJob {
+                j0: self.keys[j.key].j0(j.nonce),
+                aad: j.aad,
+                buf: &mut *j.buf,
+                full_tag: [0; 16],
+            })
+            .collect();
+        run_jobs(self.rt, &self.dev, &mut ej, |i| key_idx[i], Dir::Open)?;
+        let mut ok = Vec::with_capacity(ej.len());
+        for (j, t) in ej.iter_mut().zip(&given) {
+            let good = bool::from(j.full_tag[..t.len()].ct_eq(t));
+            if !good {
+                j.buf.zeroize();
+            }
+            ok.push(good);
+        }
+        Ok(ok)
+    }
+}
