@@ -1,1 +1,76 @@
-fn main(){}
+//! AES-256-GCM encryption throughput: gcmx's CPU backends beside `aes-gcm` 0.11, `ring` and
+//! `aws-lc-rs`, all measured in the same run with the same build flags.
+//!
+//! `cargo bench --bench aes_gcm` (criterion prints medians; `benches/results.md` holds a table).
+
+use std::hint::black_box;
+
+use aes_gcm::aead::{AeadInOut, KeyInit};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use gcmx::{Backend, Gcm};
+
+const KEY: [u8; 32] = [0x42; 32];
+const NONCE: [u8; 12] = [0x24; 12];
+
+fn sizes() -> Vec<usize> {
+    vec![16 * 1024, 1024 * 1024, 64 * 1024 * 1024]
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("aes256gcm-encrypt");
+    g.sample_size(20);
+    g.warm_up_time(std::time::Duration::from_millis(500));
+    g.measurement_time(std::time::Duration::from_secs(3));
+
+    let serial = Gcm::with_backend(&KEY, Backend::Cpu).unwrap();
+    let parallel = Gcm::with_backend(&KEY, Backend::CpuParallel).unwrap();
+    let auto = Gcm::with_backend(&KEY, Backend::Auto).unwrap();
+    let reference = aes_gcm::Aes256Gcm::new(&KEY.into());
+    let ring_key = ring::aead::LessSafeKey::new(ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &KEY).unwrap());
+    let awslc_key =
+        aws_lc_rs::aead::LessSafeKey::new(aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::AES_256_GCM, &KEY).unwrap());
+
+    for size in sizes() {
+        let mut buf = vec![0x5au8; size];
+        let mut tag = [0u8; 16];
+        g.throughput(Throughput::Bytes(size as u64));
+        for (name, gcm) in [("gcmx-cpu", &serial), ("gcmx-cpu-parallel", &parallel), ("gcmx-auto", &auto)] {
+            g.bench_with_input(BenchmarkId::new(name, size), &size, |b, _| {
+                b.iter(|| gcm.encrypt_detached(&NONCE, b"", black_box(&mut buf), &mut tag).unwrap())
+            });
+        }
+        g.bench_with_input(BenchmarkId::new("aes-gcm-0.11", size), &size, |b, _| {
+            b.iter(|| {
+                reference
+                    .encrypt_inout_detached(&NONCE.into(), b"", black_box(buf.as_mut_slice()).into())
+                    .unwrap()
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("ring", size), &size, |b, _| {
+            b.iter(|| {
+                ring_key
+                    .seal_in_place_separate_tag(
+                        ring::aead::Nonce::assume_unique_for_key(NONCE),
+                        ring::aead::Aad::empty(),
+                        black_box(buf.as_mut_slice()),
+                    )
+                    .unwrap()
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("aws-lc-rs", size), &size, |b, _| {
+            b.iter(|| {
+                awslc_key
+                    .seal_in_place_separate_tag(
+                        aws_lc_rs::aead::Nonce::assume_unique_for_key(NONCE),
+                        aws_lc_rs::aead::Aad::empty(),
+                        black_box(buf.as_mut_slice()),
+                    )
+                    .unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
