@@ -58,8 +58,11 @@ fn specs(rng: &mut StdRng, n: usize, max_len: usize) -> Vec<Spec> {
         .collect()
 }
 
+/// Per-job ciphertexts and tags.
+type Sealed = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
 /// One-by-one reference: (ciphertexts, tags).
-fn one_by_one(g: &Gcm, specs: &[Spec]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn one_by_one(g: &Gcm, specs: &[Spec]) -> Sealed {
     let mut cts = Vec::new();
     let mut tags = Vec::new();
     for s in specs {
@@ -77,7 +80,7 @@ fn one_by_one(g: &Gcm, specs: &[Spec]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     (cts, tags)
 }
 
-fn seal_batch(g: &Gcm, specs: &[Spec]) -> Result<(Vec<Vec<u8>>, Vec<Vec<u8>>), Error> {
+fn seal_batch(g: &Gcm, specs: &[Spec]) -> Result<Sealed, Error> {
     let mut bufs: Vec<Vec<u8>> = specs.iter().map(|s| s.pt.clone()).collect();
     let mut tags: Vec<Vec<u8>> = specs.iter().map(|s| vec![0u8; s.tag_len]).collect();
     let mut jobs: Vec<SealJob<'_>> = bufs

@@ -15,8 +15,8 @@ use gcmx_core::frame::{A_MAX, P_MAX, check_lengths};
 fn limits_are_the_sp800_38d_values() {
     assert_eq!(P_MAX, (1u64 << 39) / 8 - 256 / 8, "2^39 - 256 bits");
     assert_eq!(
-        A_MAX,
-        (1u64 << 64) / 8 - 1,
+        u128::from(A_MAX),
+        (1u128 << 64) / 8 - 1,
         "2^64 - 1 bits, rounded down to whole bytes"
     );
 }
