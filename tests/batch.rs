@@ -275,3 +275,34 @@ fn batch_rejects_bad_parameters() {
         );
     }
 }
+
+/// `Gcm` is `Send + Sync`: one instance shared by several threads gives the same results as
+/// sequential use.
+#[test]
+fn shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Gcm>();
+    let mut rng = StdRng::seed_from_u64(seed("shared_across_threads"));
+    let specs = specs(&mut rng, 32, 20_000);
+    for backend in backends() {
+        let g = gcm(&[9u8; 24], backend);
+        let (want_ct, want_tag) = one_by_one(&g, &specs);
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (g, specs, want_ct, want_tag) = (&g, &specs, &want_ct, &want_tag);
+                s.spawn(move || {
+                    for (i, sp) in specs.iter().enumerate().skip(t).step_by(4) {
+                        let mut buf = sp.pt.clone();
+                        let mut tag = vec![0u8; sp.tag_len];
+                        g.encrypt_detached(&sp.nonce, &sp.aad, &mut buf, &mut tag)
+                            .unwrap();
+                        assert!(
+                            buf == want_ct[i] && tag == want_tag[i],
+                            "[{backend:?}] job {i}"
+                        );
+                    }
+                });
+            }
+        });
+    }
+}
