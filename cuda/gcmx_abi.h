@@ -58,6 +58,13 @@
 extern "C" {
 #endif
 
+/* Helper functions below are plain C for the host; under nvcc they are also device functions. */
+#if defined(__CUDACC__)
+#define GCMX_ABI_FN static inline __host__ __device__
+#else
+#define GCMX_ABI_FN static inline
+#endif
+
 /* Bumped whenever a struct, constant or kernel signature below changes. */
 #define GCMX_ABI_VERSION 1u
 
@@ -133,7 +140,7 @@ typedef struct GcmxAesKey {
 
 /** Exponent k of entry i of a warp-strided power table for `threads` threads per block and runs of
  *  `warp_span` blocks per warp (table[i] = Q_k). Valid for i < GCMX_POW_THREAD_BASE + threads. */
-static inline uint64_t gcmx_strided_pow_exponent(uint32_t threads, uint64_t warp_span, uint32_t i)
+GCMX_ABI_FN uint64_t gcmx_strided_pow_exponent(uint32_t threads, uint64_t warp_span, uint32_t i)
 {
     if (i < GCMX_POW_THREAD_BASE) {
         return (uint64_t)GCMX_WARP_SIZE * (i + 1u); /* 32, 64, 96, 128 */
@@ -253,7 +260,7 @@ typedef struct GcmxBatchParams {
 } GcmxBatchParams;
 
 /** Units (K) and lanes of the first unit (g0) of a message of `len` bytes; returns the lanes it owns. */
-static inline uint32_t gcmx_batch_units(uint64_t len, uint32_t* nunits, uint32_t* g0)
+GCMX_ABI_FN uint32_t gcmx_batch_units(uint64_t len, uint32_t* nunits, uint32_t* g0)
 {
     uint64_t n = (len + 15u) / 16u;
     uint64_t k = (n + GCMX_BATCH_UNIT_BLOCKS - 1u) / GCMX_BATCH_UNIT_BLOCKS;
@@ -275,7 +282,7 @@ static inline uint32_t gcmx_batch_units(uint64_t len, uint32_t* nunits, uint32_t
 
 /** One valid plan: fills lane_first and unit_first of msgs[0..n) (in this order) and returns the total
  *  lanes; *total_units receives the number of unit partials. The Rust driver may mirror this exactly. */
-static inline uint32_t gcmx_batch_plan(GcmxBatchMsg* msgs, uint32_t n, uint32_t* total_units)
+GCMX_ABI_FN uint32_t gcmx_batch_plan(GcmxBatchMsg* msgs, uint32_t n, uint32_t* total_units)
 {
     uint32_t lane = 0u, unit = 0u, i;
     for (i = 0u; i < n; i++) {

@@ -1,0 +1,70 @@
+// gcm_fused.cu -- fused AES-GCM encryption / decryption of one message (or one chunk of it) in device
+// memory: the input is read once, the output written once, and the ciphertext is hashed from registers.
+//
+// Math. Keystream for real block r of this launch: K_r = AES_K(J0[0..12] || be32(ctr_first + r))
+// (mod 2^32 counter; ctr_first = ctr0 + 1 + the launch's first block within the message). Output
+// O_r = I_r ^ K_r (only the real bytes of a last partial block). Ciphertext C = O (encrypt) or I
+// (decrypt), zero-padded to whole blocks, is hashed in POLYVAL form (ghash.cuh): one partial
+// Z_j = sum C_i h^(SPAN-i+1) per thread block over its SPAN-block run; the host folds the partials
+// with Q_SPAN and adds the AAD, the length block and E_K(J0).
+//
+// Index mapping (GHASH padding is at the FRONT, counters follow the REAL index). Let nblocks =
+// ceil(nbytes/16), grid = ceil(nblocks / SPAN), pad = grid*SPAN - nblocks. Virtual block v (0 <= v <
+// grid*SPAN) is real block r = v - pad when v >= pad, else an implicit zero block (never loaded, never
+// stored, hashed as zero; its keystream, if computed, is discarded). Thread block j owns virtual blocks
+// [j*SPAN, (j+1)*SPAN); warp w of it [j*SPAN + w*WARP_SPAN, +WARP_SPAN) = 4 chunks of 1024 blocks; in
+// chunk c (virtual base vb), lane l handles v = vb + l + 32k for k = 0..31 with ONE call
+//   gcmx_aes_ctr_x32(key, J0 words 0..2, ctr_first + (vb + l - pad) mod 2^32, 32, ks)
+// so that ks[k] is the keystream of real block vb + l + 32k - pad: each j-th warp-wide access touches
+// 512 contiguous bytes. A chunk entirely in the padding is skipped (the lane's Horner state is still 0
+// there, since padding precedes every real block). With SPAN = 16384 blocks (256 KiB) and 128-thread
+// blocks (gcmx_abi.h GCMX_FUSED_*): e(t) = (3-w)*4096 + 32 - l, power table entry 4 + t.
+//
+// AES: `gcmx_aes_ctr_x32` from the AES helper's aes_bs.cuh (bitsliced, table-free, constant-time). It is
+// called once per lane per chunk by every lane of a warp at the same point (warp-uniform control flow),
+// but it must not rely on warp-collective operations (the batch kernel calls it per lane).
+// Launch: grid = ceil(nblocks / GCMX_FUSED_SPAN), block = GCMX_FUSED_THREADS, params GcmxGcmParams.
+#include "ghash.cuh"
+#include "aes_bs.cuh"
+
+/// Device AES-CTR callable for gcmx_gcm_lane_chunk: key + J0 prefix words.
+struct GcmxDevAesCtr {
+    const GcmxAesKey* key;
+    uint32_t p0, p1, p2;
+    __device__ __forceinline__ void operator()(uint32_t ctr_first, uint32_t ctr_stride,
+                                               uint4 (&ks)[GCMX_AES_BLOCKS_PER_CALL]) const
+    {
+        gcmx_aes_ctr_x32(*key, p0, p1, p2, ctr_first, ctr_stride, ks);
+    }
+};
+
+/// Factory used by the batch kernels: per-message key and J0 prefix.
+struct GcmxDevAesFactory {
+    __device__ __forceinline__ GcmxDevAesCtr at(const GcmxAesKey& k, uint32_t p0, uint32_t p1, uint32_t p2) const
+    {
+        GcmxDevAesCtr a = {&k, p0, p1, p2};
+        return a;
+    }
+};
+
+template <bool DECRYPT> __device__ __forceinline__ void gcmx_gcm_kernel_body(const GcmxGcmParams& p)
+{
+    const GcmxDevAesCtr aes = {&p.key, p.j0_prefix[0], p.j0_prefix[1], p.j0_prefix[2]};
+    const GcmxU128 term = gcmx_gcm_thread<GCMX_DEFAULT_CLMAD, DECRYPT>(
+        aes, reinterpret_cast<const uint8_t*>(p.in), reinterpret_cast<uint8_t*>(p.out), p.nbytes, p.ctr_first,
+        reinterpret_cast<const GcmxU128*>(p.powers), blockIdx.x, gridDim.x, threadIdx.x);
+    const GcmxU128 z = gcmx_block_xor<GCMX_FUSED_WARPS>(term);
+    if (threadIdx.x == 0u) reinterpret_cast<GcmxU128*>(p.partials)[blockIdx.x] = z;
+}
+
+/// Encrypt: out = in ^ keystream, partials over out.
+extern "C" __global__ void __launch_bounds__(GCMX_FUSED_THREADS) gcmx_gcm_encrypt(GcmxGcmParams p)
+{
+    gcmx_gcm_kernel_body<false>(p);
+}
+
+/// Decrypt: out = in ^ keystream, partials over in. The host must not release out before the tag check.
+extern "C" __global__ void __launch_bounds__(GCMX_FUSED_THREADS) gcmx_gcm_decrypt(GcmxGcmParams p)
+{
+    gcmx_gcm_kernel_body<true>(p);
+}

@@ -1,0 +1,679 @@
+// ghash.cuh -- GHASH through POLYVAL on the GPU (and on the host, for the checks), shared by every kernel.
+//
+// ------------------------------------------------------------------------------------------------------
+// Field and representation
+// ------------------------------------------------------------------------------------------------------
+// GF(2^128) with P = x^128 + x^127 + x^126 + x^121 + 1 (POLYVAL, RFC 8452). A 16-byte GHASH block X is
+// the element whose 128-bit integer is X read BIG-endian (GcmxU128: hi = bytes 0..7, lo = bytes 8..15).
+// A uint4 load gives the little-endian words x, y, z, w of bytes 0..3, 4..7, 8..11, 12..15, so
+//   hi = bswap(x) << 32 | bswap(y),  lo = bswap(z) << 32 | bswap(w).
+// The GHASH key becomes H' = mulX(H) (shift left one bit, XOR 0xC2..01 when the top bit falls out), and
+// GHASH(X_1..X_n) = POLYVAL: S = 0; S = dot(S ^ X_i, H').
+//
+// dot(a, b) = a * b * x^-128 mod P:
+//   1. D = a (x) b, the 256-bit carry-less product, D = (d3:d2:d1:d0) in 64-bit words, from the four
+//      64x64 products (schoolbook; with clmad each partial product XORs into its word through the
+//      accumulator input: 8 clmad per product);
+//   2. Montgomery reduction with C = 0xC2 << 56 (x^-64 folding twice):
+//        t = D0 (x) C: a0 = d1 ^ lo(t), a1 = d0 ^ hi(t);   u = a0 (x) C: b0 = a1 ^ lo(u), b1 = a0 ^ hi(u);
+//        result = (d3 ^ b1 : d2 ^ b0).                      (4 clmad; in software: shifts, since C has
+//      only bits 63, 62, 57 set: v (x) C = v<<63 ^ v<<62 ^ v<<57 over 128 bits.)
+//   Reduction is linear, so the sum of several unreduced products is reduced once ("aggregated").
+//
+// Powers: Q_1 = H', Q_(k+1) = dot(Q_k, H'), dot(a, Q_k) = a * h^k, dot(Q_a, Q_b) = Q_(a+b),
+// Q_0 = x^128 mod P = 0xC2000000000000000000000000000001 (unit of dot).
+// The value of a run X_1..X_n is Z = sum X_i h^(n-i+1); runs combine as (A, B) -> dot(A, Q_len(B)) ^ B;
+// leading zero blocks do not change a run's value.
+//
+// ------------------------------------------------------------------------------------------------------
+// Lane layout (see gcmx_abi.h): a lane takes blocks v0, v0 + s, v0 + 2s, ... (s = 32 in the GHASH and
+// fused kernels, s = g in batch units) and runs Horner four blocks at a time:
+//   acc <- reduce(acc (x) Q_4s ^ X0 (x) Q_3s ^ X1 (x) Q_2s ^ X2 (x) Q_s) ^ X3
+// so after J blocks acc = sum_j X_j h^(s(J-1-j)); multiplying by h^e for the lane's distance to the end
+// of the run and XOR-ing all lanes gives the run's value.
+//
+// Virtual block index: a kernel's run is front-padded; virtual block v is real block r = v - pad when
+// v >= pad, else an implicit zero block (never read). Real block nfull (when tail != 0) is the partial
+// last block, read byte-wise and zero-padded. All branches are on public lengths and indices only.
+// The multiply is constant-time in both variants: clmad, or integer multiplies on masked operands.
+#ifndef GCMX_GHASH_CUH
+#define GCMX_GHASH_CUH
+
+#include "common.cuh"
+
+/// C = 0xC2 << 56: the Montgomery reduction constant (x^-64 folding for P).
+#define GCMX_POLYVAL_C 0xC200000000000000ull
+/// Bit positions set in C (used by the software reduction): 63, 62, 57.
+#define GCMX_C_BIT_A 63u
+#define GCMX_C_BIT_B 62u
+#define GCMX_C_BIT_C 57u
+
+// Templates that call a caller-supplied AES callable: the host checks instantiate them with host-only
+// callables, which nvcc would otherwise flag in a __host__ __device__ function.
+#if defined(__CUDACC__)
+#define GCMX_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#define GCMX_EXEC_CHECK_DISABLE
+#endif
+
+#if defined(GCMX_HAVE_CLMAD) && GCMX_HAVE_CLMAD
+#define GCMX_DEFAULT_CLMAD true
+#else
+#define GCMX_DEFAULT_CLMAD false
+#endif
+
+/// Unreduced 256-bit carry-less product accumulator (d0 least significant).
+struct GcmxWide {
+    uint64_t d0, d1, d2, d3;
+};
+
+GCMX_HD GcmxU128 gcmx_u128(uint64_t hi, uint64_t lo)
+{
+    GcmxU128 r;
+    r.lo = lo;
+    r.hi = hi;
+    return r;
+}
+
+GCMX_HD GcmxU128 gcmx_xor128(GcmxU128 a, GcmxU128 b)
+{
+    return gcmx_u128(a.hi ^ b.hi, a.lo ^ b.lo);
+}
+
+/// 16 memory bytes (as a uint4 load) -> field element (big-endian integer).
+GCMX_HD GcmxU128 gcmx_block_to_u128(uint4 v)
+{
+    uint64_t hi = ((uint64_t)gcmx_bswap32(v.x) << 32) | gcmx_bswap32(v.y);
+    uint64_t lo = ((uint64_t)gcmx_bswap32(v.z) << 32) | gcmx_bswap32(v.w);
+    return gcmx_u128(hi, lo);
+}
+
+/// Field element -> 16 memory bytes (as a uint4 to store).
+GCMX_HD uint4 gcmx_u128_to_block(GcmxU128 a)
+{
+    return gcmx_u4(gcmx_bswap32((uint32_t)(a.hi >> 32)), gcmx_bswap32((uint32_t)a.hi),
+                   gcmx_bswap32((uint32_t)(a.lo >> 32)), gcmx_bswap32((uint32_t)a.lo));
+}
+
+/// H' = mulX(H): shift left by one over 128 bits; XOR x^128 mod P = 0xC2..01 when the top bit fell out.
+/// Constant-time (mask, no branch).
+GCMX_HD GcmxU128 gcmx_mulx(GcmxU128 v)
+{
+    uint64_t mask = (uint64_t)0 - (v.hi >> 63);
+    uint64_t hi = (v.hi << 1) | (v.lo >> 63);
+    uint64_t lo = v.lo << 1;
+    return gcmx_u128(hi ^ (mask & GCMX_Q0_HI), lo ^ (mask & GCMX_Q0_LO));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Software carry-less multiply (constant-time; integer multiplies on operands with 3-bit holes).
+// bmul32: x, y are split into four parts x_k = x & M_k (M_k has every 4th bit set, starting at bit k).
+// A product x_a * y_b has its set-bit contributions only at positions = a + b (mod 4); a column receives
+// at most 8 of them (8 bits per part), 8 < 16, so no carry reaches the next position of the same
+// residue: masking the XOR of the four products of residue r with the 64-bit mask of residue r gives
+// exactly the carry-less product bits of that residue.
+// ---------------------------------------------------------------------------------------------------
+#define GCMX_M32_0 0x11111111u
+#define GCMX_M32_1 0x22222222u
+#define GCMX_M32_2 0x44444444u
+#define GCMX_M32_3 0x88888888u
+#define GCMX_M64_0 0x1111111111111111ull
+#define GCMX_M64_1 0x2222222222222222ull
+#define GCMX_M64_2 0x4444444444444444ull
+#define GCMX_M64_3 0x8888888888888888ull
+
+GCMX_HD uint64_t gcmx_bmul32(uint32_t x, uint32_t y)
+{
+    uint64_t x0 = x & GCMX_M32_0, x1 = x & GCMX_M32_1, x2 = x & GCMX_M32_2, x3 = x & GCMX_M32_3;
+    uint64_t y0 = y & GCMX_M32_0, y1 = y & GCMX_M32_1, y2 = y & GCMX_M32_2, y3 = y & GCMX_M32_3;
+    uint64_t z0 = (x0 * y0) ^ (x1 * y3) ^ (x2 * y2) ^ (x3 * y1);
+    uint64_t z1 = (x0 * y1) ^ (x1 * y0) ^ (x2 * y3) ^ (x3 * y2);
+    uint64_t z2 = (x0 * y2) ^ (x1 * y1) ^ (x2 * y0) ^ (x3 * y3);
+    uint64_t z3 = (x0 * y3) ^ (x1 * y2) ^ (x2 * y1) ^ (x3 * y0);
+    return (z0 & GCMX_M64_0) | (z1 & GCMX_M64_1) | (z2 & GCMX_M64_2) | (z3 & GCMX_M64_3);
+}
+
+/// 64x64 -> 128 carry-less product by Karatsuba over 32-bit halves (3 bmul32).
+GCMX_HD void gcmx_clmul64_soft(uint64_t a, uint64_t b, uint64_t& lo, uint64_t& hi)
+{
+    uint32_t a0 = (uint32_t)a, a1 = (uint32_t)(a >> 32);
+    uint32_t b0 = (uint32_t)b, b1 = (uint32_t)(b >> 32);
+    uint64_t p0 = gcmx_bmul32(a0, b0);
+    uint64_t p2 = gcmx_bmul32(a1, b1);
+    uint64_t p1 = gcmx_bmul32(a0 ^ a1, b0 ^ b1) ^ p0 ^ p2;
+    lo = p0 ^ (p1 << 32);
+    hi = p2 ^ (p1 >> 32);
+}
+
+#if GCMX_ON_DEVICE && defined(GCMX_HAVE_CLMAD) && GCMX_HAVE_CLMAD
+/// clmad.lo.u64 d, a, b, c: d = low 64 bits of a (x) b, XOR c.
+__device__ __forceinline__ uint64_t gcmx_clmad_lo(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t d;
+    asm("clmad.lo.u64 %0, %1, %2, %3;" : "=l"(d) : "l"(a), "l"(b), "l"(c));
+    return d;
+}
+/// clmad.hi.u64 d, a, b, c: d = high 64 bits of a (x) b, XOR c.
+__device__ __forceinline__ uint64_t gcmx_clmad_hi(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t d;
+    asm("clmad.hi.u64 %0, %1, %2, %3;" : "=l"(d) : "l"(a), "l"(b), "l"(c));
+    return d;
+}
+#define GCMX_CLMAD_AVAILABLE 1
+#else
+#define GCMX_CLMAD_AVAILABLE 0
+#endif
+
+/// W ^= a (x) b (256-bit unreduced). CL selects clmad (on the device, when built with it) or software.
+template <bool CL> GCMX_HD void gcmx_mul_acc(GcmxWide& w, GcmxU128 a, GcmxU128 b)
+{
+#if GCMX_CLMAD_AVAILABLE
+    if (CL) {
+        w.d0 = gcmx_clmad_lo(a.lo, b.lo, w.d0);
+        w.d1 = gcmx_clmad_hi(a.lo, b.lo, w.d1);
+        w.d1 = gcmx_clmad_lo(a.lo, b.hi, w.d1);
+        w.d1 = gcmx_clmad_lo(a.hi, b.lo, w.d1);
+        w.d2 = gcmx_clmad_hi(a.lo, b.hi, w.d2);
+        w.d2 = gcmx_clmad_hi(a.hi, b.lo, w.d2);
+        w.d2 = gcmx_clmad_lo(a.hi, b.hi, w.d2);
+        w.d3 = gcmx_clmad_hi(a.hi, b.hi, w.d3);
+        return;
+    }
+#endif
+    // Karatsuba over 64-bit halves: 3 clmul64.
+    uint64_t l0, l1, h0, h1, m0, m1;
+    gcmx_clmul64_soft(a.lo, b.lo, l0, l1);
+    gcmx_clmul64_soft(a.hi, b.hi, h0, h1);
+    gcmx_clmul64_soft(a.lo ^ a.hi, b.lo ^ b.hi, m0, m1);
+    m0 ^= l0 ^ h0;
+    m1 ^= l1 ^ h1;
+    w.d0 ^= l0;
+    w.d1 ^= l1 ^ m0;
+    w.d2 ^= h0 ^ m1;
+    w.d3 ^= h1;
+}
+
+/// Montgomery reduction: D * x^-128 mod P (see the top comment).
+template <bool CL> GCMX_HD GcmxU128 gcmx_reduce(GcmxWide w)
+{
+#if GCMX_CLMAD_AVAILABLE
+    if (CL) {
+        uint64_t a0 = gcmx_clmad_lo(w.d0, GCMX_POLYVAL_C, w.d1);
+        uint64_t a1 = gcmx_clmad_hi(w.d0, GCMX_POLYVAL_C, w.d0);
+        uint64_t b0 = gcmx_clmad_lo(a0, GCMX_POLYVAL_C, a1);
+        uint64_t b1 = gcmx_clmad_hi(a0, GCMX_POLYVAL_C, a0);
+        return gcmx_u128(w.d3 ^ b1, w.d2 ^ b0);
+    }
+#endif
+    // v (x) C with C = 2^63 + 2^62 + 2^57: lo = v<<63 ^ v<<62 ^ v<<57, hi = v>>1 ^ v>>2 ^ v>>7.
+    uint64_t d0 = w.d0;
+    uint64_t tlo = (d0 << GCMX_C_BIT_A) ^ (d0 << GCMX_C_BIT_B) ^ (d0 << GCMX_C_BIT_C);
+    uint64_t thi = (d0 >> (64u - GCMX_C_BIT_A)) ^ (d0 >> (64u - GCMX_C_BIT_B)) ^ (d0 >> (64u - GCMX_C_BIT_C));
+    uint64_t a0 = w.d1 ^ tlo, a1 = d0 ^ thi;
+    uint64_t ulo = (a0 << GCMX_C_BIT_A) ^ (a0 << GCMX_C_BIT_B) ^ (a0 << GCMX_C_BIT_C);
+    uint64_t uhi = (a0 >> (64u - GCMX_C_BIT_A)) ^ (a0 >> (64u - GCMX_C_BIT_B)) ^ (a0 >> (64u - GCMX_C_BIT_C));
+    uint64_t b0 = a1 ^ ulo, b1 = a0 ^ uhi;
+    return gcmx_u128(w.d3 ^ b1, w.d2 ^ b0);
+}
+
+GCMX_HD GcmxWide gcmx_wide_zero()
+{
+    GcmxWide w;
+    w.d0 = w.d1 = w.d2 = w.d3 = 0;
+    return w;
+}
+
+/// dot(a, b) = a * b * x^-128 mod P.
+template <bool CL> GCMX_HD GcmxU128 gcmx_dot(GcmxU128 a, GcmxU128 b)
+{
+    GcmxWide w = gcmx_wide_zero();
+    gcmx_mul_acc<CL>(w, a, b);
+    return gcmx_reduce<CL>(w);
+}
+
+/// Horner step over four blocks with one reduction: pw = {Q_s, Q_2s, Q_3s, Q_4s}.
+/// acc' = acc*h^4s + x0*h^3s + x1*h^2s + x2*h^s + x3.
+template <bool CL>
+GCMX_HD GcmxU128 gcmx_horner4(GcmxU128 acc, GcmxU128 x0, GcmxU128 x1, GcmxU128 x2, GcmxU128 x3,
+                              const GcmxU128 (&pw)[GCMX_BLOCKS_PER_REDUCTION])
+{
+    GcmxWide w = gcmx_wide_zero();
+    gcmx_mul_acc<CL>(w, acc, pw[3]);
+    gcmx_mul_acc<CL>(w, x0, pw[2]);
+    gcmx_mul_acc<CL>(w, x1, pw[1]);
+    gcmx_mul_acc<CL>(w, x2, pw[0]);
+    return gcmx_xor128(gcmx_reduce<CL>(w), x3);
+}
+
+/// Q_k from H' by square-and-multiply (k >= 1; k public). dot(Q_a, Q_b) = Q_(a+b).
+template <bool CL> GCMX_HD GcmxU128 gcmx_power(GcmxU128 h_prime, uint64_t k)
+{
+    GcmxU128 result = gcmx_u128(GCMX_Q0_HI, GCMX_Q0_LO); // Q_0
+    GcmxU128 base = h_prime;                             // Q_(2^i)
+    while (k != 0) {
+        if (k & 1u) result = gcmx_dot<CL>(result, base);
+        k >>= 1;
+        if (k != 0) base = gcmx_dot<CL>(base, base);
+    }
+    return result;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Messages as virtual block sequences (front padding + zero-padded partial last block).
+// ---------------------------------------------------------------------------------------------------
+struct GcmxMsgView {
+    uint64_t nfull; // number of full 16-byte blocks
+    uint64_t pad;   // virtual zero blocks in front of real block 0
+    uint32_t tail;  // bytes of the partial last block (0: none)
+};
+
+GCMX_HD GcmxMsgView gcmx_msg_view(uint64_t nbytes, uint64_t pad)
+{
+    GcmxMsgView m;
+    m.nfull = nbytes / GCMX_BLOCK_BYTES;
+    m.tail = (uint32_t)(nbytes % GCMX_BLOCK_BYTES);
+    m.pad = pad;
+    return m;
+}
+
+/// Total real blocks (the partial one included).
+GCMX_HD uint64_t gcmx_msg_blocks(const GcmxMsgView& m)
+{
+    return m.nfull + (m.tail != 0u ? 1u : 0u);
+}
+
+/// True when the virtual blocks [v, v + len) are all full real blocks (warp-uniform fast-path test).
+GCMX_HD bool gcmx_all_full(const GcmxMsgView& m, uint64_t v, uint64_t len)
+{
+    return v >= m.pad && v - m.pad + len <= m.nfull;
+}
+
+/// Load virtual block v of a message whose real block 0 is at `base`: zero for front padding, zero-padded
+/// for the partial last block. v must be < pad + gcmx_msg_blocks().
+GCMX_HD uint4 gcmx_load_virtual(const uint8_t* base, const GcmxMsgView& m, uint64_t v)
+{
+    if (v < m.pad) return gcmx_u4(0u, 0u, 0u, 0u);
+    uint64_t r = v - m.pad;
+    if (r < m.nfull) return gcmx_load16(base + r * GCMX_BLOCK_BYTES);
+    return gcmx_load_partial(base + r * GCMX_BLOCK_BYTES, m.tail);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// GHASH lane: blocks v0 + 32 j, j = 0 .. nblk-1 (nblk a multiple of GCMX_GHASH_LOADS_PER_STEP).
+// Each step issues GCMX_GHASH_LOADS_PER_STEP independent 16-byte loads before any multiply, so that many
+// loads per thread are in flight; then hashes them in groups of four.
+// ---------------------------------------------------------------------------------------------------
+#define GCMX_GHASH_LOADS_PER_STEP 8u
+
+template <bool CL, bool CHECKED>
+GCMX_HD GcmxU128 gcmx_ghash_lane(const uint8_t* base, const GcmxMsgView& m, uint64_t v0, uint32_t nblk,
+                                 const GcmxU128 (&pw)[GCMX_BLOCKS_PER_REDUCTION], GcmxU128 acc)
+{
+    for (uint32_t j = 0; j < nblk; j += GCMX_GHASH_LOADS_PER_STEP) {
+        uint4 raw[GCMX_GHASH_LOADS_PER_STEP];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+        for (uint32_t k = 0; k < GCMX_GHASH_LOADS_PER_STEP; k++) {
+            uint64_t v = v0 + (uint64_t)GCMX_WARP_SIZE * (j + k);
+            if (CHECKED) {
+                raw[k] = gcmx_load_virtual(base, m, v);
+            } else {
+                raw[k] = gcmx_load16(base + (v - m.pad) * GCMX_BLOCK_BYTES);
+            }
+        }
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+        for (uint32_t k = 0; k < GCMX_GHASH_LOADS_PER_STEP; k += GCMX_BLOCKS_PER_REDUCTION) {
+            acc = gcmx_horner4<CL>(acc, gcmx_block_to_u128(raw[k]), gcmx_block_to_u128(raw[k + 1]),
+                                   gcmx_block_to_u128(raw[k + 2]), gcmx_block_to_u128(raw[k + 3]), pw);
+        }
+    }
+    return acc;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// GCM lane chunk: one lane, one gcmx_aes_ctr_x32 call, blocks vb + i + g j (j = 0..31) of a message.
+//   ks = aes(ctr_first + (vb + i - pad), g)      (counter of real block r is ctr_first + r, mod 2^32)
+//   out block = in block ^ ks[j] for real blocks (only the real bytes of the partial last block),
+//   hashed block = ciphertext (encrypt: the output, its padding bytes zeroed; decrypt: the input),
+//   zero for front padding.  acc is the lane's Horner state with stride g (pw = {Q_g..Q_4g}).
+// The caller skips chunks that are entirely front padding (acc is still zero there).
+// `aes` is a callable aes(uint32_t ctr_first, uint32_t ctr_stride, uint4 (&ks)[32]) (on the device it
+// wraps gcmx_aes_ctr_x32 with the key and J0 prefix).
+// ---------------------------------------------------------------------------------------------------
+GCMX_EXEC_CHECK_DISABLE
+template <bool CL, bool DECRYPT, class Aes>
+GCMX_HD GcmxU128 gcmx_gcm_lane_chunk(const Aes& aes, const uint8_t* in, uint8_t* out, const GcmxMsgView& m,
+                                     uint64_t vb, uint32_t i, uint32_t g, uint32_t ctr_first,
+                                     const GcmxU128 (&pw)[GCMX_BLOCKS_PER_REDUCTION], GcmxU128 acc)
+{
+    uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
+    // Real index of this lane's first block, mod 2^32 (negative inside the padding: those keystream
+    // blocks are computed but never used).
+    uint32_t r0 = (uint32_t)(vb + i) - (uint32_t)m.pad;
+    aes(ctr_first + r0, g, ks);
+    const uint64_t span = (uint64_t)g * GCMX_AES_BLOCKS_PER_CALL;
+    if (gcmx_all_full(m, vb, span)) {
+        // Fast path: every block of the unit is a full real block.
+        const uint64_t rb = vb + i - m.pad;
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+        for (uint32_t j = 0; j < GCMX_AES_BLOCKS_PER_CALL; j += GCMX_BLOCKS_PER_REDUCTION) {
+            GcmxU128 h[GCMX_BLOCKS_PER_REDUCTION];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+            for (uint32_t k = 0; k < GCMX_BLOCKS_PER_REDUCTION; k++) {
+                uint64_t off = (rb + (uint64_t)g * (j + k)) * GCMX_BLOCK_BYTES;
+                uint4 x = gcmx_load16(in + off);
+                uint4 y = gcmx_xor4(x, ks[j + k]);
+                gcmx_store16(out + off, y);
+                h[k] = gcmx_block_to_u128(DECRYPT ? x : y);
+            }
+            acc = gcmx_horner4<CL>(acc, h[0], h[1], h[2], h[3], pw);
+        }
+        return acc;
+    }
+    // Checked path: front padding and/or the end of the message fall inside this unit. Fully unrolled
+    // like the fast path, so that ks[] stays in registers (a dynamic index would move it to local memory).
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (uint32_t j = 0; j < GCMX_AES_BLOCKS_PER_CALL; j += GCMX_BLOCKS_PER_REDUCTION) {
+        GcmxU128 h[GCMX_BLOCKS_PER_REDUCTION];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+        for (uint32_t k = 0; k < GCMX_BLOCKS_PER_REDUCTION; k++) {
+            uint64_t v = vb + i + (uint64_t)g * (j + k);
+            uint4 hb = gcmx_u4(0u, 0u, 0u, 0u);
+            if (v >= m.pad) {
+                uint64_t r = v - m.pad;
+                uint64_t off = r * GCMX_BLOCK_BYTES;
+                if (r < m.nfull) {
+                    uint4 x = gcmx_load16(in + off);
+                    uint4 y = gcmx_xor4(x, ks[j + k]);
+                    gcmx_store16(out + off, y);
+                    hb = DECRYPT ? x : y;
+                } else if (r == m.nfull && m.tail != 0u) {
+                    uint4 x = gcmx_load_partial(in + off, m.tail);
+                    uint4 y = gcmx_keep_bytes(gcmx_xor4(x, ks[j + k]), m.tail);
+                    gcmx_store_partial(out + off, y, m.tail);
+                    hb = DECRYPT ? x : y;
+                }
+            }
+            h[k] = gcmx_block_to_u128(hb);
+        }
+        acc = gcmx_horner4<CL>(acc, h[0], h[1], h[2], h[3], pw);
+    }
+    return acc;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Per-thread work of the GHASH kernel (shared by the kernel and the host emulation in the checks).
+// Thread t = 32w + l of thread block `blk` (of `grid`), layout of gcmx_abi.h (GHASH constants):
+// returns the thread's term dot(acc, Q_e(t)); the XOR of all terms of a block is its partial.
+// ---------------------------------------------------------------------------------------------------
+template <bool CL>
+GCMX_HD GcmxU128 gcmx_ghash_thread(const uint8_t* data, uint64_t nbytes, const GcmxU128* powers, uint32_t blk,
+                                   uint32_t grid, uint32_t t)
+{
+    const uint32_t w = t / GCMX_WARP_SIZE, l = t % GCMX_WARP_SIZE;
+    const uint64_t nblocks = (nbytes + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
+    const uint64_t total = (uint64_t)grid * GCMX_GHASH_SPAN;
+    // A grid too small for the message is a host error; never read out of bounds: hash a prefix.
+    const GcmxMsgView m = gcmx_msg_view(nbytes, total > nblocks ? total - nblocks : 0u);
+    const uint64_t wbase = (uint64_t)blk * GCMX_GHASH_SPAN + (uint64_t)w * GCMX_GHASH_WARP_SPAN;
+    GcmxU128 acc = gcmx_u128(0u, 0u);
+    if (wbase + GCMX_GHASH_WARP_SPAN <= m.pad) {
+        return acc; // the warp's whole run is front padding (warp-uniform)
+    }
+    const GcmxU128 pw[GCMX_BLOCKS_PER_REDUCTION] = {powers[GCMX_POW_STRIDE_32], powers[GCMX_POW_STRIDE_64],
+                                                    powers[GCMX_POW_STRIDE_96], powers[GCMX_POW_STRIDE_128]};
+    if (gcmx_all_full(m, wbase, GCMX_GHASH_WARP_SPAN)) {
+        acc = gcmx_ghash_lane<CL, false>(data, m, wbase + l, GCMX_GHASH_BLOCKS_PER_LANE, pw, acc);
+    } else {
+        acc = gcmx_ghash_lane<CL, true>(data, m, wbase + l, GCMX_GHASH_BLOCKS_PER_LANE, pw, acc);
+    }
+    return gcmx_dot<CL>(acc, powers[GCMX_POW_THREAD_BASE + t]);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Per-thread work of the fused GCM kernel: thread t of block `blk` (of `grid`), fused constants of
+// gcmx_abi.h. Warp w takes the run [blk*SPAN + w*WARP_SPAN, +WARP_SPAN) = GCMX_FUSED_CHUNKS_PER_WARP
+// chunks of 1024 blocks; lane l takes blocks l + 32j of each chunk (stride 32 across chunks too, so one
+// Horner state runs through all chunks). Index mapping: virtual v -> real r = v - pad, counter
+// ctr_first + r. Returns the thread's term dot(acc, Q_e(t)).
+// ---------------------------------------------------------------------------------------------------
+GCMX_EXEC_CHECK_DISABLE
+template <bool CL, bool DECRYPT, class Aes>
+GCMX_HD GcmxU128 gcmx_gcm_thread(const Aes& aes, const uint8_t* in, uint8_t* out, uint64_t nbytes,
+                                 uint32_t ctr_first, const GcmxU128* powers, uint32_t blk, uint32_t grid,
+                                 uint32_t t)
+{
+    const uint32_t w = t / GCMX_WARP_SIZE, l = t % GCMX_WARP_SIZE;
+    const uint64_t nblocks = (nbytes + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
+    const uint64_t total = (uint64_t)grid * GCMX_FUSED_SPAN;
+    const GcmxMsgView m = gcmx_msg_view(nbytes, total > nblocks ? total - nblocks : 0u);
+    const uint64_t wbase = (uint64_t)blk * GCMX_FUSED_SPAN + (uint64_t)w * GCMX_FUSED_WARP_SPAN;
+    GcmxU128 acc = gcmx_u128(0u, 0u);
+    if (wbase + GCMX_FUSED_WARP_SPAN <= m.pad) {
+        return acc;
+    }
+    const GcmxU128 pw[GCMX_BLOCKS_PER_REDUCTION] = {powers[GCMX_POW_STRIDE_32], powers[GCMX_POW_STRIDE_64],
+                                                    powers[GCMX_POW_STRIDE_96], powers[GCMX_POW_STRIDE_128]};
+    for (uint32_t c = 0; c < GCMX_FUSED_CHUNKS_PER_WARP; c++) {
+        const uint64_t vb = wbase + (uint64_t)c * GCMX_WARP_CHUNK;
+        if (vb + GCMX_WARP_CHUNK <= m.pad) continue; // all padding: acc is still zero
+        acc = gcmx_gcm_lane_chunk<CL, DECRYPT>(aes, in, out, m, vb, l, GCMX_WARP_SIZE, ctr_first, pw, acc);
+    }
+    return gcmx_dot<CL>(acc, powers[GCMX_POW_THREAD_BASE + t]);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Batch (gcm_batch.cu; work split documented in gcmx_abi.h). Per-thread functions shared with the host
+// emulation. `Aes` here is a factory: aes.at(key, prefix0, prefix1, prefix2) returns a callable like the
+// one gcmx_gcm_lane_chunk takes.
+// ---------------------------------------------------------------------------------------------------
+
+/// Index of the message owning global lane L: the largest k with msgs[k].lane_first <= L (lane_first
+/// non-decreasing), or n when none. The caller still checks L < lane_first + lanes.
+GCMX_HD uint32_t gcmx_batch_find(const GcmxBatchMsg* msgs, uint32_t n, uint32_t lane)
+{
+    uint32_t lo = 0u, hi = n; // answer in [lo - 1, hi); invariant: msgs[k].lane_first <= lane for k < lo
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2u;
+        if (msgs[mid].lane_first <= lane) lo = mid + 1u;
+        else hi = mid;
+    }
+    return lo == 0u ? n : lo - 1u;
+}
+
+/// What a lane of gcmx_batch_units does.
+struct GcmxBatchLane {
+    uint32_t active; // 0: idle lane (alignment hole or past the end)
+    uint32_t msg;    // message index
+    uint32_t unit;   // unit index u within the message (0 = the short front unit)
+    uint32_t i;      // lane within the unit's group
+    uint32_t g;      // lanes in the group (1 for idle lanes)
+};
+
+GCMX_HD GcmxBatchLane gcmx_batch_lane_of(const GcmxBatchMsg* msgs, uint32_t nmsgs, uint32_t lane)
+{
+    GcmxBatchLane r;
+    r.active = 0u;
+    r.msg = 0u;
+    r.unit = 0u;
+    r.i = 0u;
+    r.g = 1u;
+    const uint32_t k = gcmx_batch_find(msgs, nmsgs, lane);
+    if (k >= nmsgs) return r;
+    uint32_t nunits, g0;
+    const uint32_t lanes = gcmx_batch_units(msgs[k].data_len, &nunits, &g0);
+    const uint32_t local = lane - msgs[k].lane_first;
+    if (local >= lanes) return r;
+    const uint32_t full_lanes = GCMX_WARP_SIZE * (nunits - 1u);
+    r.active = 1u;
+    r.msg = k;
+    if (local < full_lanes) {
+        r.unit = 1u + local / GCMX_WARP_SIZE;
+        r.i = local % GCMX_WARP_SIZE;
+        r.g = GCMX_WARP_SIZE;
+    } else {
+        r.unit = 0u;
+        r.i = local - full_lanes;
+        r.g = g0;
+    }
+    return r;
+}
+
+/// Units kernel, one lane: CTR + GHASH of its part of the unit. Returns the lane's term
+/// dot(acc, Q_(g-i)); the XOR of the terms of a unit's g lanes is the unit's partial.
+GCMX_EXEC_CHECK_DISABLE
+template <bool CL, bool DECRYPT, class AesFactory>
+GCMX_HD GcmxU128 gcmx_batch_unit_lane(const AesFactory& aesf, const GcmxBatchParams& p, const GcmxBatchLane& a)
+{
+    const GcmxBatchMsg* msgs = reinterpret_cast<const GcmxBatchMsg*>(p.msgs);
+    const GcmxBatchMsg& msg = msgs[a.msg];
+    const GcmxKeyPowers& kp = reinterpret_cast<const GcmxKeyPowers*>(p.key_powers)[msg.key_index];
+    const GcmxAesKey& key = reinterpret_cast<const GcmxAesKey*>(p.keys)[msg.key_index];
+    uint32_t nunits, g0;
+    (void)gcmx_batch_units(msg.data_len, &nunits, &g0);
+    const uint64_t nblocks = (msg.data_len + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
+    const uint64_t pad = (uint64_t)GCMX_BATCH_UNIT_BLOCKS * nunits - nblocks;
+    const GcmxMsgView m = gcmx_msg_view(msg.data_len, pad);
+    const uint64_t vb = a.unit == 0u ? (uint64_t)GCMX_BATCH_UNIT_BLOCKS - (uint64_t)GCMX_AES_BLOCKS_PER_CALL * a.g
+                                     : (uint64_t)GCMX_BATCH_UNIT_BLOCKS * a.unit;
+    const uint32_t g = a.g;
+    const GcmxU128 pw[GCMX_BLOCKS_PER_REDUCTION] = {kp.q[g - 1u], kp.q[2u * g - 1u], kp.q[3u * g - 1u],
+                                                    kp.q[4u * g - 1u]};
+    const uint32_t ctr_first = gcmx_bswap32(msg.j0[3]) + 1u;
+    const uint8_t* in = reinterpret_cast<const uint8_t*>(p.in) + msg.data_off;
+    uint8_t* out = reinterpret_cast<uint8_t*>(p.out) + msg.data_off;
+    GcmxU128 acc = gcmx_gcm_lane_chunk<CL, DECRYPT>(aesf.at(key, msg.j0[0], msg.j0[1], msg.j0[2]), in, out, m, vb,
+                                                    a.i, g, ctr_first, pw, gcmx_u128(0u, 0u));
+    return gcmx_dot<CL>(acc, kp.q[g - a.i - 1u]);
+}
+
+/// Key-powers kernel, one key: H = AES_K(0^128), H' = mulX(H), q[k-1] = Q_k, pow2[i] = Q_(2^i).
+GCMX_EXEC_CHECK_DISABLE
+template <bool CL, class AesFactory>
+GCMX_HD void gcmx_batch_key_powers_thread(const AesFactory& aesf, const GcmxBatchParams& p, uint32_t key_index)
+{
+    const GcmxAesKey& key = reinterpret_cast<const GcmxAesKey*>(p.keys)[key_index];
+    GcmxKeyPowers& kp = reinterpret_cast<GcmxKeyPowers*>(p.key_powers)[key_index];
+    uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
+    aesf.at(key, 0u, 0u, 0u)(0u, 1u, ks); // ks[0] = AES_K(0^128) = H
+    const GcmxU128 hp = gcmx_mulx(gcmx_block_to_u128(ks[0]));
+    GcmxU128 q = hp;
+    kp.q[0] = q;
+    for (uint32_t k = 1; k < GCMX_KEY_POW_LINEAR; k++) {
+        q = gcmx_dot<CL>(q, hp);
+        kp.q[k] = q;
+    }
+    q = hp;
+    kp.pow2[0] = q;
+    for (uint32_t i = 1; i < GCMX_KEY_POW_POW2; i++) {
+        q = gcmx_dot<CL>(q, q);
+        kp.pow2[i] = q;
+    }
+}
+
+/// log2 of the unit length (Q_1024 = pow2[GCMX_BATCH_UNIT_LOG2]).
+#define GCMX_BATCH_UNIT_LOG2 10u
+
+/// Tags kernel, one message: S = (((Z_A h^n) ^ S_C ^ L) h), tag = S ^ E_K(J0), 16 bytes to tags[slot].
+GCMX_EXEC_CHECK_DISABLE
+template <bool CL, class AesFactory>
+GCMX_HD void gcmx_batch_tag_thread(const AesFactory& aesf, const GcmxBatchParams& p, uint32_t k)
+{
+    const GcmxBatchMsg& msg = reinterpret_cast<const GcmxBatchMsg*>(p.msgs)[k];
+    const GcmxKeyPowers& kp = reinterpret_cast<const GcmxKeyPowers*>(p.key_powers)[msg.key_index];
+    const GcmxAesKey& key = reinterpret_cast<const GcmxAesKey*>(p.keys)[msg.key_index];
+    const GcmxU128* partials = reinterpret_cast<const GcmxU128*>(p.unit_partials) + msg.unit_first;
+    uint32_t nunits, g0;
+    (void)gcmx_batch_units(msg.data_len, &nunits, &g0);
+    // Ciphertext value: fold the equal-length (1024-block) unit partials.
+    GcmxU128 sc = gcmx_u128(0u, 0u);
+    for (uint32_t u = 0; u < nunits; u++) {
+        sc = gcmx_xor128(gcmx_dot<CL>(sc, kp.pow2[GCMX_BATCH_UNIT_LOG2]), partials[u]);
+    }
+    // AAD value: Horner with stride 1, four blocks per reduction, front-padded to a multiple of 4.
+    const uint64_t na = (msg.aad_len + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
+    const uint64_t apad = (GCMX_BLOCKS_PER_REDUCTION - na % GCMX_BLOCKS_PER_REDUCTION) % GCMX_BLOCKS_PER_REDUCTION;
+    const GcmxMsgView am = gcmx_msg_view(msg.aad_len, apad);
+    const uint8_t* aad = reinterpret_cast<const uint8_t*>(p.aad) + msg.aad_off;
+    const GcmxU128 pw1[GCMX_BLOCKS_PER_REDUCTION] = {kp.q[0], kp.q[1], kp.q[2], kp.q[3]};
+    GcmxU128 s = gcmx_u128(0u, 0u);
+    for (uint64_t v = 0; v < na + apad; v += GCMX_BLOCKS_PER_REDUCTION) {
+        s = gcmx_horner4<CL>(s, gcmx_block_to_u128(gcmx_load_virtual(aad, am, v)),
+                             gcmx_block_to_u128(gcmx_load_virtual(aad, am, v + 1u)),
+                             gcmx_block_to_u128(gcmx_load_virtual(aad, am, v + 2u)),
+                             gcmx_block_to_u128(gcmx_load_virtual(aad, am, v + 3u)), pw1);
+    }
+    s = gcmx_dot<CL>(s, kp.q[0]); // Horner leaves the last block unmultiplied: Z_A = (sum X_i h^(na-i)) h
+    // Z_A * h^n, n = ciphertext blocks (public), by the bits of n.
+    const uint64_t n = (msg.data_len + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
+    for (uint32_t i = 0; i < GCMX_KEY_POW_POW2; i++) {
+        if ((n >> i) & 1u) s = gcmx_dot<CL>(s, kp.pow2[i]);
+    }
+    s = gcmx_xor128(s, sc);
+    const GcmxU128 len_block = gcmx_u128(msg.aad_len * 8u, msg.data_len * 8u); // bit lengths, big-endian
+    s = gcmx_dot<CL>(gcmx_xor128(s, len_block), kp.q[0]);
+    uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
+    aesf.at(key, msg.j0[0], msg.j0[1], msg.j0[2])(gcmx_bswap32(msg.j0[3]), 1u, ks); // ks[0] = E_K(J0)
+    gcmx_store16(reinterpret_cast<uint8_t*>(p.tags) + (uint64_t)GCMX_BLOCK_BYTES * msg.tag_slot,
+                 gcmx_xor4(gcmx_u128_to_block(s), ks[0]));
+}
+
+/// Warp-strided power table entry i (see gcmx_abi.h) from H'.
+template <bool CL>
+GCMX_HD GcmxU128 gcmx_strided_power(GcmxU128 h_prime, uint32_t threads, uint64_t warp_span, uint32_t i)
+{
+    return gcmx_power<CL>(h_prime, gcmx_strided_pow_exponent(threads, warp_span, i));
+}
+
+#if defined(__CUDACC__)
+/// XOR of v over the 32 lanes of a warp (all lanes must call).
+__device__ __forceinline__ GcmxU128 gcmx_warp_xor(GcmxU128 v)
+{
+#pragma unroll
+    for (uint32_t off = GCMX_WARP_SIZE / 2u; off != 0u; off >>= 1) {
+        v.lo ^= __shfl_xor_sync(0xffffffffu, v.lo, off);
+        v.hi ^= __shfl_xor_sync(0xffffffffu, v.hi, off);
+    }
+    return v;
+}
+
+/// XOR of v over all threads of a block of NWARPS warps; the result is valid in thread 0.
+template <uint32_t NWARPS> __device__ __forceinline__ GcmxU128 gcmx_block_xor(GcmxU128 v)
+{
+    __shared__ GcmxU128 per_warp[NWARPS];
+    v = gcmx_warp_xor(v);
+    const uint32_t w = threadIdx.x / GCMX_WARP_SIZE, l = threadIdx.x % GCMX_WARP_SIZE;
+    if (l == 0u) per_warp[w] = v;
+    __syncthreads();
+    GcmxU128 r = gcmx_u128(0u, 0u);
+    if (threadIdx.x == 0u) {
+#pragma unroll
+        for (uint32_t k = 0; k < NWARPS; k++) r = gcmx_xor128(r, per_warp[k]);
+    }
+    return r;
+}
+
+/// The GHASH kernel body (gcmx_ghash_clmad: CL = true, gcmx_ghash_soft: CL = false).
+template <bool CL> __device__ __forceinline__ void gcmx_ghash_kernel_body(const GcmxGhashParams& p)
+{
+    const GcmxU128 term = gcmx_ghash_thread<CL>(reinterpret_cast<const uint8_t*>(p.data), p.nbytes,
+                                                reinterpret_cast<const GcmxU128*>(p.powers), blockIdx.x,
+                                                gridDim.x, threadIdx.x);
+    const GcmxU128 z = gcmx_block_xor<GCMX_GHASH_WARPS>(term);
+    if (threadIdx.x == 0u) reinterpret_cast<GcmxU128*>(p.partials)[blockIdx.x] = z;
+}
+#endif
+
+#endif // GCMX_GHASH_CUH

@@ -1,0 +1,26 @@
+// ghash_clmad.cu -- GHASH of a device buffer with the PTX clmad carry-less multiply-accumulate.
+//
+// Math: POLYVAL form of GHASH (ghash.cuh): blocks read big-endian, key H' = mulX(H), dot(a, b) =
+// a*b*x^-128 mod P by 8 clmad.{lo,hi}.u64 for the 256-bit product (the accumulator operand folds the
+// partial-product XORs) and 4 clmad for the Montgomery reduction with C = 0xC2 << 56. Aggregated
+// reduction: 4 blocks per reduction, acc = acc*h^128 + X0*h^96 + X1*h^64 + X2*h^32 + X3, i.e.
+// 4 * 8 + 4 = 36 clmad per 4 blocks.
+//
+// Memory layout (gcmx_abi.h, GHASH constants): thread block j hashes the SPAN = 32768 consecutive
+// virtual blocks [j*SPAN, (j+1)*SPAN) of the front-zero-padded message (pad = grid*SPAN - nblocks);
+// warp w the run [j*SPAN + w*4096, +4096); lane l the blocks l, l+32, ... of that run (128 per lane,
+// 8 independent 16-byte loads in flight per step, each warp-wide load 512 contiguous bytes). Lane terms
+// are multiplied by h^e(t) with e(t) = (7-w)*4096 + 32 - l (table entry 4 + t), XOR-reduced by warp
+// shuffles and across the 8 warps in shared memory; thread 0 writes partials[j].
+// Launch: grid = ceil(nblocks / GCMX_GHASH_SPAN), block = GCMX_GHASH_THREADS (256).
+//
+// Built only with -DGCMX_HAVE_CLMAD=1 (nvcc >= 13.3); otherwise this kernel is absent and
+// gcmx_ghash_soft is the only GHASH kernel.
+#include "ghash.cuh"
+
+#if defined(GCMX_HAVE_CLMAD) && GCMX_HAVE_CLMAD
+extern "C" __global__ void __launch_bounds__(GCMX_GHASH_THREADS) gcmx_ghash_clmad(GcmxGhashParams p)
+{
+    gcmx_ghash_kernel_body<true>(p);
+}
+#endif
