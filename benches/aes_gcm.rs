@@ -26,23 +26,37 @@ fn bench(c: &mut Criterion) {
     let parallel = Gcm::with_backend(&KEY, Backend::CpuParallel).unwrap();
     let auto = Gcm::with_backend(&KEY, Backend::Auto).unwrap();
     let reference = aes_gcm::Aes256Gcm::new(&KEY.into());
-    let ring_key = ring::aead::LessSafeKey::new(ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &KEY).unwrap());
-    let awslc_key =
-        aws_lc_rs::aead::LessSafeKey::new(aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::AES_256_GCM, &KEY).unwrap());
+    let ring_key = ring::aead::LessSafeKey::new(
+        ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &KEY).unwrap(),
+    );
+    let awslc_key = aws_lc_rs::aead::LessSafeKey::new(
+        aws_lc_rs::aead::UnboundKey::new(&aws_lc_rs::aead::AES_256_GCM, &KEY).unwrap(),
+    );
 
     for size in sizes() {
         let mut buf = vec![0x5au8; size];
         let mut tag = [0u8; 16];
         g.throughput(Throughput::Bytes(size as u64));
-        for (name, gcm) in [("gcmx-cpu", &serial), ("gcmx-cpu-parallel", &parallel), ("gcmx-auto", &auto)] {
+        for (name, gcm) in [
+            ("gcmx-cpu", &serial),
+            ("gcmx-cpu-parallel", &parallel),
+            ("gcmx-auto", &auto),
+        ] {
             g.bench_with_input(BenchmarkId::new(name, size), &size, |b, _| {
-                b.iter(|| gcm.encrypt_detached(&NONCE, b"", black_box(&mut buf), &mut tag).unwrap())
+                b.iter(|| {
+                    gcm.encrypt_detached(&NONCE, b"", black_box(&mut buf), &mut tag)
+                        .unwrap()
+                })
             });
         }
         g.bench_with_input(BenchmarkId::new("aes-gcm-0.11", size), &size, |b, _| {
             b.iter(|| {
                 reference
-                    .encrypt_inout_detached(&NONCE.into(), b"", black_box(buf.as_mut_slice()).into())
+                    .encrypt_inout_detached(
+                        &NONCE.into(),
+                        b"",
+                        black_box(buf.as_mut_slice()).into(),
+                    )
                     .unwrap()
             })
         });

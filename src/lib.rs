@@ -28,7 +28,7 @@ use std::sync::Arc;
 use gcmx_core::engine::{AutoCpuEngine, ParallelEngine, SerialEngine};
 pub use gcmx_core::{
     Aes128Gcm, Aes192Gcm, Aes256Gcm, AesGcm, Error, GcmEngine, Key, KeyMaterial, Nonce, OpenJob,
-    SealJob, Tag, TagSize, aead,
+    SealJob, Tag, TagSize, aead, aes,
 };
 
 /// The CUDA backend: device information, device-resident and batch APIs.
@@ -89,7 +89,11 @@ impl Gcm {
             #[cfg(feature = "cuda")]
             Backend::Cuda => Box::new(gcmx_cuda::CudaEngine::new(&key)?),
         };
-        Ok(Gcm { key, engine, backend })
+        Ok(Gcm {
+            key,
+            engine,
+            backend,
+        })
     }
 
     /// The backend this `Gcm` was built with.
@@ -106,7 +110,13 @@ impl Gcm {
     ///
     /// Errors: [`Error::NonceLength`], [`Error::TagLength`], [`Error::PlaintextTooLong`],
     /// [`Error::AadTooLong`], or a backend failure (then `buf` is zeroed).
-    pub fn encrypt_detached(&self, nonce: &[u8], aad: &[u8], buf: &mut [u8], tag: &mut [u8]) -> Result<(), Error> {
+    pub fn encrypt_detached(
+        &self,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: &mut [u8],
+        tag: &mut [u8],
+    ) -> Result<(), Error> {
         gcmx_core::frame::seal(&self.key, self.engine.as_ref(), nonce, aad, buf, tag)
     }
 
@@ -124,7 +134,13 @@ impl Gcm {
     /// assert_eq!(gcm.decrypt_detached(b"nonce", b"", &mut buf, &tag), Err(gcmx::Error::Authentication));
     /// assert_eq!(buf, [0u8; 6]);
     /// ```
-    pub fn decrypt_detached(&self, nonce: &[u8], aad: &[u8], buf: &mut [u8], tag: &[u8]) -> Result<(), Error> {
+    pub fn decrypt_detached(
+        &self,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: &mut [u8],
+        tag: &[u8],
+    ) -> Result<(), Error> {
         gcmx_core::frame::open(&self.key, self.engine.as_ref(), nonce, aad, buf, tag)
     }
 
@@ -163,7 +179,11 @@ fn auto_engine(key: &Arc<KeyMaterial>) -> Box<dyn GcmEngine> {
     let cpu = AutoCpuEngine::new(key.clone());
     match gcmx_cuda::offload_threshold() {
         Some(threshold) => match gcmx_cuda::CudaEngine::new(key) {
-            Ok(gpu) => Box::new(Offload { cpu, gpu, threshold }),
+            Ok(gpu) => Box::new(Offload {
+                cpu,
+                gpu,
+                threshold,
+            }),
             Err(_) => Box::new(cpu),
         },
         None => Box::new(cpu),
@@ -184,15 +204,26 @@ impl GcmEngine for Offload {
         "auto-offload"
     }
     fn seal(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        if buf.len() >= self.threshold { self.gpu.seal(j0, aad, buf) } else { self.cpu.seal(j0, aad, buf) }
+        if buf.len() >= self.threshold {
+            self.gpu.seal(j0, aad, buf)
+        } else {
+            self.cpu.seal(j0, aad, buf)
+        }
     }
     fn open(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        if buf.len() >= self.threshold { self.gpu.open(j0, aad, buf) } else { self.cpu.open(j0, aad, buf) }
+        if buf.len() >= self.threshold {
+            self.gpu.open(j0, aad, buf)
+        } else {
+            self.cpu.open(j0, aad, buf)
+        }
     }
 }
 
 impl core::fmt::Debug for Gcm {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Gcm").field("key", &self.key).field("backend", &self.backend).finish()
+        f.debug_struct("Gcm")
+            .field("key", &self.key)
+            .field("backend", &self.backend)
+            .finish()
     }
 }

@@ -11,12 +11,15 @@ fn all_backends_match_aes_gcm() {
         let pt: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
         let reference = aes_gcm::Aes256Gcm::new(&key.into());
         let mut want = pt.clone();
-        let want_tag = reference.encrypt_inout_detached(&nonce.into(), &aad, want.as_mut_slice().into()).unwrap();
+        let want_tag = reference
+            .encrypt_inout_detached(&nonce.into(), &aad, want.as_mut_slice().into())
+            .unwrap();
         for backend in [Backend::Cpu, Backend::CpuParallel, Backend::Auto] {
             let gcm = Gcm::with_backend(&key, backend).unwrap();
             let mut buf = pt.clone();
             let mut tag = [0u8; 16];
-            gcm.encrypt_detached(&nonce, &aad, &mut buf, &mut tag).unwrap();
+            gcm.encrypt_detached(&nonce, &aad, &mut buf, &mut tag)
+                .unwrap();
             assert_eq!(buf, want, "{backend:?} len {len}");
             assert_eq!(tag.as_slice(), want_tag.as_slice(), "{backend:?} len {len}");
         }

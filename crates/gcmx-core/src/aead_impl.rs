@@ -85,7 +85,11 @@ where
     Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt,
 {
     fn from(cipher: Aes) -> Self {
-        AesGcm { cipher: Cipher::new(cipher), nonce_size: PhantomData, tag_size: PhantomData }
+        AesGcm {
+            cipher: Cipher::new(cipher),
+            nonce_size: PhantomData,
+            tag_size: PhantomData,
+        }
     }
 }
 
@@ -123,7 +127,7 @@ where
         } else {
             self.cipher.seal_serial(&j0, associated_data, buf)
         };
-        Ok(Tag::<T>::try_from(&full[..T::USIZE]).map_err(|_| aead::Error)?)
+        Tag::<T>::try_from(&full[..T::USIZE]).map_err(|_| aead::Error)
     }
 
     fn decrypt_inout_detached(

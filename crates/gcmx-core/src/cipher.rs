@@ -125,17 +125,29 @@ where
         let mut g = self.ghash.clone();
         g.update_padded(data);
         let v: [u8; 16] = g.finalize().into();
-        Partial { value: u128::from_be_bytes(v), blocks: data.len().div_ceil(16) as u64 }
+        Partial {
+            value: u128::from_be_bytes(v),
+            blocks: data.len().div_ceil(16) as u64,
+        }
     }
 
     /// Join the hash of the associated data, the ciphertext runs (in order) and the length
     /// block through [`tree_reduce`], then mask: the full tag. Shared by every parallel backend.
-    pub fn tag_from_partials(&self, j0: &[u8; 16], aad: &[u8], ct: &[Partial], ct_len: usize) -> [u8; 16] {
+    pub fn tag_from_partials(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        ct: &[Partial],
+        ct_len: usize,
+    ) -> [u8; 16] {
         let mut parts = Vec::with_capacity(ct.len() + 2);
         parts.push(self.hash_run(aad));
         parts.extend_from_slice(ct);
         let len = u128::from_be_bytes(length_block(aad.len(), ct_len));
-        parts.push(Partial { value: self.hk.absorb(0, len), blocks: 1 });
+        parts.push(Partial {
+            value: self.hk.absorb(0, len),
+            blocks: 1,
+        });
         self.mask(j0, tree_reduce(&self.hk, &parts).value)
     }
 }
@@ -154,16 +166,35 @@ where
 
     /// Parallel seal over chunks of `chunk` bytes (a positive multiple of 16): each chunk is
     /// CTR-encrypted from its own counter offset and hashed alone; the hashes join by the tree.
-    pub fn seal_parallel(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8], chunk: usize) -> [u8; 16] {
+    pub fn seal_parallel(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: &mut [u8],
+        chunk: usize,
+    ) -> [u8; 16] {
         self.parallel(j0, aad, buf, chunk, true)
     }
 
     /// Parallel open (see [`Cipher::seal_parallel`]); returns the expected full tag.
-    pub fn open_parallel(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8], chunk: usize) -> [u8; 16] {
+    pub fn open_parallel(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: &mut [u8],
+        chunk: usize,
+    ) -> [u8; 16] {
         self.parallel(j0, aad, buf, chunk, false)
     }
 
-    fn parallel(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8], chunk: usize, seal: bool) -> [u8; 16] {
+    fn parallel(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: &mut [u8],
+        chunk: usize,
+        seal: bool,
+    ) -> [u8; 16] {
         let chunk = chunk.max(16) / 16 * 16;
         let ct_len = buf.len();
         let parts: Vec<Partial> = buf
@@ -183,7 +214,10 @@ where
                     }
                 }
                 let v: [u8; 16] = g.finalize().into();
-                Partial { value: u128::from_be_bytes(v), blocks: c.len().div_ceil(16) as u64 }
+                Partial {
+                    value: u128::from_be_bytes(v),
+                    blocks: c.len().div_ceil(16) as u64,
+                }
             })
             .collect();
         self.tag_from_partials(j0, aad, &parts, ct_len)

@@ -30,19 +30,28 @@ pub struct Partial {
 
 impl Partial {
     /// The empty run: the identity of [`combine`].
-    pub const EMPTY: Partial = Partial { value: 0, blocks: 0 };
+    pub const EMPTY: Partial = Partial {
+        value: 0,
+        blocks: 0,
+    };
 
     /// Hash a run of blocks given as big-endian values, block by block (a reference, not fast).
     pub fn hash_blocks(hk: &HashKey, blocks: &[u128]) -> Partial {
         let value = blocks.iter().fold(0, |s, &x| hk.absorb(s, x));
-        Partial { value, blocks: blocks.len() as u64 }
+        Partial {
+            value,
+            blocks: blocks.len() as u64,
+        }
     }
 }
 
 /// Join two consecutive runs: `dot(a.value, Q_len(b)) ^ b.value`.
 pub fn combine(hk: &HashKey, a: Partial, b: Partial) -> Partial {
     if b.blocks == 0 {
-        return Partial { value: a.value ^ b.value, blocks: a.blocks };
+        return Partial {
+            value: a.value ^ b.value,
+            blocks: a.blocks,
+        };
     }
     Partial {
         value: dot(a.value, hk.power(b.blocks)) ^ b.value,
@@ -63,7 +72,10 @@ pub fn tree_reduce(hk: &HashKey, parts: &[Partial]) -> Partial {
             match pair {
                 [a, b] => {
                     if b.blocks == 0 {
-                        next.push(Partial { value: a.value ^ b.value, blocks: a.blocks });
+                        next.push(Partial {
+                            value: a.value ^ b.value,
+                            blocks: a.blocks,
+                        });
                         continue;
                     }
                     let q = match cache {
@@ -74,7 +86,10 @@ pub fn tree_reduce(hk: &HashKey, parts: &[Partial]) -> Partial {
                             q
                         }
                     };
-                    next.push(Partial { value: dot(a.value, q) ^ b.value, blocks: a.blocks + b.blocks });
+                    next.push(Partial {
+                        value: dot(a.value, q) ^ b.value,
+                        blocks: a.blocks + b.blocks,
+                    });
                 }
                 [a] => next.push(*a),
                 _ => unreachable!("chunks(2) yields one or two items"),
@@ -92,14 +107,24 @@ mod tests {
     #[test]
     fn tree_equals_sequential_for_every_split() {
         let hk = HashKey::new(*b"0123456789abcdef");
-        let xs: Vec<u128> = (0..40u128).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) ^ 0x77).collect();
+        let xs: Vec<u128> = (0..40u128)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) ^ 0x77)
+            .collect();
         let whole = Partial::hash_blocks(&hk, &xs);
         for size in 1..=xs.len() {
-            let parts: Vec<Partial> = xs.chunks(size).map(|c| Partial::hash_blocks(&hk, c)).collect();
+            let parts: Vec<Partial> = xs
+                .chunks(size)
+                .map(|c| Partial::hash_blocks(&hk, c))
+                .collect();
             assert_eq!(tree_reduce(&hk, &parts), whole, "chunk size {size}");
         }
         // empty runs anywhere are neutral
-        let parts = [Partial::EMPTY, Partial::hash_blocks(&hk, &xs[..7]), Partial::EMPTY, Partial::hash_blocks(&hk, &xs[7..])];
+        let parts = [
+            Partial::EMPTY,
+            Partial::hash_blocks(&hk, &xs[..7]),
+            Partial::EMPTY,
+            Partial::hash_blocks(&hk, &xs[7..]),
+        ];
         assert_eq!(tree_reduce(&hk, &parts), whole);
         assert_eq!(tree_reduce(&hk, &[]), Partial::EMPTY);
     }
@@ -109,6 +134,9 @@ mod tests {
         let hk = HashKey::new([3u8; 16]);
         let xs = [5u128, 6, 7];
         let padded = [0u128, 0, 5, 6, 7];
-        assert_eq!(Partial::hash_blocks(&hk, &xs).value, Partial::hash_blocks(&hk, &padded).value);
+        assert_eq!(
+            Partial::hash_blocks(&hk, &xs).value,
+            Partial::hash_blocks(&hk, &padded).value
+        );
     }
 }

@@ -109,11 +109,15 @@ impl ParallelEngine {
     /// An engine with a fixed chunk size (rounded down to whole blocks, at least one block):
     /// tests use small chunks to exercise the tree on short messages.
     pub fn with_chunk(key: Arc<KeyMaterial>, chunk: usize) -> Self {
-        ParallelEngine { key, chunk: Some((chunk / 16).max(1) * 16) }
+        ParallelEngine {
+            key,
+            chunk: Some((chunk / 16).max(1) * 16),
+        }
     }
 
     fn chunk(&self, len: usize) -> usize {
-        self.chunk.unwrap_or_else(|| crate::cipher::Cipher::<aes::Aes128>::parallel_chunk(len))
+        self.chunk
+            .unwrap_or_else(|| crate::cipher::Cipher::<aes::Aes128>::parallel_chunk(len))
     }
 }
 
@@ -144,7 +148,10 @@ pub const AUTO_PARALLEL_MIN: usize = 256 * 1024;
 impl AutoCpuEngine {
     /// An engine for `key`.
     pub fn new(key: Arc<KeyMaterial>) -> Self {
-        AutoCpuEngine { serial: SerialEngine::new(key.clone()), parallel: ParallelEngine::new(key) }
+        AutoCpuEngine {
+            serial: SerialEngine::new(key.clone()),
+            parallel: ParallelEngine::new(key),
+        }
     }
     fn pick(&self, len: usize) -> &dyn GcmEngine {
         if len >= AUTO_PARALLEL_MIN && rayon::current_num_threads() > 1 {
@@ -174,13 +181,14 @@ impl GcmEngine for AutoCpuEngine {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn bytes(n: usize, seed: u8) -> Vec<u8> {
-        (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
     }
 
     /// The parallel engine, split into chunks of one, two, three or 64 blocks, gives the serial

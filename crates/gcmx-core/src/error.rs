@@ -42,8 +42,13 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::KeyLength(n) => write!(f, "invalid key length {n}: AES keys are 16, 24 or 32 bytes"),
-            Error::NonceLength(n) => write!(f, "invalid nonce length {n}: GCM needs a nonce of at least 1 byte"),
+            Error::KeyLength(n) => {
+                write!(f, "invalid key length {n}: AES keys are 16, 24 or 32 bytes")
+            }
+            Error::NonceLength(n) => write!(
+                f,
+                "invalid nonce length {n}: GCM needs a nonce of at least 1 byte"
+            ),
             Error::TagLength(n) => write!(
                 f,
                 "invalid tag length {n}: GCM tags are 4, 8, 12, 13, 14, 15 or 16 bytes"
@@ -51,7 +56,9 @@ impl fmt::Display for Error {
             Error::PlaintextTooLong => {
                 f.write_str("length limit: plaintext longer than 2^36 - 32 bytes")
             }
-            Error::AadTooLong => f.write_str("length limit: associated data longer than 2^61 - 1 bytes"),
+            Error::AadTooLong => {
+                f.write_str("length limit: associated data longer than 2^61 - 1 bytes")
+            }
             Error::Authentication => f.write_str("authentication failed: tag mismatch"),
             Error::BackendUnavailable(why) => write!(f, "backend unavailable: {why}"),
             Error::Device(why) => write!(f, "device error: {why}"),

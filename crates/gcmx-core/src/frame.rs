@@ -127,13 +127,22 @@ pub struct OpenJob<'a> {
 }
 
 /// Seal a batch. Inputs are all checked before any work; on an engine error every buffer is zeroed.
-pub fn seal_batch(key: &KeyMaterial, engine: &dyn GcmEngine, jobs: &mut [SealJob<'_>]) -> Result<(), Error> {
+pub fn seal_batch(
+    key: &KeyMaterial,
+    engine: &dyn GcmEngine,
+    jobs: &mut [SealJob<'_>],
+) -> Result<(), Error> {
     for j in jobs.iter() {
         check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
     }
     let mut ejobs: Vec<EngineJob<'_>> = jobs
         .iter_mut()
-        .map(|j| EngineJob { j0: key.j0(j.nonce), aad: j.aad, buf: &mut *j.buf, full_tag: [0; 16] })
+        .map(|j| EngineJob {
+            j0: key.j0(j.nonce),
+            aad: j.aad,
+            buf: &mut *j.buf,
+            full_tag: [0; 16],
+        })
         .collect();
     if let Err(e) = engine.seal_batch(&mut ejobs) {
         for j in ejobs.iter_mut() {
@@ -152,21 +161,34 @@ pub fn seal_batch(key: &KeyMaterial, engine: &dyn GcmEngine, jobs: &mut [SealJob
 
 /// Open a batch: all or nothing. If any tag is wrong (or the engine fails), every buffer is
 /// zeroed and the call fails, so no unauthenticated plaintext is released.
-pub fn open_batch(key: &KeyMaterial, engine: &dyn GcmEngine, jobs: &mut [OpenJob<'_>]) -> Result<(), Error> {
+pub fn open_batch(
+    key: &KeyMaterial,
+    engine: &dyn GcmEngine,
+    jobs: &mut [OpenJob<'_>],
+) -> Result<(), Error> {
     for j in jobs.iter() {
         check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
     }
     let tags: Vec<&[u8]> = jobs.iter().map(|j| j.tag).collect();
     let mut ejobs: Vec<EngineJob<'_>> = jobs
         .iter_mut()
-        .map(|j| EngineJob { j0: key.j0(j.nonce), aad: j.aad, buf: &mut *j.buf, full_tag: [0; 16] })
+        .map(|j| EngineJob {
+            j0: key.j0(j.nonce),
+            aad: j.aad,
+            buf: &mut *j.buf,
+            full_tag: [0; 16],
+        })
         .collect();
     let result = engine.open_batch(&mut ejobs).and_then(|()| {
         let mut all = subtle::Choice::from(1u8);
         for (j, t) in ejobs.iter().zip(&tags) {
             all &= j.full_tag[..t.len()].ct_eq(t);
         }
-        if bool::from(all) { Ok(()) } else { Err(Error::Authentication) }
+        if bool::from(all) {
+            Ok(())
+        } else {
+            Err(Error::Authentication)
+        }
     });
     if result.is_err() {
         for j in ejobs.iter_mut() {

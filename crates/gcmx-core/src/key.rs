@@ -48,12 +48,21 @@ impl KeyMaterial {
     /// Key an AES of the size `key.len()` selects.
     pub fn new(key: &[u8]) -> Result<Self, Error> {
         let cipher = match key.len() {
-            16 => AnyCipher::Aes128(Cipher::new(Aes128::new_from_slice(key).map_err(|_| Error::KeyLength(16))?)),
-            24 => AnyCipher::Aes192(Cipher::new(Aes192::new_from_slice(key).map_err(|_| Error::KeyLength(24))?)),
-            32 => AnyCipher::Aes256(Cipher::new(Aes256::new_from_slice(key).map_err(|_| Error::KeyLength(32))?)),
+            16 => AnyCipher::Aes128(Cipher::new(
+                Aes128::new_from_slice(key).map_err(|_| Error::KeyLength(16))?,
+            )),
+            24 => AnyCipher::Aes192(Cipher::new(
+                Aes192::new_from_slice(key).map_err(|_| Error::KeyLength(24))?,
+            )),
+            32 => AnyCipher::Aes256(Cipher::new(
+                Aes256::new_from_slice(key).map_err(|_| Error::KeyLength(32))?,
+            )),
             n => return Err(Error::KeyLength(n)),
         };
-        Ok(KeyMaterial { raw: Zeroizing::new(key.to_vec()), cipher })
+        Ok(KeyMaterial {
+            raw: Zeroizing::new(key.to_vec()),
+            cipher,
+        })
     }
 
     /// The raw AES key, for backends that expand it themselves (the GPU). Handle with care.

@@ -16,6 +16,7 @@ pub mod key;
 
 pub use aead;
 pub use aead_impl::{Aes128Gcm, Aes192Gcm, Aes256Gcm, AesGcm, Key, Nonce, Tag, TagSize};
+pub use aes;
 pub use engine::{EngineJob, GcmEngine};
 pub use error::Error;
 pub use frame::{OpenJob, SealJob};
