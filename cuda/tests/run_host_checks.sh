@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# run_host_checks.sh - host-side checks of the bitsliced AES (cuda/aes_bs.cuh).
+#  1. makes random AES-CTR keystream vectors with Python `cryptography` (AES-ECB of the
+#     counter blocks prefix || be32(ctr_first + j*stride), j = 0..31): all key sizes,
+#     strides 1, 32 and random, counters that wrap at 2^32;
+#  2. builds cuda/tests/aes_host_check.cu with nvcc (device code compiled for the host)
+#     and runs it on those vectors;
+#  3. builds cuda/aes_ctr.cu for sm_90 and prints the register / spill report.
+# Needs nvcc (NVCC, or .toolchain/cuda from scripts/setup-cuda.sh) and python3 with
+# `cryptography`.  Usage: cuda/tests/run_host_checks.sh [number_of_random_cases]
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+NVCC="${NVCC:-}"
+if [ -z "$NVCC" ]; then
+    for c in "$ROOT/.toolchain/cuda/nvidia/cu13/bin/nvcc" "$(command -v nvcc || true)"; do
+        if [ -n "$c" ] && [ -x "$c" ]; then NVCC="$c"; break; fi
+    done
+fi
+[ -n "$NVCC" ] || { echo "nvcc not found (set NVCC or run scripts/setup-cuda.sh)"; exit 2; }
+CASES="${1:-300}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+python3 - "$CASES" > "$WORK/vectors.txt" <<'EOF'
+import os, sys, struct
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+n = int(sys.argv[1])
+rnd = lambda k: os.urandom(k)
+def case(key, prefix, ctr, stride):
+    blocks = b''.join(prefix + struct.pack('>I', (ctr + j * stride) & 0xFFFFFFFF) for j in range(32))
+    enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    ks = enc.update(blocks) + enc.finalize()
+    print(key.hex(), prefix.hex(), '%08x' % ctr, '%08x' % stride, ks.hex())
+for i in range(n):
+    klen = (16, 24, 32)[i % 3]
+    kind = (i // 3) % 6
+    r32 = int.from_bytes(rnd(4), 'big')
+    if kind == 0:   stride, ctr = 32, r32
+    elif kind == 1: stride, ctr = 1, r32
+    elif kind == 2: stride, ctr = 32, (0xFFFFFFFF - (r32 % 1024)) & 0xFFFFFFFF   # wraps inside the 32 blocks
+    elif kind == 3: stride, ctr = 1, (0xFFFFFFFF - (r32 % 32)) & 0xFFFFFFFF
+    elif kind == 4: stride, ctr = int.from_bytes(rnd(4), 'big'), r32            # arbitrary stride
+    else:           stride, ctr = 32, r32 & 0xFFFFFF00 | 0xE1                   # carries through bytes
+    case(rnd(klen), rnd(12), ctr, stride)
+# edge cases: all-zero and all-one keys, prefixes and counters
+for klen in (16, 24, 32):
+    case(bytes(klen), bytes(12), 0, 1)
+    case(b'\xff' * klen, b'\xff' * 12, 0xFFFFFFFF, 32)
+    case(b'\xff' * klen, b'\xff' * 12, 0xFFFFFFE0, 1)
+EOF
+echo "vectors: $(wc -l < "$WORK/vectors.txt") cases from python cryptography"
+
+"$NVCC" -O2 -std=c++17 -o "$WORK/aes_host_check" "$ROOT/cuda/tests/aes_host_check.cu"
+"$WORK/aes_host_check" "$WORK/vectors.txt"
+
+if [ -f "$ROOT/cuda/aes_ctr.cu" ]; then
+    echo "device build (sm_90) of cuda/aes_ctr.cu:"
+    "$NVCC" -arch=sm_90 -cubin -Xptxas -v -o "$WORK/aes_ctr.cubin" "$ROOT/cuda/aes_ctr.cu" 2>&1 |
+        grep -E "registers|spill|error" || true
+fi
