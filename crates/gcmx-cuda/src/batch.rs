@@ -6,8 +6,6 @@
 //! staging buffer (in parallel with rayon), uploaded, processed in place, downloaded and unpacked; the
 //! tags come back in the same round trip. Sub-batches are bounded by [`BATCH_BYTES`] and [`BATCH_MSGS`].
 
-use std::sync::Mutex;
-
 use cust::memory::LockedBuffer;
 use cust::sys as cu;
 use gcmx_core::{EngineJob, Error, KeyMaterial};
@@ -30,11 +28,11 @@ pub struct BatchKeys {
     nkeys: u32,
     keys: DevMem,
     key_powers: DevMem,
-    bufs: Mutex<BatchBuffers>,
 }
 
+/// Pinned staging and device memory of the batch path, kept for the life of the process (in the runtime).
 #[derive(Default)]
-struct BatchBuffers {
+pub(crate) struct BatchBuffers {
     pinned: Option<LockedBuffer<u8>>,
     data: Option<DevMem>,
 }
@@ -102,7 +100,6 @@ impl BatchKeys {
             nkeys,
             keys: dkeys,
             key_powers,
-            bufs: Mutex::new(BatchBuffers::default()),
         })
     }
 }
@@ -133,7 +130,7 @@ pub(crate) fn run_jobs(
     for j in jobs.iter() {
         gcmx_core::frame::check_lengths(j.aad.len(), j.buf.len())?;
     }
-    let mut bufs = keys.bufs.lock().unwrap_or_else(|p| p.into_inner());
+    let mut bufs = rt.batch_buffers().lock().unwrap_or_else(|p| p.into_inner());
     let mut start = 0usize;
     let mut result = Ok(());
     while start < jobs.len() {

@@ -62,12 +62,12 @@ pub struct CudaEngine {
     fused_powers: DevMem,
     /// The key uploaded for the batch kernels (one key).
     batch_keys: Mutex<Option<BatchKeys>>,
-    pipe: Mutex<Pipeline>,
 }
 
-/// Streams and buffers of the host-resident pipeline, allocated on first use and kept.
+/// Streams and buffers of the host-resident pipeline, allocated on first use and kept for the life of the
+/// process (shared by every engine: creating an engine costs one small upload, not a pipeline).
 #[derive(Default)]
-struct Pipeline {
+pub(crate) struct Pipeline {
     streams: Vec<Stream>,
     slots: Vec<DevMem>,
     staging: Vec<LockedBuffer<u8>>,
@@ -134,7 +134,6 @@ impl CudaEngine {
             aes: Zeroizing::new(aes),
             fused_powers,
             batch_keys: Mutex::new(None),
-            pipe: Mutex::new(Pipeline::default()),
         })
     }
 
@@ -217,7 +216,7 @@ impl CudaEngine {
         if len == 0 {
             return Ok(self.key.tag_from_partials(j0, aad, &[], 0));
         }
-        if ptr % 16 != 0 {
+        if !ptr.is_multiple_of(16) {
             return Err(Error::Device(format!(
                 "device buffer at {ptr:#x} is not 16-byte aligned"
             )));
@@ -312,7 +311,7 @@ impl CudaEngine {
 
     fn lock_pipe(&self) -> MutexGuard<'_, Pipeline> {
         // A panic while holding the lock leaves only reusable buffers behind: recover them.
-        self.pipe.lock().unwrap_or_else(|p| p.into_inner())
+        self.rt.pipeline().lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn run_host(
@@ -482,11 +481,11 @@ impl CudaEngine {
                 )?;
                 pending[s] = Some(*c);
             }
-            for s in 0..nslots {
+            for (s, slot) in pending.iter_mut().enumerate() {
                 pipe.streams[s]
                     .synchronize()
                     .map_err(dev_err("host pipeline"))?;
-                if let Some(prev) = pending[s].take() {
+                if let Some(prev) = slot.take() {
                     buf[prev.offset..prev.offset + prev.len]
                         .copy_from_slice(&pipe.staging[s][..prev.len]);
                 }

@@ -42,7 +42,7 @@ pub fn time_ms(stream: &Stream, f: impl FnOnce() -> Result<(), Error>) -> Result
 
 fn check_aligned(s: &DeviceSlice<u8>) -> Result<u64, Error> {
     let p = s.as_device_ptr().as_raw();
-    if p % 16 != 0 {
+    if !p.is_multiple_of(16) {
         return Err(Error::Device(format!(
             "device buffer {p:#x} not 16-byte aligned"
         )));
@@ -136,7 +136,7 @@ pub fn bw_read(
     out: &mut DeviceSlice<u8>,
 ) -> Result<(), Error> {
     let rt = runtime()?;
-    if input.len() % 16 != 0 {
+    if !input.len().is_multiple_of(16) {
         return Err(Error::Device(
             "bw_read: length must be a multiple of 16".into(),
         ));
@@ -162,7 +162,7 @@ pub fn bw_copy(
     out: &mut DeviceSlice<u8>,
 ) -> Result<(), Error> {
     let rt = runtime()?;
-    if input.len() % 16 != 0 || out.len() < input.len() {
+    if !input.len().is_multiple_of(16) || out.len() < input.len() {
         return Err(Error::Device("bw_copy: bad lengths".into()));
     }
     let grid = plan::grid_for(plan::blocks(input.len()), abi::BW_COPY_SPAN);
@@ -202,4 +202,34 @@ pub fn fused(
 /// Bytes of partials a fused launch over `nbytes` writes.
 pub fn fused_partials_len(nbytes: usize) -> usize {
     16 * plan::grid_for(plan::blocks(nbytes), abi::FUSED_SPAN) as usize
+}
+
+/// The AES-CTR keystream kernel of `cuda/aes_ctr.cu` (benchmark only: keystream XOR data, no GHASH).
+pub struct AesCtr {
+    _private: (),
+}
+
+impl AesCtr {
+    /// Prepare the kernel for `key`. Fails while the kernel's parameters are not mirrored here.
+    pub fn new(_key: &KeyMaterial) -> Result<AesCtr, Error> {
+        let rt = runtime()?;
+        if !rt.has_kernel("gcmx_aes_ctr") {
+            return Err(Error::Device("gcmx_aes_ctr is not in the fatbin".into()));
+        }
+        Err(Error::Device(
+            "aes_ctr.cu parameters not mirrored yet".into(),
+        ))
+    }
+
+    /// Enqueue out = input XOR keystream.
+    pub fn launch(
+        &self,
+        _stream: &Stream,
+        _input: &DeviceSlice<u8>,
+        _out: &mut DeviceSlice<u8>,
+    ) -> Result<(), Error> {
+        Err(Error::Device(
+            "aes_ctr.cu parameters not mirrored yet".into(),
+        ))
+    }
 }

