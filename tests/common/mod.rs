@@ -13,7 +13,13 @@ pub fn backends() -> Vec<Backend> {
     // When the `cuda` feature is on and a device is present, push `Backend::Cuda` here, e.g.
     // `if <device present> { v.push(Backend::Cuda); }`. Every test below then covers it too.
     #[cfg(feature = "cuda")]
-    {}
+    {
+        if gcmx::cuda::available() {
+            v.push(Backend::Cuda);
+        } else {
+            eprintln!("GPU tests: no CUDA device found; Backend::Cuda not covered by this run");
+        }
+    }
     // -------------------------------------------------------------------------------------------
     v
 }
