@@ -300,22 +300,25 @@ GCMX_HD uint4 gcmx_load_virtual(const uint8_t* base, const GcmxMsgView& m, uint6
 }
 
 // ---------------------------------------------------------------------------------------------------
-// GHASH lane: blocks v0 + 32 j, j = 0 .. nblk-1 (nblk a multiple of GCMX_GHASH_LOADS_PER_STEP).
-// Each step issues GCMX_GHASH_LOADS_PER_STEP independent 16-byte loads before any multiply, so that many
-// loads per thread are in flight; then hashes them in groups of four.
+// GHASH lane: blocks v0 + 32 j, j = 0 .. nblk-1 (nblk a multiple of LOADS, LOADS a multiple of 4).
+// Each step issues LOADS independent 16-byte loads before any multiply, so that many loads per thread
+// are in flight; then hashes them in groups of four.
 // ---------------------------------------------------------------------------------------------------
 #define GCMX_GHASH_LOADS_PER_STEP 8u
+/// L2 cache line (prefetch granularity) in bytes.
+#define GCMX_L2_LINE_BYTES 128u
 
-template <bool CL, bool CHECKED>
+template <bool CL, bool CHECKED, uint32_t LOADS>
 GCMX_HD GcmxU128 gcmx_ghash_lane(const uint8_t* base, const GcmxMsgView& m, uint64_t v0, uint32_t nblk,
                                  const GcmxU128 (&pw)[GCMX_BLOCKS_PER_REDUCTION], GcmxU128 acc)
 {
-    for (uint32_t j = 0; j < nblk; j += GCMX_GHASH_LOADS_PER_STEP) {
-        uint4 raw[GCMX_GHASH_LOADS_PER_STEP];
+    static_assert(LOADS % GCMX_BLOCKS_PER_REDUCTION == 0, "whole reductions per step");
+    for (uint32_t j = 0; j < nblk; j += LOADS) {
+        uint4 raw[LOADS];
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-        for (uint32_t k = 0; k < GCMX_GHASH_LOADS_PER_STEP; k++) {
+        for (uint32_t k = 0; k < LOADS; k++) {
             uint64_t v = v0 + (uint64_t)GCMX_WARP_SIZE * (j + k);
             if (CHECKED) {
                 raw[k] = gcmx_load_virtual(base, m, v);
@@ -326,7 +329,7 @@ GCMX_HD GcmxU128 gcmx_ghash_lane(const uint8_t* base, const GcmxMsgView& m, uint
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-        for (uint32_t k = 0; k < GCMX_GHASH_LOADS_PER_STEP; k += GCMX_BLOCKS_PER_REDUCTION) {
+        for (uint32_t k = 0; k < LOADS; k += GCMX_BLOCKS_PER_REDUCTION) {
             acc = gcmx_horner4<CL>(acc, gcmx_block_to_u128(raw[k]), gcmx_block_to_u128(raw[k + 1]),
                                    gcmx_block_to_u128(raw[k + 2]), gcmx_block_to_u128(raw[k + 3]), pw);
         }
@@ -351,12 +354,24 @@ GCMX_HD GcmxU128 gcmx_gcm_lane_chunk(const Aes& aes, const uint8_t* in, uint8_t*
                                      const GcmxU128 (&pw)[GCMX_BLOCKS_PER_REDUCTION], GcmxU128 acc)
 {
     uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
+    const uint64_t span = (uint64_t)g * GCMX_AES_BLOCKS_PER_CALL;
+    const bool full = gcmx_all_full(m, vb, span);
+#if GCMX_ON_DEVICE
+    // The unit's input is 32g contiguous blocks = 4g lines of 128 bytes: lane i asks L2 for lines
+    // i + g k (k < 4) before the AES work, so the loads after it find the data in L2 (no registers used).
+    if (full) {
+        const uint8_t* region = in + (vb - m.pad) * GCMX_BLOCK_BYTES;
+#pragma unroll
+        for (uint32_t k = 0; k < GCMX_AES_BLOCKS_PER_CALL * GCMX_BLOCK_BYTES / GCMX_L2_LINE_BYTES; k++) {
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(region + (uint64_t)(i + g * k) * GCMX_L2_LINE_BYTES));
+        }
+    }
+#endif
     // Real index of this lane's first block, mod 2^32 (negative inside the padding: those keystream
     // blocks are computed but never used).
     uint32_t r0 = (uint32_t)(vb + i) - (uint32_t)m.pad;
     aes(ctr_first + r0, g, ks);
-    const uint64_t span = (uint64_t)g * GCMX_AES_BLOCKS_PER_CALL;
-    if (gcmx_all_full(m, vb, span)) {
+    if (full) {
         // Fast path: every block of the unit is a full real block.
         const uint64_t rb = vb + i - m.pad;
 #if defined(__CUDACC__)
@@ -418,7 +433,7 @@ GCMX_HD GcmxU128 gcmx_gcm_lane_chunk(const Aes& aes, const uint8_t* in, uint8_t*
 // Thread t = 32w + l of thread block `blk` (of `grid`), layout of gcmx_abi.h (GHASH constants):
 // returns the thread's term dot(acc, Q_e(t)); the XOR of all terms of a block is its partial.
 // ---------------------------------------------------------------------------------------------------
-template <bool CL>
+template <bool CL, uint32_t LOADS>
 GCMX_HD GcmxU128 gcmx_ghash_thread(const uint8_t* data, uint64_t nbytes, const GcmxU128* powers, uint32_t blk,
                                    uint32_t grid, uint32_t t)
 {
@@ -435,9 +450,9 @@ GCMX_HD GcmxU128 gcmx_ghash_thread(const uint8_t* data, uint64_t nbytes, const G
     const GcmxU128 pw[GCMX_BLOCKS_PER_REDUCTION] = {powers[GCMX_POW_STRIDE_32], powers[GCMX_POW_STRIDE_64],
                                                     powers[GCMX_POW_STRIDE_96], powers[GCMX_POW_STRIDE_128]};
     if (gcmx_all_full(m, wbase, GCMX_GHASH_WARP_SPAN)) {
-        acc = gcmx_ghash_lane<CL, false>(data, m, wbase + l, GCMX_GHASH_BLOCKS_PER_LANE, pw, acc);
+        acc = gcmx_ghash_lane<CL, false, LOADS>(data, m, wbase + l, GCMX_GHASH_BLOCKS_PER_LANE, pw, acc);
     } else {
-        acc = gcmx_ghash_lane<CL, true>(data, m, wbase + l, GCMX_GHASH_BLOCKS_PER_LANE, pw, acc);
+        acc = gcmx_ghash_lane<CL, true, LOADS>(data, m, wbase + l, GCMX_GHASH_BLOCKS_PER_LANE, pw, acc);
     }
     return gcmx_dot<CL>(acc, powers[GCMX_POW_THREAD_BASE + t]);
 }
@@ -666,9 +681,9 @@ template <uint32_t NWARPS> __device__ __forceinline__ GcmxU128 gcmx_block_xor(Gc
 }
 
 /// The GHASH kernel body (gcmx_ghash_clmad: CL = true, gcmx_ghash_soft: CL = false).
-template <bool CL> __device__ __forceinline__ void gcmx_ghash_kernel_body(const GcmxGhashParams& p)
+template <bool CL, uint32_t LOADS> __device__ __forceinline__ void gcmx_ghash_kernel_body(const GcmxGhashParams& p)
 {
-    const GcmxU128 term = gcmx_ghash_thread<CL>(reinterpret_cast<const uint8_t*>(p.data), p.nbytes,
+    const GcmxU128 term = gcmx_ghash_thread<CL, LOADS>(reinterpret_cast<const uint8_t*>(p.data), p.nbytes,
                                                 reinterpret_cast<const GcmxU128*>(p.powers), blockIdx.x,
                                                 gridDim.x, threadIdx.x);
     const GcmxU128 z = gcmx_block_xor<GCMX_GHASH_WARPS>(term);

@@ -18,9 +18,14 @@
 // gcmx_ghash_soft is the only GHASH kernel.
 #include "ghash.cuh"
 
+/// Resident thread blocks per SM asked of ptxas (caps registers at 65536 / (3 * 256) = 85 per thread; it
+/// needs 71 without spilling, while a cap of 64 (4 blocks) spills): 24 warps per SM, each thread with 8
+/// loads of 16 bytes in flight = 96 KiB in flight per SM, about 3x what 4.4 TB/s at ~1 us latency needs.
+#define GCMX_GHASH_CLMAD_MIN_BLOCKS 3
+
 #if defined(GCMX_HAVE_CLMAD) && GCMX_HAVE_CLMAD
-extern "C" __global__ void __launch_bounds__(GCMX_GHASH_THREADS) gcmx_ghash_clmad(GcmxGhashParams p)
+extern "C" __global__ void __launch_bounds__(GCMX_GHASH_THREADS, GCMX_GHASH_CLMAD_MIN_BLOCKS) gcmx_ghash_clmad(GcmxGhashParams p)
 {
-    gcmx_ghash_kernel_body<true>(p);
+    gcmx_ghash_kernel_body<true, GCMX_GHASH_LOADS_PER_STEP>(p);
 }
 #endif

@@ -30,6 +30,16 @@
 
 #include "ghash.cuh"
 
+// Under nvcc, the AES helper's bitsliced AES (cuda/aes_bs.cuh) compiles for the host too: the fused and
+// batch emulations then also run with the real gcmx_aes_ctr_x32 (integration check).
+#if defined(__CUDACC__) && __has_include("../aes_bs.cuh")
+#define GCMX_AES_HD __host__ __device__
+#include "../aes_bs.cuh"
+#define HAVE_REAL_AES 1
+#else
+#define HAVE_REAL_AES 0
+#endif
+
 typedef unsigned __int128 u128r;
 
 static int g_failures = 0;
@@ -220,6 +230,24 @@ struct RefAesFactory {
     }
 };
 
+#if HAVE_REAL_AES
+struct RealAesCtr {
+    const GcmxAesKey* k;
+    uint32_t p0, p1, p2;
+    void operator()(uint32_t ctr_first, uint32_t ctr_stride, uint4 (&ks)[GCMX_AES_BLOCKS_PER_CALL]) const
+    {
+        gcmx_aes_ctr_x32(*k, p0, p1, p2, ctr_first, ctr_stride, ks);
+    }
+};
+struct RealAesFactory {
+    RealAesCtr at(const GcmxAesKey& k, uint32_t p0, uint32_t p1, uint32_t p2) const
+    {
+        RealAesCtr a = {&k, p0, p1, p2};
+        return a;
+    }
+};
+#endif
+
 // GCM reference (any IV length, any tag use: 16 bytes).
 struct GcmRef {
     GcmxAesKey key;
@@ -389,6 +417,7 @@ static GcmxU128 combine_partials(const std::vector<GcmxU128>& z, GcmxU128 hp, ui
     return s;
 }
 
+template <uint32_t LOADS>
 static std::vector<GcmxU128> emulate_ghash(const uint8_t* data, uint64_t nbytes, const std::vector<GcmxU128>& pw,
                                            uint32_t grid)
 {
@@ -396,7 +425,7 @@ static std::vector<GcmxU128> emulate_ghash(const uint8_t* data, uint64_t nbytes,
     for (uint32_t b = 0; b < grid; b++) {
         GcmxU128 z = gcmx_u128(0, 0);
         for (uint32_t t = 0; t < GCMX_GHASH_THREADS; t++)
-            z = gcmx_xor128(z, gcmx_ghash_thread<false>(data, nbytes, pw.data(), b, grid, t));
+            z = gcmx_xor128(z, gcmx_ghash_thread<false, LOADS>(data, nbytes, pw.data(), b, grid, t));
         partials[b] = z;
     }
     return partials;
@@ -420,12 +449,16 @@ static void check_ghash_kernel()
         std::vector<uint8_t> msg(n);
         rnd_bytes(msg.data(), n);
         uint32_t grid = grid_for(n, GCMX_GHASH_SPAN);
-        std::vector<GcmxU128> z = emulate_ghash(msg.data(), n, pw, grid);
+        // Both step widths the kernels use (clmad: 8 loads per step, soft: 4).
+        std::vector<GcmxU128> z = emulate_ghash<GCMX_GHASH_LOADS_PER_STEP>(msg.data(), n, pw, grid);
+        std::vector<GcmxU128> z4 = emulate_ghash<GCMX_BLOCKS_PER_REDUCTION>(msg.data(), n, pw, grid);
+        CHECK(to_r(combine_partials(z4, hp, GCMX_GHASH_SPAN)) == to_r(combine_partials(z, hp, GCMX_GHASH_SPAN)),
+              "4-load steps n=%llu", (unsigned long long)n);
         u128r got = to_r(combine_partials(z, hp, GCMX_GHASH_SPAN));
         CHECK(got == ghash_ref(h, msg.data(), n), "ghash kernel n=%llu", (unsigned long long)n);
         // A larger grid than needed (more front padding) gives the same value.
         if (n < 4 * S) {
-            std::vector<GcmxU128> z2 = emulate_ghash(msg.data(), n, pw, grid + 1);
+            std::vector<GcmxU128> z2 = emulate_ghash<GCMX_GHASH_LOADS_PER_STEP>(msg.data(), n, pw, grid + 1);
             CHECK(to_r(combine_partials(z2, hp, GCMX_GHASH_SPAN)) == got, "ghash larger grid n=%llu",
                   (unsigned long long)n);
         }
@@ -435,13 +468,14 @@ static void check_ghash_kernel()
 }
 
 // Fused kernel: returns the ciphertext partials; out written.
+template <class Factory = RefAesFactory>
 static std::vector<GcmxU128> emulate_fused(bool decrypt, const GcmxAesKey& key, const uint8_t j0[16],
                                            uint32_t ctr_first, const uint8_t* in, uint8_t* out, uint64_t nbytes,
                                            const std::vector<GcmxU128>& pw, uint32_t grid)
 {
     uint32_t w[4];
     memcpy(w, j0, 16);
-    RefAesCtr aes = {&key, w[0], w[1], w[2]};
+    const auto aes = Factory().at(key, w[0], w[1], w[2]);
     std::vector<GcmxU128> partials(grid);
     for (uint32_t b = 0; b < grid; b++) {
         GcmxU128 z = gcmx_u128(0, 0);
@@ -477,6 +511,7 @@ static void host_tag(const GcmRef& g, GcmxU128 hp, const uint8_t* aad, size_t al
 }
 
 // One full message through the fused emulation; checks ct and tag against ct_ref/tag_ref, then decrypts.
+template <class Factory = RefAesFactory>
 static void fused_roundtrip(const GcmRef& g, const uint8_t* aad, size_t alen, const uint8_t* pt, uint64_t n,
                             const uint8_t* ct_ref, const uint8_t* tag_ref, const char* what)
 {
@@ -485,7 +520,7 @@ static void fused_roundtrip(const GcmRef& g, const uint8_t* aad, size_t alen, co
     uint32_t ctr_first = be32(g.j0 + 12) + 1;
     uint32_t grid = grid_for(n, GCMX_FUSED_SPAN);
     std::vector<uint8_t> in(pt, pt + n), out(n, 0x5A);
-    std::vector<GcmxU128> z = emulate_fused(false, g.key, g.j0, ctr_first, in.data(), out.data(), n, pw, grid);
+    std::vector<GcmxU128> z = emulate_fused<Factory>(false, g.key, g.j0, ctr_first, in.data(), out.data(), n, pw, grid);
     GcmxU128 zct = combine_partials(z, hp, GCMX_FUSED_SPAN);
     uint8_t tag[16];
     host_tag(g, hp, aad, alen, zct, n, tag);
@@ -493,11 +528,11 @@ static void fused_roundtrip(const GcmRef& g, const uint8_t* aad, size_t alen, co
     CHECK(memcmp(tag, tag_ref, 16) == 0, "%s: fused tag n=%llu alen=%zu", what, (unsigned long long)n, alen);
     // Decrypt out-of-place and in place: plaintext back, same ciphertext value.
     std::vector<uint8_t> back(n, 0xA5);
-    std::vector<GcmxU128> zd = emulate_fused(true, g.key, g.j0, ctr_first, out.data(), back.data(), n, pw, grid);
+    std::vector<GcmxU128> zd = emulate_fused<Factory>(true, g.key, g.j0, ctr_first, out.data(), back.data(), n, pw, grid);
     CHECK(n == 0 || memcmp(back.data(), pt, n) == 0, "%s: fused decrypt n=%llu", what, (unsigned long long)n);
     CHECK(to_r(combine_partials(zd, hp, GCMX_FUSED_SPAN)) == to_r(zct), "%s: decrypt hash", what);
     std::vector<uint8_t> inplace(out);
-    emulate_fused(true, g.key, g.j0, ctr_first, inplace.data(), inplace.data(), n, pw, grid);
+    emulate_fused<Factory>(true, g.key, g.j0, ctr_first, inplace.data(), inplace.data(), n, pw, grid);
     CHECK(n == 0 || memcmp(inplace.data(), pt, n) == 0, "%s: in-place decrypt", what);
 }
 
@@ -575,6 +610,7 @@ struct BatchCase {
 
 // Runs the three batch kernels' per-thread functions over all messages; `decrypt` selects direction.
 // Returns the output buffer and the tags.
+template <class Factory = RefAesFactory>
 static void emulate_batch(const std::vector<BatchCase>& cases, bool decrypt, std::vector<uint8_t>& out_all,
                           std::vector<uint8_t>& tags, uint32_t* lanes_used)
 {
@@ -624,7 +660,7 @@ static void emulate_batch(const std::vector<BatchCase>& cases, bool decrypt, std
     p.nkeys = (uint32_t)keys.size();
     p.total_lanes = total_lanes;
     p.decrypt = decrypt ? 1u : 0u;
-    RefAesFactory f;
+    Factory f;
     // Launch 1.
     for (uint32_t k = 0; k < p.nkeys; k++) gcmx_batch_key_powers_thread<false>(f, p, k);
     // Launch 2, warp by warp, with the same shuffle reduction as the device (gcm_batch.cu).
@@ -660,12 +696,13 @@ static void emulate_batch(const std::vector<BatchCase>& cases, bool decrypt, std
     tags.swap(tags_in_order);
 }
 
+template <class Factory = RefAesFactory>
 static void check_batch_cases(const std::vector<BatchCase>& cases, const char* what)
 {
     for (int dir = 0; dir < 2; dir++) {
         std::vector<uint8_t> out, tags;
         uint32_t lanes = 0;
-        emulate_batch(cases, dir == 1, out, tags, &lanes);
+        emulate_batch<Factory>(cases, dir == 1, out, tags, &lanes);
         size_t off = 0;
         int bad_data = 0, bad_tag = 0;
         for (size_t k = 0; k < cases.size(); k++) {
@@ -772,12 +809,23 @@ static void check_vector_file(const char* path)
         CHECK(ct == c.ct && memcmp(t, c.tag, 16) == 0, "reference vs cryptography, vector %d", nvec);
         // Fused emulation.
         fused_roundtrip(g, c.aad.data(), c.aad.size(), c.pt.data(), c.pt.size(), c.ct.data(), c.tag, "cryptography");
+#if HAVE_REAL_AES
+        fused_roundtrip<RealAesFactory>(g, c.aad.data(), c.aad.size(), c.pt.data(), c.pt.size(), c.ct.data(), c.tag,
+                                        "cryptography, bitsliced AES");
+#endif
         cases.push_back(c);
         nvec++;
     }
     fclose(f);
     check_batch_cases(cases, "cryptography vectors");
-    printf("cryptography vectors: %d checked through reference, fused and batch emulation\n", nvec);
+#if HAVE_REAL_AES
+    check_batch_cases<RealAesFactory>(cases, "cryptography vectors, bitsliced AES");
+    printf("cryptography vectors: %d checked through reference, fused and batch emulation (reference AES and "
+           "the bitsliced gcmx_aes_ctr_x32 of aes_bs.cuh)\n", nvec);
+#else
+    printf("cryptography vectors: %d checked through reference, fused and batch emulation (reference AES; "
+           "aes_bs.cuh is used only in the nvcc build)\n", nvec);
+#endif
 }
 
 int main(int argc, char** argv)
