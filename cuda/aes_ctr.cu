@@ -40,7 +40,7 @@
 
 /// One warp chunk: XOR keystream into blocks [chunk*1024, chunk*1024 + 1024) of data.
 /// `lane` is the lane index 0..31 (a parameter so the host check can emulate a warp).
-GCMX_HD __forceinline__ void gcmx_aes_ctr_chunk(const GcmxAesKey& key, uint32_t j0w0, uint32_t j0w1,
+GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_chunk(const GcmxAesKey& key, uint32_t j0w0, uint32_t j0w1,
                                                 uint32_t j0w2, uint32_t ctr0, uint8_t* data,
                                                 uint64_t nbytes, uint64_t chunk, uint32_t lane) {
     const uint64_t base = chunk * GCMX_AES_CTR_CHUNK_BLOCKS;

@@ -1,6 +1,6 @@
 // aes_host_check.cu - host-side verification of cuda/aes_bs.cuh.
 //
-// The device code is compiled as __host__ __device__ (GCMX_HD) and run on the CPU:
+// The device code is compiled as __host__ __device__ (GCMX_AES_HD) and run on the CPU:
 //  1. the S-box circuit (through sub_word, four bytes at a time, and through the
 //     32-way bitsliced SubBytes) against an S-box computed here from its definition
 //     (inverse in GF(2^8) mod x^8+x^4+x^3+x+1, then the affine map), all 256 inputs;
@@ -12,7 +12,7 @@
 // Usage: aes_host_check [vectors.txt]   (exit status 0 = all passed)
 // File format, one case per line, hex without spaces:
 //   <key> <prefix: 12 bytes> <ctr_first: 8 hex> <ctr_stride: 8 hex> <32 keystream blocks>
-#define GCMX_HD __host__ __device__
+#define GCMX_AES_HD __host__ __device__
 #include "../aes_bs.cuh"
 
 #include <cstdio>
@@ -97,7 +97,7 @@ static void check_sbox() {
         for (int j = 0; j < 32; ++j) {
             int x = (i * 32 + j) & 0xFF, y = 0;
             for (int b = 0; b < 8; ++b) y |= (int)((st[8 * i + b] >> j) & 1) << b;
-            bad += y != ref[x];
+            bad += (y ^ 0x63) != ref[x];  // sub_bytes leaves out the affine constant (see aes_bs.cuh)
         }
     CHECK(bad == 0, "bitsliced SubBytes: %d of 512 outputs wrong", bad);
     std::printf("S-box circuit: all 256 inputs checked (sub_word and bitsliced SubBytes)\n");
