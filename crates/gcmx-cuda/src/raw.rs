@@ -204,32 +204,67 @@ pub fn fused_partials_len(nbytes: usize) -> usize {
     16 * plan::grid_for(plan::blocks(nbytes), abi::FUSED_SPAN) as usize
 }
 
-/// The AES-CTR keystream kernel of `cuda/aes_ctr.cu` (benchmark only: keystream XOR data, no GHASH).
+/// Threads per block of `gcmx_aes_ctr` (`GCMX_AES_CTR_THREADS` in cuda/aes_ctr.cu).
+pub const AES_CTR_THREADS: u32 = 128;
+/// Blocks per warp chunk of `gcmx_aes_ctr`.
+pub const AES_CTR_CHUNK_BLOCKS: u64 = 1024;
+/// Suggested resident thread blocks per SM for `gcmx_aes_ctr`.
+pub const AES_CTR_BLOCKS_PER_SM: u32 = 2;
+
+/// The AES-CTR keystream kernel of `cuda/aes_ctr.cu` (benchmark only: data ^= keystream in place, no GHASH).
 pub struct AesCtr {
-    _private: (),
+    rt: &'static Runtime,
+    key: Zeroizing<crate::abi::GcmxAesKey>,
 }
 
 impl AesCtr {
-    /// Prepare the kernel for `key`. Fails while the kernel's parameters are not mirrored here.
-    pub fn new(_key: &KeyMaterial) -> Result<AesCtr, Error> {
+    /// Prepare the kernel for `key` (expanded on the host, constant time).
+    pub fn new(key: &KeyMaterial) -> Result<AesCtr, Error> {
         let rt = runtime()?;
         if !rt.has_kernel("gcmx_aes_ctr") {
             return Err(Error::Device("gcmx_aes_ctr is not in the fatbin".into()));
         }
-        Err(Error::Device(
-            "aes_ctr.cu parameters not mirrored yet".into(),
-        ))
+        let k = crate::aeskey::expand_key(key.key_bytes())
+            .ok_or(Error::KeyLength(key.key_bytes().len()))?;
+        Ok(AesCtr {
+            rt,
+            key: Zeroizing::new(k),
+        })
     }
 
-    /// Enqueue out = input XOR keystream.
+    /// Enqueue `data ^= AES-CTR keystream` (counter blocks from J0 + 1, inc32) in place.
     pub fn launch(
         &self,
-        _stream: &Stream,
-        _input: &DeviceSlice<u8>,
-        _out: &mut DeviceSlice<u8>,
+        stream: &Stream,
+        j0: &[u8; 16],
+        data: &mut DeviceSlice<u8>,
     ) -> Result<(), Error> {
-        Err(Error::Device(
-            "aes_ctr.cu parameters not mirrored yet".into(),
-        ))
+        let ptr = check_aligned(data)?;
+        let nbytes = data.len() as u64;
+        let chunks = plan::blocks(data.len()).div_ceil(AES_CTR_CHUNK_BLOCKS);
+        let sms = self.rt.info().multiprocessors;
+        let grid = chunks
+            .div_ceil(u64::from(AES_CTR_THREADS / 32))
+            .min(u64::from(sms * AES_CTR_BLOCKS_PER_SM))
+            .max(1) as u32;
+        let w = abi::le_words(j0);
+        let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
+        let key: crate::abi::GcmxAesKey = *self.key;
+        let args: [*const core::ffi::c_void; 7] = [
+            (&key as *const crate::abi::GcmxAesKey).cast(),
+            (&w[0] as *const u32).cast(),
+            (&w[1] as *const u32).cast(),
+            (&w[2] as *const u32).cast(),
+            (&ctr0 as *const u32).cast(),
+            (&ptr as *const u64).cast(),
+            (&nbytes as *const u64).cast(),
+        ];
+        // SAFETY: the argument list matches gcmx_aes_ctr(GcmxAesKey, u32, u32, u32, u32, uint8_t*, u64) as
+        // documented at the top of cuda/aes_ctr.cu (GcmxAesKey layout checked against gcmx_abi.h); `data` is
+        // a caller-owned device buffer of nbytes bytes, alive until the caller synchronises the stream.
+        unsafe {
+            self.rt
+                .launch_args(stream, "gcmx_aes_ctr", grid, AES_CTR_THREADS, &args)
+        }
     }
 }

@@ -265,6 +265,31 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Launch kernel `name` with an explicit argument list (one pointer per kernel parameter).
+    ///
+    /// # Safety
+    /// `args` must point to values of exactly the kernel's parameter types, in order, and every device
+    /// address among them must be valid for the kernel's accesses until the stream is synchronised.
+    pub unsafe fn launch_args(
+        &self,
+        stream: &Stream,
+        name: &str,
+        grid: u32,
+        block: u32,
+        args: &[*const c_void],
+    ) -> Result<(), Error> {
+        let f = self
+            .module
+            .get_function(name)
+            .map_err(|e| Error::Device(format!("kernel {name}: {e:?}")))?;
+        let args: Vec<*mut c_void> = args.iter().map(|p| p.cast_mut()).collect();
+        // SAFETY: forwarded from this function's contract; the driver copies the argument values at launch.
+        unsafe { stream.launch(&f, GridSize::x(grid), BlockSize::x(block), 0, &args) }
+            .map_err(|e| Error::Device(format!("launch {name}<<<{grid}, {block}>>>: {e:?}")))
+    }
+}
+
 /// A new non-blocking stream.
 pub fn new_stream() -> Result<Stream, Error> {
     Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))
