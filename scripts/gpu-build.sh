@@ -4,7 +4,8 @@
 #   .device/tests/<name>                                        (gcmx's integration tests built with --features cuda:
 #                                                                 nist_cavp, wycheproof, spec_vectors, ... ; they cover
 #                                                                 Backend::Cuda when a device is present)
-#   .device/vectors/gcm/*.rsp                                   (NIST CAVP files, scripts/fetch-vectors.sh)
+#   .device/vectors.tgz                                         (NIST CAVP files gcm/*.rsp, scripts/fetch-vectors.sh;
+#                                                                 compressed: the call carries at most 64 MiB)
 #   .device/MANIFEST                                            (commit, date, nvcc, sizes, ldd)
 # Then, on the device machine: scripts/gpu-run.sh (the `run` tool carries .device with carry=[".device"]).
 #
@@ -27,8 +28,8 @@ done
 
 eval "$(scripts/setup-cuda.sh)"
 grep -qs '^/.device/$' .git/info/exclude || { mkdir -p .git/info; echo '/.device/' >> .git/info/exclude; }
-rm -rf .device/bin .device/tests .device/vectors .device/cuda-src
-mkdir -p .device/bin .device/tests .device/vectors
+rm -rf .device/bin .device/tests .device/vectors .device/vectors.tgz .device/cuda-src
+mkdir -p .device/bin .device/tests
 
 if [[ ${COMMITTED} == 1 ]]; then
     mkdir -p .device/cuda-src
@@ -60,7 +61,7 @@ fi
 strip .device/bin/* .device/tests/* 2>/dev/null || true
 
 scripts/fetch-vectors.sh >/dev/null
-cp -r .vectors/gcm .device/vectors/
+tar -czf .device/vectors.tgz -C .vectors gcm
 
 {
     echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- cuda crates/gcmx-cuda || echo ' (+ uncommitted changes)')"

@@ -13,7 +13,9 @@ MODE="${1:-smoke}"
 LOG="${OUT:-${ROOT}/gpu-logs}"
 mkdir -p "${LOG}"
 D=.device
-export GCMX_VECTORS_DIR="${ROOT}/${D}/vectors/gcm"
+VEC=/tmp/gcmx-vectors
+mkdir -p "${VEC}" && tar -xzf "${D}/vectors.tgz" -C "${VEC}"
+export GCMX_VECTORS_DIR="${VEC}/gcm"
 export RUST_BACKTRACE=1
 status=0
 

@@ -199,14 +199,14 @@ fn main() -> Result<(), gcmx::Error> {
             Err(gcmx::Error::Device(format!("DtoH: {r:?}")))
         }
     };
-    let h2d_ms = time_kernel(reps, &stream, || h2d(&stream, &ph, da))?;
-    let d2h_ms = time_kernel(reps, &stream, || d2h(&stream, &mut ph2, db))?;
+    let h2d_ms = time_kernel(reps, &stream, || h2d(&stream, &ph, db))?;
+    let d2h_ms = time_kernel(reps, &stream, || d2h(&stream, &mut ph2, da))?;
     let mut both = Vec::new();
     for i in 0..=reps {
         s2.synchronize().ok();
         let t = Instant::now();
-        h2d(&stream, &ph, da)?;
-        d2h(&s2, &mut ph2, db)?;
+        h2d(&stream, &ph, db)?;
+        d2h(&s2, &mut ph2, da)?;
         stream
             .synchronize()
             .map_err(|e| gcmx::Error::Device(format!("{e:?}")))?;
@@ -458,9 +458,11 @@ fn host_sections(
         ">= 85 % of two-way, <= 1 core",
     );
     {
+        let t_reg = Instant::now();
         let reg = PinnedRegion::new(&mut hbuf);
+        let reg_s = t_reg.elapsed().as_secs_f64();
         match reg {
-            Ok(_r) => {
+            Ok(r) => {
                 let (w, c) = run(&gpu, &mut hbuf)?;
                 row(
                     rows,
@@ -474,6 +476,22 @@ fn host_sections(
                     format!("PCIe both ways {both_gbs:.1} GB/s"),
                     Some(100.0 * 2.0 * hf / w / 1e9 / both_gbs),
                     ">= 85 % of two-way, <= 1 core",
+                );
+                let t_un = Instant::now();
+                drop(r);
+                let unreg_s = t_un.elapsed().as_secs_f64();
+                row(
+                    rows,
+                    &format!("cuMemHostRegister / Unregister of {} GiB", hn / GIB),
+                    format!(
+                        "{:.3} s / {:.3} s ({:.1} GB/s together)",
+                        reg_s,
+                        unreg_s,
+                        gbs(hf, reg_s + unreg_s)
+                    ),
+                    "-".into(),
+                    None,
+                    "cost of pinning pageable memory",
                 );
             }
             Err(e) => println!("  pre-registered run skipped: {e}"),

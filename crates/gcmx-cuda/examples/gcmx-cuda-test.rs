@@ -111,6 +111,13 @@ fn parse_rsp(text: &str) -> Vec<Rec> {
             cur = Some(Rec::default());
             continue;
         }
+        if l.starts_with('[') {
+            // a section header such as "[Keylen = 128]" ends the current record
+            if let Some(r) = cur.take() {
+                out.push(r);
+            }
+            continue;
+        }
         let Some(r) = cur.as_mut() else { continue };
         if l == "FAIL" {
             r.fail = true;
@@ -125,10 +132,6 @@ fn parse_rsp(text: &str) -> Vec<Rec> {
                 "Tag" => r.tag = v,
                 _ => {}
             }
-        } else if l.starts_with('[')
-            && let Some(r) = cur.take()
-        {
-            out.push(r);
         }
     }
     if let Some(r) = cur.take() {

@@ -36,6 +36,8 @@ pub const HOST_CHUNK: usize = 64 << 20;
 pub const STREAMS: usize = 4;
 /// Host buffers at least this large are registered (page-locked in place) instead of staged.
 pub const REGISTER_MIN: usize = 4 << 20;
+/// Host page size assumed for registration cut points (a multiple of the real one is also fine).
+const PAGE: usize = 4096;
 
 /// Which direction a fused launch runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -346,9 +348,25 @@ impl CudaEngine {
         buf: &mut [u8],
     ) -> Result<[u8; 16], Error> {
         let len = buf.len();
-        let chunks = plan::chunks(len, HOST_CHUNK, abi::FUSED_SPAN);
+        let host_ptr = buf.as_mut_ptr();
+        // Large buffers are DMA'd in place, each chunk page-locked just before its copies are queued and
+        // unlocked once its stream has finished with it, so pinning chunk i+1 overlaps the transfers of
+        // chunk i. Chunk cuts fall on page boundaries (disjoint registrations), which keeps every offset
+        // a multiple of 16 when the buffer itself is 16-byte aligned.
+        let direct = len >= REGISTER_MIN && (host_ptr as usize).is_multiple_of(16);
+        let chunks = if direct {
+            plan::chunks_page_aligned(len, HOST_CHUNK, host_ptr as usize, PAGE, abi::FUSED_SPAN)
+        } else {
+            plan::chunks(len, HOST_CHUNK, abi::FUSED_SPAN)
+        };
         let nslots = STREAMS.min(chunks.len());
-        let slot_bytes = HOST_CHUNK.min(len.div_ceil(16) * 16);
+        let slot_bytes = chunks
+            .iter()
+            .map(|c| c.len)
+            .max()
+            .unwrap_or(16)
+            .div_ceil(16)
+            * 16;
         while pipe.streams.len() < nslots {
             pipe.streams.push(new_stream()?);
         }
@@ -359,8 +377,7 @@ impl CudaEngine {
         }
         pipe.slots.retain(|s| !s.is_empty());
         while pipe.slots.len() < nslots {
-            pipe.slots
-                .push(DevMem::new(slot_bytes.max(HOST_CHUNK.min(slot_bytes)))?);
+            pipe.slots.push(DevMem::new(slot_bytes)?);
         }
         let np = plan::total_partials(&chunks);
         if pipe.partials.as_ref().is_none_or(|p| p.len() < 16 * np) {
@@ -369,31 +386,30 @@ impl CudaEngine {
         }
         let partials = pipe.partials.as_ref().map_or(0, |p| p.ptr());
 
-        let reg = if len >= REGISTER_MIN {
-            HostRegistration::try_new(buf.as_mut_ptr(), len)
-        } else {
-            None
-        };
-        let host_ptr = buf.as_mut_ptr();
-        if let Some(reg) = reg {
-            // Direct DMA from and to the caller's (now page-locked) buffer; per-stream order keeps a slot's
-            // next upload behind its previous download.
-            let enqueue = || -> Result<(), Error> {
+        if direct {
+            // Per-stream order keeps a slot's next upload behind its previous download.
+            let mut regs: Vec<Option<HostRegistration>> = (0..nslots).map(|_| None).collect();
+            let mut enqueue = || -> Result<(), Error> {
                 for (i, c) in chunks.iter().enumerate() {
                     let s = i % nslots;
                     let stream = &pipe.streams[s];
+                    if regs[s].is_some() {
+                        // The chunk that used this slot must be done before its pages are unlocked.
+                        stream.synchronize().map_err(dev_err("host pipeline"))?;
+                        regs[s] = None;
+                    }
+                    // SAFETY: c.offset + c.len <= len, inside the caller's exclusively borrowed buffer.
+                    let hp = unsafe { host_ptr.add(c.offset) };
+                    // A refused registration leaves the chunk pageable: the copies below stay correct (the
+                    // driver stages them synchronously), only slower.
+                    regs[s] = HostRegistration::try_new(hp, c.len);
                     let dev = pipe.slots[s].ptr();
-                    // SAFETY: FFI async copy of c.len bytes from the registered caller buffer (offset in
-                    // bounds, exclusively borrowed by this call) into slot s (>= c.len bytes); every stream
-                    // is synchronised below before the registration ends or the buffer is read.
+                    // SAFETY: FFI async copy of c.len bytes from the caller's buffer (in bounds, exclusively
+                    // borrowed by this call, page-locked by regs[s]) into slot s (>= c.len bytes); the stream
+                    // is synchronised before regs[s] is dropped and before this call returns.
                     ck(
                         unsafe {
-                            cu::cuMemcpyHtoDAsync_v2(
-                                dev,
-                                host_ptr.add(c.offset).cast(),
-                                c.len,
-                                stream.as_inner(),
-                            )
+                            cu::cuMemcpyHtoDAsync_v2(dev, hp.cast(), c.len, stream.as_inner())
                         },
                         "cuMemcpyHtoDAsync",
                     )?;
@@ -411,12 +427,7 @@ impl CudaEngine {
                     // SAFETY: FFI async copy back into the same region of the caller's buffer; see above.
                     ck(
                         unsafe {
-                            cu::cuMemcpyDtoHAsync_v2(
-                                host_ptr.add(c.offset).cast(),
-                                dev,
-                                c.len,
-                                stream.as_inner(),
-                            )
+                            cu::cuMemcpyDtoHAsync_v2(hp.cast(), dev, c.len, stream.as_inner())
                         },
                         "cuMemcpyDtoHAsync",
                     )?;
@@ -424,14 +435,14 @@ impl CudaEngine {
                 Ok(())
             };
             let queued = enqueue();
-            // Wait for everything queued (also after an error) before the registration ends.
+            // Wait for everything queued (also after an error) before the last registrations end.
             let mut synced = Ok(());
             for s in &pipe.streams[..nslots] {
                 if let Err(e) = s.synchronize() {
                     synced = Err(dev_err("host pipeline")(e));
                 }
             }
-            drop(reg);
+            drop(regs);
             queued?;
             synced?;
         } else {
