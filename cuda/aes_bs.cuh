@@ -92,9 +92,22 @@ GCMX_AES_HD __forceinline__ uint32_t lop3(uint32_t a, uint32_t b, uint32_t c) {
 #endif
 }
 
-/// LUTs: XOR of two / three inputs.
+/// LUTs: XOR of two / three inputs; bit-select f(a, b, m) = m ? a : b; (a & b) | c.
 #define GCMX_LUT_XOR2 0x3Cu
 #define GCMX_LUT_XOR3 0x96u
+#define GCMX_LUT_SEL 0xE4u
+#define GCMX_LUT_ANDOR 0xEAu
+
+/// x >> s (0 < s < 32) as the high word of x * 2^(32-s): a multiply (FMA pipe), not a shift.
+GCMX_AES_HD __forceinline__ uint32_t shr_mul(uint32_t x, int s) {
+#ifdef __CUDA_ARCH__
+    uint32_t d;
+    asm("mul.hi.u32 %0, %1, %2;" : "=r"(d) : "r"(x), "r"(1u << (32 - s)));
+    return d;
+#else
+    return x >> s;
+#endif
+}
 
 GCMX_AES_HD __forceinline__ uint32_t x2(uint32_t a, uint32_t b) { return lop3<GCMX_LUT_XOR2>(a, b, a); }
 GCMX_AES_HD __forceinline__ uint32_t x3(uint32_t a, uint32_t b, uint32_t c) {
@@ -334,18 +347,19 @@ GCMX_AES_HD __forceinline__ void transpose32(uint32_t (&a)[GCMX_AES_PLANES]) {
         for (int r = 0; r < 32; ++r) {
             if (r & j) continue;
             const uint32_t x = a[OFF + r], y = a[OFF + r + j];
-            a[OFF + r] = (x & m) | ((y << j) & ~m);
-            a[OFF + r + j] = ((x >> j) & m) | (y & ~m);
+            // one select each; the shifts are multiplies (FMA pipe) where the compiler keeps them
+            a[OFF + r] = lop3<GCMX_LUT_SEL>(x, y << j, m);
+            a[OFF + r + j] = lop3<GCMX_LUT_SEL>(shr_mul(x, j), y, m);
         }
     }
 }
 
 /// Bitsliced AES rounds on st (round key 0 already added).
 GCMX_AES_HD __forceinline__ void rounds(uint32_t (&st)[GCMX_AES_PLANES], const GcmxAesKey& k,
-                                        uint32_t one) {
+                                        uint32_t first, uint32_t one) {
     const uint32_t nr = k.nr;
 #pragma unroll 1
-    for (uint32_t r = 1; r < nr; ++r) {
+    for (uint32_t r = first; r < nr; ++r) {
         sub_bytes(st);
         uint32_t kw[4];
 #pragma unroll
@@ -357,6 +371,84 @@ GCMX_AES_HD __forceinline__ void rounds(uint32_t (&st)[GCMX_AES_PLANES], const G
 #pragma unroll
     for (int w = 0; w < 4; ++w) kw[w] = opaque(bswap32(k.rk[4 * nr + w]) ^ GCMX_AES_SBOX_CONST4);
     shift_add(st, kw, one);
+}
+
+/// x shifted left by s bits (right by -s when s < 0); s is a compile-time constant.
+GCMX_AES_HD __forceinline__ uint32_t shl_signed(uint32_t x, int s) { return s >= 0 ? x << s : x >> -s; }
+
+
+/// MixColumns of one column held in a word (row r in byte r), byte-parallel (SWAR).
+GCMX_AES_HD __forceinline__ uint32_t mix_word(uint32_t x) {
+    const uint32_t r1 = prmt(x, x, 0x0321u), r2 = prmt(x, x, 0x1032u), r3 = prmt(x, x, 0x2103u);
+    const uint32_t d = x ^ r1;  // byte r: a_r ^ a_{r+1}
+    const uint32_t xt = ((d & 0x7F7F7F7Fu) << 1) ^ (((d >> 7) & 0x01010101u) * 0x1Bu);
+    return xt ^ r1 ^ r2 ^ r3;   // 2a_r ^ 3a_{r+1} ^ a_{r+2} ^ a_{r+3}
+}
+
+/// Round 1 for counter blocks.  After round key 0, state bytes 0..11 are the same constants
+/// cw (prefix ^ rk0, little-endian words) in all 32 blocks; only bytes 12..15 (st[96..127])
+/// vary.  The 12 constant S-boxes are evaluated once, packed in one SWAR pass (bit 8m+w of
+/// plane b = bit b of byte m of cw[w]); after ShiftRows every column holds exactly one varying
+/// byte, at row r0 = 3 - c, so MixColumns = (scalar MixColumns of the constant bytes) XOR
+/// (coefficient 1, 2 or 3 times the varying byte's planes), and the constant part goes into
+/// the round-key masks.  kw = round key 1 words byte-swapped, XOR 0x63636363.
+GCMX_AES_HD __forceinline__ void round1(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t (&cw)[3],
+                                        const uint32_t (&kw)[4], uint32_t one) {
+    // S' (S-box without 0x63) of the 12 constant bytes.
+    uint32_t u[8];
+#pragma unroll
+    for (int b = 0; b < 8; ++b) {
+        const uint32_t t = lop3<GCMX_LUT_SEL>(shl_signed(cw[0], -b), shl_signed(cw[1], 1 - b), 0x01010101u);
+        u[b] = lop3<GCMX_LUT_SEL>(t, shl_signed(cw[2], 2 - b), 0x03030303u);
+    }
+    sbox(u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7]);
+    uint32_t sc[3];
+#pragma unroll
+    for (int w = 0; w < 3; ++w) {
+        uint32_t acc = 0u;
+#pragma unroll
+        for (int b = 0; b < 8; ++b)
+            acc = lop3<GCMX_LUT_ANDOR>(shl_signed(u[b], b - w), 0x01010101u << b, acc);
+        sc[w] = acc;  // byte m = S'(byte m of cw[w])
+    }
+    // S' of the four varying bytes (bitsliced).
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+        sbox(st[96 + 8 * m + 0], st[96 + 8 * m + 1], st[96 + 8 * m + 2], st[96 + 8 * m + 3],
+             st[96 + 8 * m + 4], st[96 + 8 * m + 5], st[96 + 8 * m + 6], st[96 + 8 * m + 7]);
+    uint32_t o[GCMX_AES_PLANES];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+        const int r0 = (3 - c) & 3;  // row of the varying byte (old byte 12 + r0)
+        // constant column after ShiftRows: row r = byte r of sc[(c + r) & 3], r != r0;
+        // equivalently sc[w] gives its byte (w - c) & 3.  Byte r0 is zero.
+        const uint32_t m0 = 0xFFu << (8 * ((0 - c) & 3)), m1 = 0xFFu << (8 * ((1 - c) & 3)),
+                       m2 = 0xFFu << (8 * ((2 - c) & 3));
+        const uint32_t t = lop3<GCMX_LUT_SEL>(sc[0], sc[1], m0);
+        const uint32_t col = lop3<GCMX_LUT_ANDOR>(t, m0 | m1, sc[2] & m2);
+        const uint32_t ck = opaque(mix_word(col) ^ kw[c]);
+        uint32_t v[8], v2[8], v3[8];
+#pragma unroll
+        for (int b = 0; b < 8; ++b) v[b] = st[96 + 8 * r0 + b];
+#pragma unroll
+        for (int b = 0; b < 8; ++b) {
+            const uint32_t lo = (b == 0) ? v[7] : v[b - 1];
+            const bool fb = (b == 1 || b == 3 || b == 4);
+            v2[b] = fb ? x2(lo, v[7]) : lo;                    // xtime(v)
+            v3[b] = fb ? x3(lo, v[7], v[b]) : x2(lo, v[b]);   // xtime(v) ^ v
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int coef = (r == r0) ? 2 : (((r + 1) & 3) == r0) ? 3 : 1;
+#pragma unroll
+            for (int b = 0; b < 8; ++b) {
+                const uint32_t x = coef == 1 ? v[b] : coef == 2 ? v2[b] : v3[b];
+                o[GCMX_AES_P(r, c, b)] = kxor(x, kmask(ck, 8 * r + b, one), one);
+            }
+        }
+    }
+#pragma unroll
+    for (int p = 0; p < GCMX_AES_PLANES; ++p) st[p] = o[p];
 }
 
 /// SubWord via the same circuit, four bytes in parallel (SWAR: bit b of byte m of the
@@ -429,17 +521,15 @@ GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32(const GcmxAesKey& k, uint32_t 
 #pragma unroll
         for (int b = 0; b < 8; ++b)
             st[96 + 8 * m + b] = kxor(cplane[24 - 8 * m + b], kmask(k3, 8 * m + b, one), one);
-    // Prefix planes: constant over the 32 blocks (prefix XOR round key 0).
-    const uint32_t c0 = prefix0 ^ bswap32(k.rk[0]);
-    const uint32_t c1 = prefix1 ^ bswap32(k.rk[1]);
-    const uint32_t c2 = prefix2 ^ bswap32(k.rk[2]);
+    // Prefix bytes: constant over the 32 blocks (prefix XOR round key 0); round 1 handles
+    // them once per thread instead of as 96 constant planes.
+    const uint32_t cw[3] = {prefix0 ^ bswap32(k.rk[0]), prefix1 ^ bswap32(k.rk[1]),
+                            prefix2 ^ bswap32(k.rk[2])};
+    uint32_t kw1[4];
 #pragma unroll
-    for (int q = 0; q < 32; ++q) {
-        st[q] = kmask(c0, q, one);
-        st[32 + q] = kmask(c1, q, one);
-        st[64 + q] = kmask(c2, q, one);
-    }
-    rounds(st, k, one);
+    for (int w = 0; w < 4; ++w) kw1[w] = opaque(bswap32(k.rk[4 + w]) ^ GCMX_AES_SBOX_CONST4);
+    round1(st, cw, kw1, one);
+    rounds(st, k, 2u, one);
     transpose32<0>(st);
     transpose32<32>(st);
     transpose32<64>(st);
