@@ -35,6 +35,32 @@ pub struct BatchKeys {
 pub(crate) struct BatchBuffers {
     pinned: Option<LockedBuffer<u8>>,
     data: Option<DevMem>,
+    aad: Option<DevMem>,
+    msgs: Option<DevMem>,
+    units: Option<DevMem>,
+    tags: Option<DevMem>,
+    stream: Option<cust::stream::Stream>,
+}
+
+/// Make `slot` hold at least `n` bytes of device memory (grow only; freeing a buffer synchronises the
+/// device, so buffers are kept between calls).
+fn ensure(slot: &mut Option<DevMem>, n: usize) -> Result<u64, Error> {
+    if slot.as_ref().is_none_or(|d| d.len() < n) {
+        *slot = None;
+        *slot = Some(DevMem::new(n.max(64))?);
+    }
+    Ok(slot.as_ref().map_or(0, |d| d.ptr()))
+}
+
+/// Trace timings of the batch path to stderr when GCMX_CUDA_TRACE is set.
+fn trace(what: &str, t: &mut std::time::Instant) {
+    if std::env::var_os("GCMX_CUDA_TRACE").is_some() {
+        eprintln!(
+            "gcmx-cuda batch: {what}: {:.3} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    *t = std::time::Instant::now();
 }
 
 fn key_bytes(k: &GcmxAesKey) -> Vec<u8> {
@@ -202,6 +228,7 @@ fn sub_batch(
     let (total_lanes, total_units) = abi::batch_plan(&mut msgs)
         .ok_or_else(|| Error::Device("batch plan overflows 32-bit lanes".into()))?;
 
+    let mut tt = std::time::Instant::now();
     // Pinned staging for the data, grown as needed.
     let cap = data_total.max(16);
     if bufs.pinned.as_ref().is_none_or(|p| p.len() < cap) {
@@ -209,18 +236,11 @@ fn sub_batch(
         bufs.pinned =
             Some(LockedBuffer::new(&0u8, cap).map_err(dev_err("cuMemAllocHost (batch)"))?);
     }
-    if bufs.data.as_ref().is_none_or(|d| d.len() < cap) {
-        bufs.data = None;
-        bufs.data = Some(DevMem::new(cap)?);
-    }
+    let data = ensure(&mut bufs.data, cap)?;
     let pinned = bufs
         .pinned
         .as_mut()
         .ok_or_else(|| Error::Device("pinned".into()))?;
-    let data = bufs
-        .data
-        .as_ref()
-        .ok_or_else(|| Error::Device("data".into()))?;
 
     // Pack messages (parallel, disjoint regions).
     {
@@ -238,6 +258,7 @@ fn sub_batch(
                 r[..j.buf.len()].copy_from_slice(j.buf);
             });
     }
+    trace("pack", &mut tt);
     let mut aad = vec![0u8; aad_total.max(16)];
     for (m, j) in msgs.iter().zip(jobs.iter()) {
         aad[m.aad_off as usize..m.aad_off as usize + j.aad.len()].copy_from_slice(j.aad);
@@ -246,23 +267,29 @@ fn sub_batch(
     for m in &msgs {
         msg_bytes(m, &mut mb);
     }
-    let daad = DevMem::new(aad.len())?;
-    daad.upload(0, &aad)?;
-    let dmsgs = DevMem::new(mb.len().max(64))?;
-    dmsgs.upload(0, &mb)?;
-    let dunits = DevMem::new((16 * total_units as usize).max(16))?;
-    let dtags = DevMem::new((16 * n).max(16))?;
-
-    let stream = new_stream()?;
+    let daad = ensure(&mut bufs.aad, aad.len())?;
+    DevMem::upload_to(daad, &aad)?;
+    let dmsgs = ensure(&mut bufs.msgs, mb.len())?;
+    DevMem::upload_to(dmsgs, &mb)?;
+    let dunits = ensure(&mut bufs.units, 16 * total_units as usize)?;
+    let dtags = ensure(&mut bufs.tags, 16 * n)?;
+    if bufs.stream.is_none() {
+        bufs.stream = Some(new_stream()?);
+    }
+    let stream = bufs
+        .stream
+        .as_ref()
+        .ok_or_else(|| Error::Device("stream".into()))?;
+    trace("describe + upload AAD and message table", &mut tt);
     let p = GcmxBatchParams {
-        input: data.ptr(),
-        output: data.ptr(),
-        aad: daad.ptr(),
-        msgs: dmsgs.ptr(),
+        input: data,
+        output: data,
+        aad: daad,
+        msgs: dmsgs,
         keys: keys.keys.ptr(),
         key_powers: keys.key_powers.ptr(),
-        unit_partials: dunits.ptr(),
-        tags: dtags.ptr(),
+        unit_partials: dunits,
+        tags: dtags,
         nmsgs: n as u32,
         nkeys: keys.nkeys,
         total_lanes,
@@ -282,7 +309,7 @@ fn sub_batch(
             // units, tags), all alive until the synchronisation below.
             unsafe {
                 rt.launch(
-                    &stream,
+                    stream,
                     "gcmx_batch_units",
                     total_lanes.div_ceil(abi::BATCH_UNIT_THREADS),
                     abi::BATCH_UNIT_THREADS,
@@ -293,7 +320,7 @@ fn sub_batch(
         // SAFETY: as above; the tags kernel reads the unit partials and writes 16 bytes per tag slot.
         unsafe {
             rt.launch(
-                &stream,
+                stream,
                 "gcmx_batch_tags",
                 (n as u32).div_ceil(abi::BATCH_TAG_THREADS),
                 abi::BATCH_TAG_THREADS,
@@ -305,14 +332,23 @@ fn sub_batch(
             unsafe { cu::cuMemcpyDtoHAsync_v2(pp.cast(), p.output, data_total, stream.as_inner()) },
             "cuMemcpyDtoHAsync (batch)",
         )?;
+        if dir == Dir::Open {
+            // The device copy now holds plaintext: wipe it (queued after the download).
+            // SAFETY: FFI memset of data_total bytes of our own device buffer, ordered on the stream.
+            ck(
+                unsafe { cu::cuMemsetD8Async(p.output, 0, data_total, stream.as_inner()) },
+                "cuMemsetD8Async",
+            )?;
+        }
         Ok(())
     };
     let queued = run();
     let synced = stream.synchronize().map_err(dev_err("batch"));
     queued?;
     synced?;
+    trace("upload, kernels, download", &mut tt);
     let mut tags = vec![0u8; 16 * n];
-    dtags.download(0, &mut tags)?;
+    DevMem::download_from(dtags, &mut tags)?;
 
     // Unpack (parallel).
     let pinned_ro: &[u8] = &pinned[..data_total];
@@ -325,8 +361,13 @@ fn sub_batch(
             j.buf.copy_from_slice(&pinned_ro[off..off + len]);
             j.full_tag.copy_from_slice(&tags[16 * i..16 * i + 16]);
         });
-    // The staging buffer held plaintext: wipe it.
-    pinned[..data_total].zeroize();
+    if dir == Dir::Open {
+        // The staging buffer holds plaintext after an open: wipe it (after a seal it holds ciphertext).
+        pinned[..data_total]
+            .par_chunks_mut(1 << 20)
+            .for_each(|c| c.zeroize());
+    }
+    trace("unpack", &mut tt);
     Ok(())
 }
 

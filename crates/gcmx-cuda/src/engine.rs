@@ -18,6 +18,7 @@ use cust::memory::{DeviceSlice, LockedBuffer};
 use cust::stream::Stream;
 use cust::sys as cu;
 use gcmx_core::{EngineJob, Error, GcmEngine, KeyMaterial};
+use rayon::prelude::*;
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
@@ -500,6 +501,33 @@ impl CudaEngine {
                     buf[prev.offset..prev.offset + prev.len]
                         .copy_from_slice(&pipe.staging[s][..prev.len]);
                 }
+            }
+        }
+        if dir == Dir::Open {
+            // Our device slots (and, on the staged path, pinned buffers) now hold plaintext: wipe them.
+            for (slot, stream) in pipe.slots.iter().zip(&pipe.streams).take(nslots) {
+                // SAFETY: FFI memset of the used part of our own device buffer, ordered on its stream,
+                // synchronised below.
+                ck(
+                    unsafe {
+                        cu::cuMemsetD8Async(
+                            slot.ptr(),
+                            0,
+                            slot_bytes.min(slot.len()),
+                            stream.as_inner(),
+                        )
+                    },
+                    "cuMemsetD8Async",
+                )?;
+            }
+            if !direct {
+                for st in pipe.staging.iter_mut().take(nslots) {
+                    let used = slot_bytes.min(st.len());
+                    st[..used].par_chunks_mut(1 << 20).for_each(|c| c.zeroize());
+                }
+            }
+            for stream in &pipe.streams[..nslots] {
+                stream.synchronize().map_err(dev_err("wipe"))?;
             }
         }
         let mut raw = vec![0u8; 16 * np];
