@@ -260,7 +260,7 @@ typedef struct GcmxBatchParams {
 } GcmxBatchParams;
 
 /** Units (K) and lanes of the first unit (g0) of a message of `len` bytes; returns the lanes it owns. */
-GCMX_ABI_FN uint32_t gcmx_batch_units(uint64_t len, uint32_t* nunits, uint32_t* g0)
+GCMX_ABI_FN uint32_t gcmx_batch_msg_units(uint64_t len, uint32_t* nunits, uint32_t* g0)
 {
     uint64_t n = (len + 15u) / 16u;
     uint64_t k = (n + GCMX_BATCH_UNIT_BLOCKS - 1u) / GCMX_BATCH_UNIT_BLOCKS;
@@ -286,7 +286,7 @@ GCMX_ABI_FN uint32_t gcmx_batch_plan(GcmxBatchMsg* msgs, uint32_t n, uint32_t* t
 {
     uint32_t lane = 0u, unit = 0u, i;
     for (i = 0u; i < n; i++) {
-        uint32_t k, g0, lanes = gcmx_batch_units(msgs[i].data_len, &k, &g0);
+        uint32_t k, g0, lanes = gcmx_batch_msg_units(msgs[i].data_len, &k, &g0);
         uint32_t align = (k > 1u) ? GCMX_WARP_SIZE : (k == 1u ? g0 : 1u);
         lane = (lane + align - 1u) / align * align;
         msgs[i].lane_first = lane;

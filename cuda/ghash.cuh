@@ -528,7 +528,7 @@ GCMX_HD GcmxBatchLane gcmx_batch_lane_of(const GcmxBatchMsg* msgs, uint32_t nmsg
     const uint32_t k = gcmx_batch_find(msgs, nmsgs, lane);
     if (k >= nmsgs) return r;
     uint32_t nunits, g0;
-    const uint32_t lanes = gcmx_batch_units(msgs[k].data_len, &nunits, &g0);
+    const uint32_t lanes = gcmx_batch_msg_units(msgs[k].data_len, &nunits, &g0);
     const uint32_t local = lane - msgs[k].lane_first;
     if (local >= lanes) return r;
     const uint32_t full_lanes = GCMX_WARP_SIZE * (nunits - 1u);
@@ -557,7 +557,7 @@ GCMX_HD GcmxU128 gcmx_batch_unit_lane(const AesFactory& aesf, const GcmxBatchPar
     const GcmxKeyPowers& kp = reinterpret_cast<const GcmxKeyPowers*>(p.key_powers)[msg.key_index];
     const GcmxAesKey& key = reinterpret_cast<const GcmxAesKey*>(p.keys)[msg.key_index];
     uint32_t nunits, g0;
-    (void)gcmx_batch_units(msg.data_len, &nunits, &g0);
+    (void)gcmx_batch_msg_units(msg.data_len, &nunits, &g0);
     const uint64_t nblocks = (msg.data_len + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
     const uint64_t pad = (uint64_t)GCMX_BATCH_UNIT_BLOCKS * nunits - nblocks;
     const GcmxMsgView m = gcmx_msg_view(msg.data_len, pad);
@@ -611,7 +611,7 @@ GCMX_HD void gcmx_batch_tag_thread(const AesFactory& aesf, const GcmxBatchParams
     const GcmxAesKey& key = reinterpret_cast<const GcmxAesKey*>(p.keys)[msg.key_index];
     const GcmxU128* partials = reinterpret_cast<const GcmxU128*>(p.unit_partials) + msg.unit_first;
     uint32_t nunits, g0;
-    (void)gcmx_batch_units(msg.data_len, &nunits, &g0);
+    (void)gcmx_batch_msg_units(msg.data_len, &nunits, &g0);
     // Ciphertext value: fold the equal-length (1024-block) unit partials.
     GcmxU128 sc = gcmx_u128(0u, 0u);
     for (uint32_t u = 0; u < nunits; u++) {

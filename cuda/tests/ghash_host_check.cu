@@ -828,6 +828,7 @@ static void check_vector_file(const char* path)
 #endif
 }
 
+#ifndef GCMX_HOST_CHECK_NO_MAIN // cuda/tests/gcmx_device_check.cu reuses everything above
 int main(int argc, char** argv)
 {
     init_sbox();
@@ -850,3 +851,4 @@ int main(int argc, char** argv)
     printf("%d checks, %d failures\n", g_checks, g_failures);
     return g_failures == 0 ? 0 : 1;
 }
+#endif // GCMX_HOST_CHECK_NO_MAIN
