@@ -1,0 +1,134 @@
+//! gcmx-cli: file encryption in Google Tink's streaming AEAD format (AES-GCM-HKDF) on the
+//! `gcmx` AES-GCM engine.
+//!
+//! The binary is `gcmx`; this library holds its parts so that tests, benchmarks and other
+//! programs can use them:
+//! - [`keyset`]: Tink cleartext JSON keysets of `AesGcmHkdfStreamingKey` keys,
+//! - [`format`]: the ciphertext format (header, HKDF, segment nonces and sizes),
+//! - [`stream`]: the bounded-memory, three-thread streaming pipeline,
+//! - [`files`]: files and standard streams, atomic output, progress bar,
+//! - [`demo`]: the `gcmx demo` self-check and throughput run.
+#![warn(missing_docs)]
+
+mod api;
+pub mod demo;
+pub mod error;
+pub mod files;
+pub mod format;
+pub mod keyset;
+mod proto;
+mod random;
+pub mod stream;
+
+pub use api::Backend;
+pub use error::{Error, ErrorKind, Result};
+pub use files::{Direction, RunOptions, Sink, Source};
+pub use keyset::{Keyset, StreamingKey};
+
+/// Parses a `--backend` value: `auto`, `cpu`, `cpu-parallel` or `cuda` (only in builds with
+/// the `cuda` feature).
+pub fn parse_backend(s: &str) -> Result<Backend> {
+    match s {
+        "auto" => Ok(Backend::Auto),
+        "cpu" => Ok(Backend::Cpu),
+        "cpu-parallel" => Ok(Backend::CpuParallel),
+        #[cfg(feature = "cuda")]
+        "cuda" => Ok(Backend::Cuda),
+        #[cfg(not(feature = "cuda"))]
+        "cuda" => Err(Error::usage(
+            "this gcmx was built without CUDA support; rebuild it with `--features cuda`",
+        )),
+        other => Err(Error::usage(format!(
+            "unknown backend {other:?} (auto, cpu, cpu-parallel or cuda)"
+        ))),
+    }
+}
+
+/// The `--backend` spelling of a backend.
+pub fn backend_name(b: Backend) -> &'static str {
+    match b {
+        Backend::Auto => "auto",
+        Backend::Cpu => "cpu",
+        Backend::CpuParallel => "cpu-parallel",
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => "cuda",
+        #[allow(unreachable_patterns)]
+        _ => "other",
+    }
+}
+
+/// The backends this build has, in the order `gcmx demo` measures them.
+pub fn backends_built() -> Vec<Backend> {
+    #[allow(unused_mut)]
+    let mut v = vec![Backend::Cpu, Backend::CpuParallel];
+    #[cfg(feature = "cuda")]
+    v.push(Backend::Cuda);
+    v
+}
+
+/// Parses a byte count: digits with an optional binary suffix `K`, `KiB`, `M`, `MiB`, `G`,
+/// `GiB` (case-insensitive), e.g. `4096`, `64K`, `1MiB`.
+pub fn parse_size(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(digits_end);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| Error::usage(format!("bad size {s:?}: expected a number of bytes")))?;
+    let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        _ => return Err(Error::usage(format!("bad size {s:?}: unknown suffix"))),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| Error::usage(format!("bad size {s:?}: too large")))
+}
+
+/// Parses `--aad-hex`: an even number of hex digits (spaces and colons are not allowed).
+pub fn parse_hex(s: &str) -> Result<Vec<u8>> {
+    hex::decode(s.trim()).map_err(|e| Error::usage(format!("bad --aad-hex value: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("64K").unwrap(), 65536);
+        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_size("2g").unwrap(), 2 << 30);
+        assert!(parse_size("").is_err());
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn backends() {
+        assert_eq!(parse_backend("cpu").unwrap(), Backend::Cpu);
+        assert_eq!(parse_backend("cpu-parallel").unwrap(), Backend::CpuParallel);
+        assert_eq!(parse_backend("auto").unwrap(), Backend::Auto);
+        assert!(parse_backend("gpu").is_err());
+        #[cfg(not(feature = "cuda"))]
+        assert!(
+            parse_backend("cuda")
+                .unwrap_err()
+                .message()
+                .contains("--features cuda")
+        );
+        for b in backends_built() {
+            assert_eq!(parse_backend(backend_name(b)).unwrap(), b);
+        }
+    }
+
+    #[test]
+    fn hex_aad() {
+        assert_eq!(parse_hex("00ff10").unwrap(), vec![0, 255, 16]);
+        assert!(parse_hex("0").is_err());
+        assert!(parse_hex("zz").is_err());
+    }
+}
