@@ -335,6 +335,7 @@ fn auth_error(first: u64, count: u64) -> Error {
 }
 
 /// Runs the three-thread pipeline. `crypt` runs on the calling thread for every window.
+#[allow(clippy::too_many_arguments)]
 fn run_pipeline<W: Write + Send + 'static>(
     input: BufReader<Input>,
     output: W,

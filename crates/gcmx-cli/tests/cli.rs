@@ -469,7 +469,7 @@ fn reencode(b64: &str, f: impl Fn(&mut Vec<u8>)) -> String {
 }
 
 /// The serialized key starts with the params message: 0x12 LEN 0x08 <varint seg> 0x10 <dks> 0x18 <hash>.
-fn swap_hash(b: &mut Vec<u8>, hash: u8) {
+fn swap_hash(b: &mut [u8], hash: u8) {
     let plen = b[1] as usize;
     assert_eq!(b[2 + plen - 2], 0x18);
     b[2 + plen - 1] = hash;
