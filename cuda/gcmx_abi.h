@@ -201,8 +201,12 @@ typedef struct GcmxGcmParams {
  * Lane space: message k owns the global lanes [lane_first, lane_first + 32(K-1) + g0): its full units
  * first (unit u >= 1 at lane_first + 32(u-1)), then unit 0 (at lane_first + 32(K-1)). lane_first must be
  * a multiple of 32 if K > 1, else a multiple of g0, and the messages' lane ranges must be increasing and
- * disjoint (holes are allowed and idle); gcmx_batch_plan() computes one valid plan. Thread t of the
- * units kernel is global lane t; it finds its message by binary search over lane_first.
+ * disjoint (holes are allowed and idle); lane_first must be non-decreasing over msgs[] INCLUDING the
+ * zero-length messages (give them the current cursor, as gcmx_batch_plan() does). gcmx_batch_plan()
+ * computes one valid plan. Thread t of the units kernel is global lane t; it finds its message by binary
+ * search (the largest k with lane_first <= t). Preconditions the host validates (kernels do not check):
+ * key_index < nkeys, every range inside its buffer, 16-byte aligned data_off / aad_off, unit_first
+ * ranges disjoint inside unit_partials, nr of every key in {10, 12, 14}.
  * Each unit writes its POLYVAL value to unit_partials[unit_first + u]; the tags kernel folds them with
  * Q_1024 (S_C = fold(S*h^1024 + Z_u)), hashes the AAD (one thread, Horner), computes
  * S = ((Z_A * h^n) ^ S_C ^ L) * h with L = [aad bits, ct bits], and tag = S (as bytes) XOR E_K(J0).

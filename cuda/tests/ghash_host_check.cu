@@ -612,7 +612,7 @@ struct BatchCase {
 // Returns the output buffer and the tags.
 template <class Factory = RefAesFactory>
 static void emulate_batch(const std::vector<BatchCase>& cases, bool decrypt, std::vector<uint8_t>& out_all,
-                          std::vector<uint8_t>& tags, uint32_t* lanes_used)
+                          std::vector<uint8_t>& tags, uint32_t* lanes_used, bool inplace = false)
 {
     // Keys: one entry per distinct case key (here: one per case, some cases share by index below).
     std::vector<GcmxAesKey> keys;
@@ -649,7 +649,7 @@ static void emulate_batch(const std::vector<BatchCase>& cases, bool decrypt, std
     GcmxBatchParams p;
     memset(&p, 0, sizeof p);
     p.in = (uint64_t)(uintptr_t)in_all.data();
-    p.out = (uint64_t)(uintptr_t)out_all.data();
+    p.out = (uint64_t)(uintptr_t)(inplace ? in_all.data() : out_all.data());
     p.aad = (uint64_t)(uintptr_t)aad_all.data();
     p.msgs = (uint64_t)(uintptr_t)msgs.data();
     p.keys = (uint64_t)(uintptr_t)keys.data();
@@ -685,6 +685,7 @@ static void emulate_batch(const std::vector<BatchCase>& cases, bool decrypt, std
     }
     // Launch 3.
     for (uint32_t k = 0; k < p.nmsgs; k++) gcmx_batch_tag_thread<false>(f, p, k);
+    if (inplace) out_all = in_all;
     // Gather outputs per case (compact, in case order).
     std::vector<uint8_t> compact;
     for (size_t k = 0; k < cases.size(); k++)
@@ -699,10 +700,12 @@ static void emulate_batch(const std::vector<BatchCase>& cases, bool decrypt, std
 template <class Factory = RefAesFactory>
 static void check_batch_cases(const std::vector<BatchCase>& cases, const char* what)
 {
-    for (int dir = 0; dir < 2; dir++) {
+    for (int mode = 0; mode < 4; mode++) {
+        const int dir = mode & 1;
+        const bool inplace = mode >= 2;
         std::vector<uint8_t> out, tags;
         uint32_t lanes = 0;
-        emulate_batch<Factory>(cases, dir == 1, out, tags, &lanes);
+        emulate_batch<Factory>(cases, dir == 1, out, tags, &lanes, inplace);
         size_t off = 0;
         int bad_data = 0, bad_tag = 0;
         for (size_t k = 0; k < cases.size(); k++) {
@@ -717,9 +720,9 @@ static void check_batch_cases(const std::vector<BatchCase>& cases, const char* w
             }
             off += expect.size();
         }
-        CHECK(bad_data == 0 && bad_tag == 0, "%s %s: %d data, %d tag mismatches of %zu", what, dir ? "decrypt" : "encrypt",
-              bad_data, bad_tag, cases.size());
-        if (dir == 0) printf("batch emulation (%s): %zu messages, %u lanes\n", what, cases.size(), lanes);
+        CHECK(bad_data == 0 && bad_tag == 0, "%s %s%s: %d data, %d tag mismatches of %zu", what, dir ? "decrypt" : "encrypt",
+              inplace ? " in place" : "", bad_data, bad_tag, cases.size());
+        if (mode == 0) printf("batch emulation (%s): %zu messages, %u lanes\n", what, cases.size(), lanes);
     }
 }
 
