@@ -36,6 +36,10 @@ struct uint4 {
 
 /// Bytes per GHASH/AES block.
 #define GCMX_BLOCK_BYTES 16u
+/// Shuffle mask naming all 32 lanes of a warp.
+#define GCMX_FULL_WARP_MASK 0xffffffffu
+/// A 32-bit word with all bits set (byte masks of a partial block).
+#define GCMX_ALL_ONES32 0xffffffffu
 
 /// Byte swap of a 32-bit word (PRMT selector 0x0123 reverses the four bytes).
 #define GCMX_PRMT_BSWAP32 0x0123u
@@ -123,7 +127,7 @@ GCMX_HD void gcmx_store_partial(uint8_t* p, uint4 v, uint32_t n)
 /// Mask of the bytes < n within the 32-bit word holding bytes lo..lo+3.
 GCMX_HD uint32_t gcmx_keep_mask(uint32_t n, uint32_t lo)
 {
-    return n >= lo + 4u ? 0xffffffffu : (n <= lo ? 0u : (0xffffffffu >> (8u * (lo + 4u - n))));
+    return n >= lo + 4u ? GCMX_ALL_ONES32 : (n <= lo ? 0u : (GCMX_ALL_ONES32 >> (8u * (lo + 4u - n))));
 }
 
 /// Zero the bytes n..15 of a block (n < 16), keep bytes 0..n-1.

@@ -46,8 +46,8 @@ template <bool DECRYPT> __device__ __forceinline__ void gcmx_batch_units_body(co
     // XOR over the aligned group of g lanes (idle lanes have g = 1 and stay out of every group).
 #pragma unroll
     for (uint32_t off = GCMX_WARP_SIZE / 2u; off != 0u; off >>= 1) {
-        const uint64_t lo = __shfl_xor_sync(0xffffffffu, v.lo, off);
-        const uint64_t hi = __shfl_xor_sync(0xffffffffu, v.hi, off);
+        const uint64_t lo = __shfl_xor_sync(GCMX_FULL_WARP_MASK, v.lo, off);
+        const uint64_t hi = __shfl_xor_sync(GCMX_FULL_WARP_MASK, v.hi, off);
         if (off < a.g) {
             v.lo ^= lo;
             v.hi ^= hi;

@@ -658,8 +658,8 @@ __device__ __forceinline__ GcmxU128 gcmx_warp_xor(GcmxU128 v)
 {
 #pragma unroll
     for (uint32_t off = GCMX_WARP_SIZE / 2u; off != 0u; off >>= 1) {
-        v.lo ^= __shfl_xor_sync(0xffffffffu, v.lo, off);
-        v.hi ^= __shfl_xor_sync(0xffffffffu, v.hi, off);
+        v.lo ^= __shfl_xor_sync(GCMX_FULL_WARP_MASK, v.lo, off);
+        v.hi ^= __shfl_xor_sync(GCMX_FULL_WARP_MASK, v.hi, off);
     }
     return v;
 }
