@@ -49,10 +49,13 @@ struct GcmxDevAesFactory {
 
 template <bool DECRYPT> __device__ __forceinline__ void gcmx_gcm_kernel_body(const GcmxGcmParams& p)
 {
+    __shared__ GcmxU128 stride_pow[GCMX_BLOCKS_PER_REDUCTION];
+    const GcmxU128* powers = reinterpret_cast<const GcmxU128*>(p.powers);
+    const GcmxSmemPowers pw = gcmx_load_stride_powers(stride_pow, powers);
     const GcmxDevAesCtr aes = {&p.key, p.j0_prefix[0], p.j0_prefix[1], p.j0_prefix[2]};
     const GcmxU128 term = gcmx_gcm_thread<GCMX_DEFAULT_CLMAD, DECRYPT>(
         aes, reinterpret_cast<const uint8_t*>(p.in), reinterpret_cast<uint8_t*>(p.out), p.nbytes, p.ctr_first,
-        reinterpret_cast<const GcmxU128*>(p.powers), blockIdx.x, gridDim.x, threadIdx.x);
+        powers, pw, blockIdx.x, gridDim.x, threadIdx.x);
     const GcmxU128 z = gcmx_block_xor<GCMX_FUSED_WARPS>(term);
     if (threadIdx.x == 0u) reinterpret_cast<GcmxU128*>(p.partials)[blockIdx.x] = z;
 }

@@ -234,9 +234,9 @@ template <bool CL> GCMX_HD GcmxU128 gcmx_dot(GcmxU128 a, GcmxU128 b)
 
 /// Horner step over four blocks with one reduction: pw = {Q_s, Q_2s, Q_3s, Q_4s}.
 /// acc' = acc*h^4s + x0*h^3s + x1*h^2s + x2*h^s + x3.
-template <bool CL>
-GCMX_HD GcmxU128 gcmx_horner4(GcmxU128 acc, GcmxU128 x0, GcmxU128 x1, GcmxU128 x2, GcmxU128 x3,
-                              const GcmxU128 (&pw)[GCMX_BLOCKS_PER_REDUCTION])
+/// PW: anything with operator[](k) -> GcmxU128 (an array, or GcmxSmemPowers on the device).
+template <bool CL, class PW>
+GCMX_HD GcmxU128 gcmx_horner4(GcmxU128 acc, GcmxU128 x0, GcmxU128 x1, GcmxU128 x2, GcmxU128 x3, const PW& pw)
 {
     GcmxWide w = gcmx_wide_zero();
     gcmx_mul_acc<CL>(w, acc, pw[3]);
@@ -308,9 +308,9 @@ GCMX_HD uint4 gcmx_load_virtual(const uint8_t* base, const GcmxMsgView& m, uint6
 /// L2 cache line (prefetch granularity) in bytes.
 #define GCMX_L2_LINE_BYTES 128u
 
-template <bool CL, bool CHECKED, uint32_t LOADS>
-GCMX_HD GcmxU128 gcmx_ghash_lane(const uint8_t* base, const GcmxMsgView& m, uint64_t v0, uint32_t nblk,
-                                 const GcmxU128 (&pw)[GCMX_BLOCKS_PER_REDUCTION], GcmxU128 acc)
+template <bool CL, bool CHECKED, uint32_t LOADS, class PW>
+GCMX_HD GcmxU128 gcmx_ghash_lane(const uint8_t* base, const GcmxMsgView& m, uint64_t v0, uint32_t nblk, const PW& pw,
+                                 GcmxU128 acc)
 {
     static_assert(LOADS % GCMX_BLOCKS_PER_REDUCTION == 0, "whole reductions per step");
     for (uint32_t j = 0; j < nblk; j += LOADS) {
@@ -348,10 +348,10 @@ GCMX_HD GcmxU128 gcmx_ghash_lane(const uint8_t* base, const GcmxMsgView& m, uint
 // wraps gcmx_aes_ctr_x32 with the key and J0 prefix).
 // ---------------------------------------------------------------------------------------------------
 GCMX_EXEC_CHECK_DISABLE
-template <bool CL, bool DECRYPT, class Aes>
+template <bool CL, bool DECRYPT, class Aes, class PW>
 GCMX_HD GcmxU128 gcmx_gcm_lane_chunk(const Aes& aes, const uint8_t* in, uint8_t* out, const GcmxMsgView& m,
-                                     uint64_t vb, uint32_t i, uint32_t g, uint32_t ctr_first,
-                                     const GcmxU128 (&pw)[GCMX_BLOCKS_PER_REDUCTION], GcmxU128 acc)
+                                     uint64_t vb, uint32_t i, uint32_t g, uint32_t ctr_first, const PW& pw,
+                                     GcmxU128 acc)
 {
     uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
     const uint64_t span = (uint64_t)g * GCMX_AES_BLOCKS_PER_CALL;
@@ -433,9 +433,11 @@ GCMX_HD GcmxU128 gcmx_gcm_lane_chunk(const Aes& aes, const uint8_t* in, uint8_t*
 // Thread t = 32w + l of thread block `blk` (of `grid`), layout of gcmx_abi.h (GHASH constants):
 // returns the thread's term dot(acc, Q_e(t)); the XOR of all terms of a block is its partial.
 // ---------------------------------------------------------------------------------------------------
-template <bool CL, uint32_t LOADS>
-GCMX_HD GcmxU128 gcmx_ghash_thread(const uint8_t* data, uint64_t nbytes, const GcmxU128* powers, uint32_t blk,
-                                   uint32_t grid, uint32_t t)
+/// `pw` holds the stride powers {Q_32, Q_64, Q_96, Q_128} (table entries 0..3), read on every step: the
+/// kernel passes a shared-memory view (fewer registers), the host checks an array.
+template <bool CL, uint32_t LOADS, class PW>
+GCMX_HD GcmxU128 gcmx_ghash_thread(const uint8_t* data, uint64_t nbytes, const GcmxU128* powers, const PW& pw,
+                                   uint32_t blk, uint32_t grid, uint32_t t)
 {
     const uint32_t w = t / GCMX_WARP_SIZE, l = t % GCMX_WARP_SIZE;
     const uint64_t nblocks = (nbytes + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
@@ -447,8 +449,6 @@ GCMX_HD GcmxU128 gcmx_ghash_thread(const uint8_t* data, uint64_t nbytes, const G
     if (wbase + GCMX_GHASH_WARP_SPAN <= m.pad) {
         return acc; // the warp's whole run is front padding (warp-uniform)
     }
-    const GcmxU128 pw[GCMX_BLOCKS_PER_REDUCTION] = {powers[GCMX_POW_STRIDE_32], powers[GCMX_POW_STRIDE_64],
-                                                    powers[GCMX_POW_STRIDE_96], powers[GCMX_POW_STRIDE_128]};
     if (gcmx_all_full(m, wbase, GCMX_GHASH_WARP_SPAN)) {
         acc = gcmx_ghash_lane<CL, false, LOADS>(data, m, wbase + l, GCMX_GHASH_BLOCKS_PER_LANE, pw, acc);
     } else {
@@ -465,10 +465,10 @@ GCMX_HD GcmxU128 gcmx_ghash_thread(const uint8_t* data, uint64_t nbytes, const G
 // ctr_first + r. Returns the thread's term dot(acc, Q_e(t)).
 // ---------------------------------------------------------------------------------------------------
 GCMX_EXEC_CHECK_DISABLE
-template <bool CL, bool DECRYPT, class Aes>
+template <bool CL, bool DECRYPT, class Aes, class PW>
 GCMX_HD GcmxU128 gcmx_gcm_thread(const Aes& aes, const uint8_t* in, uint8_t* out, uint64_t nbytes,
-                                 uint32_t ctr_first, const GcmxU128* powers, uint32_t blk, uint32_t grid,
-                                 uint32_t t)
+                                 uint32_t ctr_first, const GcmxU128* powers, const PW& pw, uint32_t blk,
+                                 uint32_t grid, uint32_t t)
 {
     const uint32_t w = t / GCMX_WARP_SIZE, l = t % GCMX_WARP_SIZE;
     const uint64_t nblocks = (nbytes + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
@@ -479,8 +479,6 @@ GCMX_HD GcmxU128 gcmx_gcm_thread(const Aes& aes, const uint8_t* in, uint8_t* out
     if (wbase + GCMX_FUSED_WARP_SPAN <= m.pad) {
         return acc;
     }
-    const GcmxU128 pw[GCMX_BLOCKS_PER_REDUCTION] = {powers[GCMX_POW_STRIDE_32], powers[GCMX_POW_STRIDE_64],
-                                                    powers[GCMX_POW_STRIDE_96], powers[GCMX_POW_STRIDE_128]};
     for (uint32_t c = 0; c < GCMX_FUSED_CHUNKS_PER_WARP; c++) {
         const uint64_t vb = wbase + (uint64_t)c * GCMX_WARP_CHUNK;
         if (vb + GCMX_WARP_CHUNK <= m.pad) continue; // all padding: acc is still zero
@@ -680,12 +678,32 @@ template <uint32_t NWARPS> __device__ __forceinline__ GcmxU128 gcmx_block_xor(Gc
     return r;
 }
 
+/// Stride powers in shared memory, read through a volatile pointer on every use, so that ptxas does not
+/// keep all four (16 registers) live across the GHASH loop or across the AES call of the fused kernel: a
+/// broadcast LDS per use is cheaper than the registers. Loaded by gcmx_load_stride_powers.
+struct GcmxSmemPowers {
+    const volatile GcmxU128* p;
+    __device__ __forceinline__ GcmxU128 operator[](uint32_t k) const { return gcmx_u128(p[k].hi, p[k].lo); }
+};
+
+/// Copy table entries 0..3 (the stride powers) to shared memory; all threads of the block must call.
+__device__ __forceinline__ GcmxSmemPowers gcmx_load_stride_powers(GcmxU128 (&smem)[GCMX_BLOCKS_PER_REDUCTION],
+                                                                  const GcmxU128* powers)
+{
+    if (threadIdx.x < GCMX_BLOCKS_PER_REDUCTION) smem[threadIdx.x] = powers[GCMX_POW_STRIDE_32 + threadIdx.x];
+    __syncthreads();
+    const GcmxSmemPowers pw = {smem};
+    return pw;
+}
+
 /// The GHASH kernel body (gcmx_ghash_clmad: CL = true, gcmx_ghash_soft: CL = false).
 template <bool CL, uint32_t LOADS> __device__ __forceinline__ void gcmx_ghash_kernel_body(const GcmxGhashParams& p)
 {
-    const GcmxU128 term = gcmx_ghash_thread<CL, LOADS>(reinterpret_cast<const uint8_t*>(p.data), p.nbytes,
-                                                reinterpret_cast<const GcmxU128*>(p.powers), blockIdx.x,
-                                                gridDim.x, threadIdx.x);
+    __shared__ GcmxU128 stride_pow[GCMX_BLOCKS_PER_REDUCTION];
+    const GcmxU128* powers = reinterpret_cast<const GcmxU128*>(p.powers);
+    const GcmxSmemPowers pw = gcmx_load_stride_powers(stride_pow, powers);
+    const GcmxU128 term = gcmx_ghash_thread<CL, LOADS>(reinterpret_cast<const uint8_t*>(p.data), p.nbytes, powers, pw,
+                                                       blockIdx.x, gridDim.x, threadIdx.x);
     const GcmxU128 z = gcmx_block_xor<GCMX_GHASH_WARPS>(term);
     if (threadIdx.x == 0u) reinterpret_cast<GcmxU128*>(p.partials)[blockIdx.x] = z;
 }

@@ -424,8 +424,10 @@ static std::vector<GcmxU128> emulate_ghash(const uint8_t* data, uint64_t nbytes,
     std::vector<GcmxU128> partials(grid);
     for (uint32_t b = 0; b < grid; b++) {
         GcmxU128 z = gcmx_u128(0, 0);
+        const GcmxU128 stride[GCMX_BLOCKS_PER_REDUCTION] = {pw[GCMX_POW_STRIDE_32], pw[GCMX_POW_STRIDE_64],
+                                                            pw[GCMX_POW_STRIDE_96], pw[GCMX_POW_STRIDE_128]};
         for (uint32_t t = 0; t < GCMX_GHASH_THREADS; t++)
-            z = gcmx_xor128(z, gcmx_ghash_thread<false, LOADS>(data, nbytes, pw.data(), b, grid, t));
+            z = gcmx_xor128(z, gcmx_ghash_thread<false, LOADS>(data, nbytes, pw.data(), stride, b, grid, t));
         partials[b] = z;
     }
     return partials;
@@ -477,11 +479,13 @@ static std::vector<GcmxU128> emulate_fused(bool decrypt, const GcmxAesKey& key, 
     memcpy(w, j0, 16);
     const auto aes = Factory().at(key, w[0], w[1], w[2]);
     std::vector<GcmxU128> partials(grid);
+    const GcmxU128 stride[GCMX_BLOCKS_PER_REDUCTION] = {pw[GCMX_POW_STRIDE_32], pw[GCMX_POW_STRIDE_64],
+                                                        pw[GCMX_POW_STRIDE_96], pw[GCMX_POW_STRIDE_128]};
     for (uint32_t b = 0; b < grid; b++) {
         GcmxU128 z = gcmx_u128(0, 0);
         for (uint32_t t = 0; t < GCMX_FUSED_THREADS; t++) {
-            GcmxU128 term = decrypt ? gcmx_gcm_thread<false, true>(aes, in, out, nbytes, ctr_first, pw.data(), b, grid, t)
-                                    : gcmx_gcm_thread<false, false>(aes, in, out, nbytes, ctr_first, pw.data(), b, grid, t);
+            GcmxU128 term = decrypt ? gcmx_gcm_thread<false, true>(aes, in, out, nbytes, ctr_first, pw.data(), stride, b, grid, t)
+                                    : gcmx_gcm_thread<false, false>(aes, in, out, nbytes, ctr_first, pw.data(), stride, b, grid, t);
             z = gcmx_xor128(z, term);
         }
         partials[b] = z;
