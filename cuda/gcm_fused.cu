@@ -15,10 +15,14 @@
 // [j*SPAN, (j+1)*SPAN); warp w of it [j*SPAN + w*WARP_SPAN, +WARP_SPAN) = 4 chunks of 1024 blocks; in
 // chunk c (virtual base vb), lane l handles v = vb + l + 32k for k = 0..31 with ONE call
 //   gcmx_aes_ctr_x32(key, J0 words 0..2, ctr_first + (vb + l - pad) mod 2^32, 32, ks)
-// so that ks[k] is the keystream of real block vb + l + 32k - pad: each j-th warp-wide access touches
-// 512 contiguous bytes. A chunk entirely in the padding is skipped (the lane's Horner state is still 0
-// there, since padding precedes every real block). With SPAN = 16384 blocks (256 KiB) and 128-thread
-// blocks (gcmx_abi.h GCMX_FUSED_*): e(t) = (3-w)*4096 + 32 - l, power table entry 4 + t.
+// so that ks[k] is the keystream of real block vb + l + 32k - pad: the k-th warp-wide load and store
+// touch 512 contiguous bytes. Before the AES call each lane asks L2 for 4 of the chunk's 128 lines
+// (prefetch.global.L2), so the loads after it hit L2. A chunk entirely in the padding is skipped (the
+// lane's Horner state is still 0 there, since padding precedes every real block). Then, per group of 4
+// blocks: load, XOR, store, and one Horner step (stride 32, powers Q_32..Q_128 read from shared memory).
+// With SPAN = 16384 blocks (256 KiB) and 128-thread blocks (gcmx_abi.h GCMX_FUSED_*): thread t = 32w + l
+// ends with dot(acc, Q_e(t)), e(t) = (3-w)*4096 + 32 - l (power table entry 4 + t), and the block
+// XOR-reduces the 128 terms into partials[j].
 //
 // AES: `gcmx_aes_ctr_x32` from the AES helper's aes_bs.cuh (bitsliced, table-free, constant-time). It is
 // called once per lane per chunk by every lane of a warp at the same point (warp-uniform control flow),

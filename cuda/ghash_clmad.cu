@@ -9,7 +9,8 @@
 // Memory layout (gcmx_abi.h, GHASH constants): thread block j hashes the SPAN = 32768 consecutive
 // virtual blocks [j*SPAN, (j+1)*SPAN) of the front-zero-padded message (pad = grid*SPAN - nblocks);
 // warp w the run [j*SPAN + w*4096, +4096); lane l the blocks l, l+32, ... of that run (128 per lane,
-// 8 independent 16-byte loads in flight per step, each warp-wide load 512 contiguous bytes). Lane terms
+// 8 independent 16-byte loads in flight per step, each warp-wide load 512 contiguous bytes; the stride
+// powers Q_32..Q_128 come from shared memory, table entries 0..3). Lane terms
 // are multiplied by h^e(t) with e(t) = (7-w)*4096 + 32 - l (table entry 4 + t), XOR-reduced by warp
 // shuffles and across the 8 warps in shared memory; thread 0 writes partials[j].
 // Launch: grid = ceil(nblocks / GCMX_GHASH_SPAN), block = GCMX_GHASH_THREADS (256).
