@@ -145,6 +145,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
             force: true,
             quiet: true,
             window_bytes: 0,
+            fsync: false,
         };
         let ct = dir.join(format!("sample.{name}.tink"));
         let pt = dir.join(format!("sample.{name}.out"));

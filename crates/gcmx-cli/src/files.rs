@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -74,6 +75,9 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Target bytes per batch (0: default for the backend).
     pub window_bytes: usize,
+    /// Flush a file output to disk (file and folder) before reporting success, so that it
+    /// survives a crash; off by default, like `cp`, because it costs the disk's write speed.
+    pub fsync: bool,
 }
 
 fn open_source(src: &Source) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
@@ -112,6 +116,57 @@ fn progress_bar(quiet: bool, total: Option<u64>) -> ProgressBar {
     }
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
+}
+
+/// The temporary output being written, if any, for the interrupt handler to remove.
+static PARTIAL: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Registers the partial output file while it lives.
+struct PartialGuard;
+
+impl PartialGuard {
+    fn new(path: &Path) -> PartialGuard {
+        if let Ok(mut g) = PARTIAL.lock() {
+            *g = Some(path.to_path_buf());
+        }
+        PartialGuard
+    }
+}
+
+impl Drop for PartialGuard {
+    fn drop(&mut self) {
+        if let Ok(mut g) = PARTIAL.lock() {
+            *g = None;
+        }
+    }
+}
+
+/// Makes Ctrl-C, SIGTERM and SIGHUP remove the partial output file and exit with status 130,
+/// so that an interrupted run leaves nothing behind either. For programs (the `gcmx` binary);
+/// a library caller keeps its own signal handling.
+pub fn install_interrupt_cleanup() {
+    let _ = ctrlc::set_handler(|| {
+        if let Ok(g) = PARTIAL.lock()
+            && let Some(p) = g.as_ref()
+        {
+            let _ = std::fs::remove_file(p);
+        }
+        eprintln!("gcmx: error: interrupted; no output was kept");
+        std::process::exit(130);
+    });
+}
+
+/// Makes a rename in `target`'s folder durable.
+fn sync_parent(target: &Path) -> Result<()> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    #[cfg(unix)]
+    File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(format!("cannot flush the folder {}", dir.display()), e))?;
+    Ok(())
 }
 
 /// A temporary file in `target`'s folder, to be renamed onto `target` once complete.
@@ -155,6 +210,7 @@ fn write_to(
     input: Box<dyn Read + Send>,
     dst: &Sink,
     force: bool,
+    fsync: bool,
     opts: &Options,
     bar: &ProgressBar,
 ) -> Result<Stats> {
@@ -164,11 +220,14 @@ fn write_to(
         }
         Sink::File(path) => {
             let tmp = temp_beside(path)?;
+            let _registered = PartialGuard::new(tmp.path());
             // On an error `tmp` is dropped on return, which deletes the partial file.
             let (tmp, stats) = run_stream(dir, keyset, aad, input, tmp, opts, bar)?;
-            tmp.as_file()
-                .sync_all()
-                .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+            if fsync {
+                tmp.as_file()
+                    .sync_all()
+                    .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+            }
             let placed = if force {
                 tmp.persist(path)
             } else {
@@ -180,6 +239,9 @@ fn write_to(
                     e.error,
                 )
             })?;
+            if fsync {
+                sync_parent(path)?;
+            }
             Ok(stats)
         }
     }
@@ -218,7 +280,9 @@ pub fn run(
         size_hint: size,
     };
     let bar = progress_bar(run.quiet, size);
-    let result = write_to(dir, keyset, aad, input, dst, run.force, &opts, &bar);
+    let result = write_to(
+        dir, keyset, aad, input, dst, run.force, run.fsync, &opts, &bar,
+    );
     bar.finish_and_clear();
     result
 }

@@ -60,6 +60,9 @@ struct CryptArgs {
     /// Replace OUTPUT if it exists.
     #[arg(long)]
     force: bool,
+    /// Flush OUTPUT to disk before exiting (survives a crash; costs the disk's write speed).
+    #[arg(long)]
+    fsync: bool,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
@@ -81,6 +84,7 @@ fn crypt(dir: Direction, a: &CryptArgs) -> Result<(), Error> {
         backend,
         force: a.force,
         quiet: a.quiet,
+        fsync: a.fsync,
         window_bytes: window_from_env()?,
     };
     gcmx_cli::files::run(
@@ -123,6 +127,7 @@ fn keygen(aes128: bool, segment_size: &str, out: &std::path::Path) -> Result<(),
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    gcmx_cli::files::install_interrupt_cleanup();
     let result = match &cli.command {
         Command::Keygen {
             aes128,

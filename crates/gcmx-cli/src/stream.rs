@@ -67,11 +67,23 @@ pub(crate) fn gcm_error(e: GcmError) -> Error {
 
 fn default_window_bytes(backend: Backend) -> usize {
     match backend {
-        Backend::Cpu | Backend::CpuParallel => 32 << 20,
-        // GPUs want large batches; Auto may pick one.
-        #[allow(unreachable_patterns)]
-        _ => 128 << 20,
+        // GPUs want large batches.
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => 256 << 20,
+        _ => 32 << 20,
     }
+}
+
+/// The engine for one file key. With the `cuda` feature, `Auto` means the GPU when one is
+/// present, so that whole windows go to it as one batch, and the CPU otherwise.
+pub(crate) fn make_gcm(key: &[u8], backend: Backend) -> Result<Gcm> {
+    #[cfg(feature = "cuda")]
+    if backend == Backend::Auto
+        && let Ok(gpu) = Gcm::with_backend(key, Backend::Cuda)
+    {
+        return Ok(gpu);
+    }
+    Gcm::with_backend(key, backend).map_err(gcm_error)
 }
 
 /// How many segments one window holds.
@@ -433,7 +445,11 @@ pub fn encrypt<W: Write + Send + 'static>(
     let layout = Layout::of(key);
     let header = Header::random(&layout)?;
     let file_key = file_key(key, &header, aad)?;
-    let gcm = Gcm::with_backend(&file_key, opts.backend).map_err(gcm_error)?;
+    let gcm = make_gcm(&file_key, opts.backend)?;
+    let opts = &Options {
+        backend: gcm.backend(),
+        ..*opts
+    };
     let prefix = header.nonce_prefix;
     let input = BufReader::with_capacity(64 << 10, input);
     run_pipeline(
@@ -538,7 +554,11 @@ pub fn decrypt<W: Write + Send + 'static>(
 
     let layout = Layout::of(key);
     let file_key = file_key(key, &header, aad)?;
-    let gcm = Gcm::with_backend(&file_key, opts.backend).map_err(gcm_error)?;
+    let gcm = make_gcm(&file_key, opts.backend)?;
+    let opts = &Options {
+        backend: gcm.backend(),
+        ..*opts
+    };
     let prefix = header.nonce_prefix;
     let input = BufReader::with_capacity(64 << 10, input);
     let (out, mut stats) = run_pipeline(

@@ -101,7 +101,7 @@ impl Fixture {
 #[test]
 fn round_trip_and_files_are_private() {
     let f = fixture(50_000);
-    let (o, exists) = f.decrypt("good", &f.ct, &[]);
+    let (o, exists) = f.decrypt("good", &f.ct, &["--fsync"]);
     ok(o, "decrypt");
     assert!(exists);
     assert!(fs::read(f.dir.join("good.out")).unwrap() == f.plain);
@@ -612,4 +612,43 @@ fn demo_runs() {
             .any(|l| l.starts_with("cpu ") && l.trim_end().ends_with("ok")),
         "{out}"
     );
+}
+
+#[cfg(unix)]
+#[test]
+fn interrupted_run_leaves_nothing() {
+    use std::process::Stdio;
+    let f = fixture(10);
+    let out = f.dir.join("interrupted.tink");
+    let mut child = gcmx()
+        .args(["encrypt", "--keyset", &f.keyset, "-", out.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Feed some data and keep the pipe open, so the run is in progress.
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, &data(100_000, 1)).unwrap();
+    // Wait until the partial file exists.
+    let t = std::time::Instant::now();
+    while leftovers(&f.dir).is_empty() && t.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        leftovers(&f.dir).len(),
+        1,
+        "the run writes to a temporary file"
+    );
+    let pid = child.id().to_string();
+    let k = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let o = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(o.status.code(), Some(130));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("interrupted"));
+    assert!(!out.exists());
+    assert!(leftovers(&f.dir).is_empty(), "{:?}", leftovers(&f.dir));
 }
