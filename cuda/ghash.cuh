@@ -682,8 +682,16 @@ template <uint32_t NWARPS> __device__ __forceinline__ GcmxU128 gcmx_block_xor(Gc
 /// keep all four (16 registers) live across the GHASH loop or across the AES call of the fused kernel: a
 /// broadcast LDS per use is cheaper than the registers. Loaded by gcmx_load_stride_powers.
 struct GcmxSmemPowers {
-    const volatile GcmxU128* p;
-    __device__ __forceinline__ GcmxU128 operator[](uint32_t k) const { return gcmx_u128(p[k].hi, p[k].lo); }
+    const GcmxU128* p;
+    __device__ __forceinline__ GcmxU128 operator[](uint32_t k) const
+    {
+        // One 16-byte shared load per use: ld.volatile keeps ptxas from hoisting it out of the loop.
+        uint64_t lo, hi;
+        asm volatile("ld.volatile.shared.v2.u64 {%0, %1}, [%2];"
+                     : "=l"(lo), "=l"(hi)
+                     : "r"((uint32_t)__cvta_generic_to_shared(p + k)));
+        return gcmx_u128(hi, lo);
+    }
 };
 
 /// Copy table entries 0..3 (the stride powers) to shared memory; all threads of the block must call.
@@ -691,7 +699,7 @@ __device__ __forceinline__ GcmxSmemPowers gcmx_load_stride_powers(GcmxU128 (&sme
                                                                   const GcmxU128* powers)
 {
     if (threadIdx.x < GCMX_BLOCKS_PER_REDUCTION) smem[threadIdx.x] = powers[GCMX_POW_STRIDE_32 + threadIdx.x];
-    __syncthreads();
+    __syncthreads(); // also orders these stores before the asm loads of GcmxSmemPowers
     const GcmxSmemPowers pw = {smem};
     return pw;
 }
