@@ -8,12 +8,18 @@
 //  3. gcmx_aes_ctr_x32 against FIPS-197 Appendix C (AES-128/192/256 single-block vectors);
 //  4. gcmx_aes_ctr_x32 against a vector file made with Python `cryptography`
 //     (AES-ECB of the counter blocks): random keys of all sizes, random prefixes and
-//     counters, strides 1 and 32 and random, counters that wrap at 2^32.
+//     counters, strides 1 and 32 and random, counters that wrap at 2^32;
+//  5. the aes_ctr.cu kernel body (gcmx_aes_ctr_chunk), emulated warp by warp and lane by
+//     lane on the host, on whole buffers from the same file (lengths 0 .. 40000 bytes,
+//     partial last blocks, counters wrapping at 2^32); bytes past the end must not change.
 // Usage: aes_host_check [vectors.txt]   (exit status 0 = all passed)
 // File format, one case per line, hex without spaces:
 //   <key> <prefix: 12 bytes> <ctr_first: 8 hex> <ctr_stride: 8 hex> <32 keystream blocks>
+//   C <key> <J0: 16 bytes> <nbytes decimal> <expected output, or "-" when empty>
+//     (input data[i] = (131 i + 7) mod 256)
 #define GCMX_AES_HD __host__ __device__
 #include "../aes_bs.cuh"
+#include "../aes_ctr.cu"
 
 #include <cstdio>
 #include <cstdlib>
@@ -154,9 +160,36 @@ static int check_file(const char* path) {
         std::printf("FAIL: cannot open %s\n", path);
         return ++g_fail;
     }
-    static char line[8192];
-    int cases = 0, bad = 0, by_len[3] = {0, 0, 0};
+    static char line[1 << 20];
+    int cases = 0, bad = 0, by_len[3] = {0, 0, 0}, ctr_cases = 0, ctr_bad = 0;
     while (std::fgets(line, sizeof line, f)) {
+        if (line[0] == 'C') {
+            static char eh[1 << 20];
+            char kh[80], jh[40];
+            unsigned long long nbytes = 0;
+            if (std::sscanf(line, "C %79s %39s %llu %1048575s", kh, jh, &nbytes, eh) != 4) continue;
+            std::vector<uint8_t> key = unhex(kh), j0 = unhex(jh), exp = nbytes ? unhex(eh) : std::vector<uint8_t>();
+            GcmxAesKey k;
+            gcmx_aes_expand_key(key.data(), (uint32_t)key.size(), &k);
+            const uint32_t ctr0 = ((uint32_t)j0[12] << 24) | ((uint32_t)j0[13] << 16) | ((uint32_t)j0[14] << 8) | j0[15];
+            // buffer with a guard area after the end, 16-byte aligned like a device allocation
+            std::vector<uint4> store((nbytes + 64 + 15) / 16 + 1);
+            uint8_t* buf = reinterpret_cast<uint8_t*>(store.data());
+            for (size_t i = 0; i < nbytes + 64; ++i) buf[i] = (uint8_t)(131u * i + 7u);
+            const uint64_t nchunks = (((nbytes + 15) >> 4) + GCMX_AES_CTR_CHUNK_BLOCKS - 1) / GCMX_AES_CTR_CHUNK_BLOCKS;
+            for (uint64_t c = 0; c < nchunks; ++c)
+                for (uint32_t lane = 0; lane < 32; ++lane)
+                    gcmx_aes_ctr_chunk(k, le32(j0.data()), le32(j0.data() + 4), le32(j0.data() + 8), ctr0, buf, nbytes, c,
+                                       lane);
+            bool ok = exp.size() == nbytes && (nbytes == 0 || std::memcmp(buf, exp.data(), nbytes) == 0);
+            for (size_t i = nbytes; i < nbytes + 64; ++i) ok = ok && buf[i] == (uint8_t)(131u * i + 7u);
+            if (!ok) {
+                ++ctr_bad;
+                std::printf("FAIL: aes_ctr kernel emulation, %llu bytes, key %zu bytes\n", nbytes, key.size());
+            }
+            ++ctr_cases;
+            continue;
+        }
         char kh[80], ph[40], ch[16], sh[16];
         static char eh[2048];
         if (std::sscanf(line, "%79s %39s %15s %15s %2047s", kh, ph, ch, sh, eh) != 5) continue;
@@ -176,9 +209,10 @@ static int check_file(const char* path) {
     }
     std::fclose(f);
     CHECK(cases > 0, "no vectors read from %s", path);
-    g_fail += bad;
+    g_fail += bad + ctr_bad;
     std::printf("cryptography vectors: %d cases (AES-128 %d, AES-192 %d, AES-256 %d) x 32 blocks, %d bad\n", cases,
                 by_len[0], by_len[1], by_len[2], bad);
+    std::printf("aes_ctr kernel emulation: %d whole buffers (0..40000 bytes), %d bad\n", ctr_cases, ctr_bad);
     return bad;
 }
 

@@ -3,6 +3,8 @@
 #  1. makes random AES-CTR keystream vectors with Python `cryptography` (AES-ECB of the
 #     counter blocks prefix || be32(ctr_first + j*stride), j = 0..31): all key sizes,
 #     strides 1, 32 and random, counters that wrap at 2^32;
+#     and whole buffers (lengths 0 .. 40000, not multiples of 16, counters wrapping) for the
+#     aes_ctr.cu kernel;
 #  2. builds cuda/tests/aes_host_check.cu with nvcc (device code compiled for the host)
 #     and runs it on those vectors;
 #  3. builds cuda/aes_ctr.cu for sm_90 and prints the register / spill report.
@@ -47,10 +49,26 @@ for klen in (16, 24, 32):
     case(bytes(klen), bytes(12), 0, 1)
     case(b'\xff' * klen, b'\xff' * 12, 0xFFFFFFFF, 32)
     case(b'\xff' * klen, b'\xff' * 12, 0xFFFFFFE0, 1)
+# whole-buffer cases for the aes_ctr.cu kernel (emulated warp by warp on the host):
+# data[i] = (131*i + 7) mod 256, out = data ^ AES-CTR keystream with GCM inc32 counters
+# AES_K(J0[0..12] || be32(ctr0 + 1 + i)), ctr0 = be32(J0[12..16]).
+def ctr_case(key, j0, nbytes):
+    ctr0 = int.from_bytes(j0[12:], 'big')
+    nblk = (nbytes + 15) // 16
+    blocks = b''.join(j0[:12] + struct.pack('>I', (ctr0 + 1 + i) & 0xFFFFFFFF) for i in range(nblk))
+    enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    ks = enc.update(blocks) + enc.finalize()
+    data = bytes((131 * i + 7) & 0xFF for i in range(nbytes))
+    out = bytes(a ^ b for a, b in zip(data, ks))
+    print('C', key.hex(), j0.hex(), nbytes, out.hex() if nbytes else '-')
+sizes = [0, 1, 15, 16, 17, 511, 16383, 16384, 16385, 40000, 33000 + 5]
+for i, n in enumerate(sizes):
+    j0 = rnd(12) + (rnd(4) if i % 3 else (0xFFFFFFFF - 700).to_bytes(4, 'big'))  # some wrap at 2^32
+    ctr_case(rnd((16, 24, 32)[i % 3]), j0, n)
 EOF
-echo "vectors: $(wc -l < "$WORK/vectors.txt") cases from python cryptography"
+echo "vectors: $(grep -vc '^C ' "$WORK/vectors.txt") keystream cases, $(grep -c '^C ' "$WORK/vectors.txt") whole-buffer CTR cases from python cryptography"
 
-"$NVCC" -O2 -std=c++17 -o "$WORK/aes_host_check" "$ROOT/cuda/tests/aes_host_check.cu"
+"$NVCC" -O2 -std=c++17 -I "$ROOT/cuda" -o "$WORK/aes_host_check" "$ROOT/cuda/tests/aes_host_check.cu"
 "$WORK/aes_host_check" "$WORK/vectors.txt"
 
 if [ -f "$ROOT/cuda/aes_ctr.cu" ]; then
