@@ -19,7 +19,7 @@ use crate::engine::Dir;
 use crate::runtime::{DevMem, Runtime, ck, dev_err, new_stream, runtime};
 
 /// Most message bytes (after 16-byte padding of each) per sub-batch.
-pub const BATCH_BYTES: usize = 512 << 20;
+pub const BATCH_BYTES: usize = 128 << 20;
 /// Most messages per sub-batch.
 pub const BATCH_MSGS: usize = 1 << 20;
 
@@ -30,9 +30,15 @@ pub struct BatchKeys {
     key_powers: DevMem,
 }
 
-/// Pinned staging and device memory of the batch path, kept for the life of the process (in the runtime).
+/// Pinned staging and device memory of the batch path, kept for the life of the process (in the runtime):
+/// two sets, so one sub-batch is packed and unpacked on the CPU while the other is on the GPU.
 #[derive(Default)]
 pub(crate) struct BatchBuffers {
+    sets: [BatchSet; 2],
+}
+
+#[derive(Default)]
+struct BatchSet {
     pinned: Option<LockedBuffer<u8>>,
     data: Option<DevMem>,
     aad: Option<DevMem>,
@@ -40,6 +46,15 @@ pub(crate) struct BatchBuffers {
     units: Option<DevMem>,
     tags: Option<DevMem>,
     stream: Option<cust::stream::Stream>,
+}
+
+/// A sub-batch in flight: which jobs, their layout, where the tags land.
+struct InFlight {
+    start: usize,
+    end: usize,
+    msgs: Vec<GcmxBatchMsg>,
+    data_total: usize,
+    tags: u64,
 }
 
 /// Make `slot` hold at least `n` bytes of device memory (grow only; freeing a buffer synchronises the
@@ -52,17 +67,6 @@ fn ensure(slot: &mut Option<DevMem>, n: usize) -> Result<u64, Error> {
     Ok(slot.as_ref().map_or(0, |d| d.ptr()))
 }
 
-/// Trace timings of the batch path to stderr when GCMX_CUDA_TRACE is set.
-fn trace(what: &str, t: &mut std::time::Instant) {
-    if std::env::var_os("GCMX_CUDA_TRACE").is_some() {
-        eprintln!(
-            "gcmx-cuda batch: {what}: {:.3} ms",
-            t.elapsed().as_secs_f64() * 1e3
-        );
-    }
-    *t = std::time::Instant::now();
-}
-
 fn key_bytes(k: &GcmxAesKey) -> Vec<u8> {
     let mut v = Vec::with_capacity(244);
     for w in k.rk {
@@ -72,6 +76,7 @@ fn key_bytes(k: &GcmxAesKey) -> Vec<u8> {
     v
 }
 
+/// The 64 bytes of a `GcmxBatchMsg` as the kernels read it (little-endian fields in declaration order).
 fn msg_bytes(m: &GcmxBatchMsg, out: &mut Vec<u8>) {
     for x in [m.data_off, m.data_len, m.aad_off, m.aad_len] {
         out.extend_from_slice(&x.to_le_bytes());
@@ -82,6 +87,17 @@ fn msg_bytes(m: &GcmxBatchMsg, out: &mut Vec<u8>) {
     for x in [m.key_index, m.tag_slot, m.lane_first, m.unit_first] {
         out.extend_from_slice(&x.to_le_bytes());
     }
+}
+
+/// Trace timings of the batch path to stderr when GCMX_CUDA_TRACE is set.
+fn trace(what: &str, t: &mut std::time::Instant) {
+    if std::env::var_os("GCMX_CUDA_TRACE").is_some() {
+        eprintln!(
+            "gcmx-cuda batch: {what}: {:.3} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    *t = std::time::Instant::now();
 }
 
 impl BatchKeys {
@@ -146,6 +162,9 @@ fn round16(n: usize) -> usize {
 
 /// Process `jobs` (J0 already derived) with the key of `key_of(i)` for job `i`; sets every `full_tag`
 /// (seal: the tag; open: the expected tag, which the caller compares). On error every buffer is wiped.
+///
+/// Sub-batches of at most [`BATCH_BYTES`] / [`BATCH_MSGS`] alternate between two buffer sets: while the GPU
+/// (and both PCIe directions) work on sub-batch k, the CPU unpacks k-1's results and packs k+1.
 pub(crate) fn run_jobs(
     rt: &Runtime,
     keys: &BatchKeys,
@@ -153,14 +172,18 @@ pub(crate) fn run_jobs(
     key_of: impl Fn(usize) -> u32 + Sync,
     dir: Dir,
 ) -> Result<(), Error> {
-    for j in jobs.iter() {
+    for (i, j) in jobs.iter().enumerate() {
         gcmx_core::frame::check_lengths(j.aad.len(), j.buf.len())?;
+        let k = key_of(i);
+        if k >= keys.nkeys {
+            return Err(Error::Device(format!(
+                "batch job {i}: key index {k} out of range"
+            )));
+        }
     }
-    let mut bufs = rt.batch_buffers().lock().unwrap_or_else(|p| p.into_inner());
+    let mut cuts = Vec::new();
     let mut start = 0usize;
-    let mut result = Ok(());
     while start < jobs.len() {
-        // Cut a sub-batch.
         let (mut end, mut bytes) = (start, 0usize);
         while end < jobs.len() && end - start < BATCH_MSGS {
             let b = round16(jobs[end].buf.len());
@@ -170,21 +193,43 @@ pub(crate) fn run_jobs(
             bytes += b;
             end += 1;
         }
-        let first = start;
-        if let Err(e) = sub_batch(
-            rt,
-            keys,
-            &mut bufs,
-            &mut jobs[start..end],
-            |i| key_of(first + i),
-            dir,
-        ) {
-            result = Err(e);
-            break;
-        }
+        cuts.push((start, end));
         start = end;
     }
+    let mut bufs = rt.batch_buffers().lock().unwrap_or_else(|p| p.into_inner());
+    let mut flight: [Option<InFlight>; 2] = [None, None];
+    let mut run = || -> Result<(), Error> {
+        for (k, &(start, end)) in cuts.iter().enumerate() {
+            let s = k % 2;
+            if let Some(f) = flight[s].take() {
+                finish(&mut bufs.sets[s], f, jobs, dir)?;
+            }
+            flight[s] = Some(launch(
+                rt,
+                keys,
+                &mut bufs.sets[s],
+                jobs,
+                start,
+                end,
+                &key_of,
+                dir,
+            )?);
+        }
+        for k in cuts.len()..cuts.len() + 2 {
+            let s = k % 2;
+            if let Some(f) = flight[s].take() {
+                finish(&mut bufs.sets[s], f, jobs, dir)?;
+            }
+        }
+        Ok(())
+    };
+    let result = run();
     if result.is_err() {
+        for set in bufs.sets.iter() {
+            if let Some(st) = set.stream.as_ref() {
+                let _ = st.synchronize();
+            }
+        }
         for j in jobs.iter_mut() {
             j.buf.zeroize();
             j.full_tag = [0; 16];
@@ -193,60 +238,64 @@ pub(crate) fn run_jobs(
     result
 }
 
-fn sub_batch(
+/// Describe, pack and upload jobs[start..end] into `set`, and queue its kernels and downloads.
+#[allow(clippy::too_many_arguments)]
+fn launch(
     rt: &Runtime,
     keys: &BatchKeys,
-    bufs: &mut BatchBuffers,
-    jobs: &mut [EngineJob<'_>],
-    key_of: impl Fn(usize) -> u32 + Sync,
+    set: &mut BatchSet,
+    jobs: &[EngineJob<'_>],
+    start: usize,
+    end: usize,
+    key_of: &(impl Fn(usize) -> u32 + Sync),
     dir: Dir,
-) -> Result<(), Error> {
+) -> Result<InFlight, Error> {
+    let mut tt = std::time::Instant::now();
+    let jobs = &jobs[start..end];
     let n = jobs.len();
-    let mut msgs = Vec::with_capacity(n);
+    // Offsets: a serial prefix sum; the rest in parallel.
+    let mut data_offs = Vec::with_capacity(n);
+    let mut aad_offs = Vec::with_capacity(n);
     let (mut data_total, mut aad_total) = (0usize, 0usize);
-    for (i, j) in jobs.iter().enumerate() {
-        let key_index = key_of(i);
-        if key_index >= keys.nkeys {
-            return Err(Error::Device(format!(
-                "batch job {i}: key index {key_index} out of range"
-            )));
-        }
-        msgs.push(GcmxBatchMsg {
-            data_off: data_total as u64,
-            data_len: j.buf.len() as u64,
-            aad_off: aad_total as u64,
-            aad_len: j.aad.len() as u64,
-            j0: abi::le_words(&j.j0),
-            key_index,
-            tag_slot: i as u32,
-            lane_first: 0,
-            unit_first: 0,
-        });
+    for j in jobs {
+        data_offs.push(data_total);
+        aad_offs.push(aad_total);
         data_total += round16(j.buf.len());
         aad_total += round16(j.aad.len());
     }
+    let mut msgs: Vec<GcmxBatchMsg> = (0..n)
+        .into_par_iter()
+        .map(|i| GcmxBatchMsg {
+            data_off: data_offs[i] as u64,
+            data_len: jobs[i].buf.len() as u64,
+            aad_off: aad_offs[i] as u64,
+            aad_len: jobs[i].aad.len() as u64,
+            j0: abi::le_words(&jobs[i].j0),
+            key_index: key_of(start + i),
+            tag_slot: i as u32,
+            lane_first: 0,
+            unit_first: 0,
+        })
+        .collect();
     let (total_lanes, total_units) = abi::batch_plan(&mut msgs)
         .ok_or_else(|| Error::Device("batch plan overflows 32-bit lanes".into()))?;
+    trace("describe", &mut tt);
 
-    let mut tt = std::time::Instant::now();
-    // Pinned staging for the data, grown as needed.
     let cap = data_total.max(16);
-    if bufs.pinned.as_ref().is_none_or(|p| p.len() < cap) {
-        bufs.pinned = None;
-        bufs.pinned =
-            Some(LockedBuffer::new(&0u8, cap).map_err(dev_err("cuMemAllocHost (batch)"))?);
+    if set.pinned.as_ref().is_none_or(|p| p.len() < cap) {
+        set.pinned = None;
+        set.pinned = Some(LockedBuffer::new(&0u8, cap).map_err(dev_err("cuMemAllocHost (batch)"))?);
     }
-    let data = ensure(&mut bufs.data, cap)?;
-    let pinned = bufs
+    let data = ensure(&mut set.data, cap)?;
+    let pinned = set
         .pinned
         .as_mut()
         .ok_or_else(|| Error::Device("pinned".into()))?;
-
     // Pack messages (parallel, disjoint regions).
     {
         let mut regions: Vec<&mut [u8]> = Vec::with_capacity(n);
         let mut rest: &mut [u8] = &mut pinned[..data_total];
-        for j in jobs.iter() {
+        for j in jobs {
             let (a, b) = rest.split_at_mut(round16(j.buf.len()));
             regions.push(a);
             rest = b;
@@ -260,27 +309,43 @@ fn sub_batch(
     }
     trace("pack", &mut tt);
     let mut aad = vec![0u8; aad_total.max(16)];
-    for (m, j) in msgs.iter().zip(jobs.iter()) {
-        aad[m.aad_off as usize..m.aad_off as usize + j.aad.len()].copy_from_slice(j.aad);
+    {
+        let mut regions: Vec<&mut [u8]> = Vec::with_capacity(n);
+        let mut rest: &mut [u8] = &mut aad[..aad_total];
+        for j in jobs {
+            let (a, b) = rest.split_at_mut(round16(j.aad.len()));
+            regions.push(a);
+            rest = b;
+        }
+        regions
+            .par_iter_mut()
+            .zip(jobs.par_iter())
+            .for_each(|(r, j)| {
+                r[..j.aad.len()].copy_from_slice(j.aad);
+            });
     }
-    let mut mb = Vec::with_capacity(64 * n);
-    for m in &msgs {
-        msg_bytes(m, &mut mb);
-    }
-    let daad = ensure(&mut bufs.aad, aad.len())?;
+    let mut mb = vec![0u8; 64 * n];
+    mb.par_chunks_mut(64)
+        .zip(msgs.par_iter())
+        .for_each(|(out, m)| {
+            let mut v = Vec::with_capacity(64);
+            msg_bytes(m, &mut v);
+            out.copy_from_slice(&v);
+        });
+    let daad = ensure(&mut set.aad, aad.len())?;
     DevMem::upload_to(daad, &aad)?;
-    let dmsgs = ensure(&mut bufs.msgs, mb.len())?;
+    let dmsgs = ensure(&mut set.msgs, mb.len())?;
     DevMem::upload_to(dmsgs, &mb)?;
-    let dunits = ensure(&mut bufs.units, 16 * total_units as usize)?;
-    let dtags = ensure(&mut bufs.tags, 16 * n)?;
-    if bufs.stream.is_none() {
-        bufs.stream = Some(new_stream()?);
+    let dunits = ensure(&mut set.units, 16 * total_units as usize)?;
+    let dtags = ensure(&mut set.tags, 16 * n)?;
+    if set.stream.is_none() {
+        set.stream = Some(new_stream()?);
     }
-    let stream = bufs
+    let stream = set
         .stream
         .as_ref()
         .ok_or_else(|| Error::Device("stream".into()))?;
-    trace("describe + upload AAD and message table", &mut tt);
+    trace("upload AAD and message table", &mut tt);
     let p = GcmxBatchParams {
         input: data,
         output: data,
@@ -296,64 +361,84 @@ fn sub_batch(
         decrypt: u32::from(dir == Dir::Open),
     };
     let pp = pinned.as_mut_ptr();
-    let run = || -> Result<(), Error> {
-        // SAFETY: FFI async copy of data_total bytes from the pinned staging buffer (owned by `bufs`, not
-        // touched by the host until the stream is synchronised below) to `data` (>= data_total bytes).
-        ck(
-            unsafe { cu::cuMemcpyHtoDAsync_v2(p.input, pp.cast(), data_total, stream.as_inner()) },
-            "cuMemcpyHtoDAsync (batch)",
-        )?;
-        if total_lanes > 0 {
-            // SAFETY: GcmxBatchParams is the batch kernels' parameter (layout checked); every address in it
-            // points to an allocation sized from the same plan (messages, AADs, msgs, keys, key powers,
-            // units, tags), all alive until the synchronisation below.
-            unsafe {
-                rt.launch(
-                    stream,
-                    "gcmx_batch_units",
-                    total_lanes.div_ceil(abi::BATCH_UNIT_THREADS),
-                    abi::BATCH_UNIT_THREADS,
-                    &p,
-                )?
-            };
-        }
-        // SAFETY: as above; the tags kernel reads the unit partials and writes 16 bytes per tag slot.
+    // SAFETY: FFI async copy of data_total bytes from the pinned staging buffer (owned by this set, not
+    // touched by the host until `finish` synchronises the stream) to `data` (>= data_total bytes).
+    ck(
+        unsafe { cu::cuMemcpyHtoDAsync_v2(p.input, pp.cast(), data_total, stream.as_inner()) },
+        "cuMemcpyHtoDAsync (batch)",
+    )?;
+    if total_lanes > 0 {
+        // SAFETY: GcmxBatchParams is the batch kernels' parameter (layout checked); every address in it points
+        // to an allocation of this set sized from the same plan (messages, AADs, msgs, units, tags) or to
+        // the keys, all alive until `finish` synchronises the stream.
         unsafe {
             rt.launch(
                 stream,
-                "gcmx_batch_tags",
-                (n as u32).div_ceil(abi::BATCH_TAG_THREADS),
-                abi::BATCH_TAG_THREADS,
+                "gcmx_batch_units",
+                total_lanes.div_ceil(abi::BATCH_UNIT_THREADS),
+                abi::BATCH_UNIT_THREADS,
                 &p,
             )?
         };
-        // SAFETY: FFI async copy of the results back into the pinned staging buffer; see the first copy.
-        ck(
-            unsafe { cu::cuMemcpyDtoHAsync_v2(pp.cast(), p.output, data_total, stream.as_inner()) },
-            "cuMemcpyDtoHAsync (batch)",
-        )?;
-        if dir == Dir::Open {
-            // The device copy now holds plaintext: wipe it (queued after the download).
-            // SAFETY: FFI memset of data_total bytes of our own device buffer, ordered on the stream.
-            ck(
-                unsafe { cu::cuMemsetD8Async(p.output, 0, data_total, stream.as_inner()) },
-                "cuMemsetD8Async",
-            )?;
-        }
-        Ok(())
+    }
+    // SAFETY: as above; the tags kernel reads the unit partials and writes 16 bytes per tag slot.
+    unsafe {
+        rt.launch(
+            stream,
+            "gcmx_batch_tags",
+            (n as u32).div_ceil(abi::BATCH_TAG_THREADS),
+            abi::BATCH_TAG_THREADS,
+            &p,
+        )?
     };
-    let queued = run();
-    let synced = stream.synchronize().map_err(dev_err("batch"));
-    queued?;
-    synced?;
-    trace("upload, kernels, download", &mut tt);
-    let mut tags = vec![0u8; 16 * n];
-    DevMem::download_from(dtags, &mut tags)?;
+    // SAFETY: FFI async copy of the results back into the pinned staging buffer; see the first copy.
+    ck(
+        unsafe { cu::cuMemcpyDtoHAsync_v2(pp.cast(), p.output, data_total, stream.as_inner()) },
+        "cuMemcpyDtoHAsync (batch)",
+    )?;
+    if dir == Dir::Open {
+        // The device copy now holds plaintext: wipe it (queued after the download).
+        // SAFETY: FFI memset of data_total bytes of this set's device buffer, ordered on the stream.
+        ck(
+            unsafe { cu::cuMemsetD8Async(p.output, 0, data_total, stream.as_inner()) },
+            "cuMemsetD8Async",
+        )?;
+    }
+    trace("queue", &mut tt);
+    Ok(InFlight {
+        start,
+        end,
+        msgs,
+        data_total,
+        tags: dtags,
+    })
+}
 
-    // Unpack (parallel).
-    let pinned_ro: &[u8] = &pinned[..data_total];
-    jobs.par_iter_mut()
-        .zip(msgs.par_iter())
+/// Wait for a sub-batch, then copy results and tags out to its jobs.
+fn finish(
+    set: &mut BatchSet,
+    f: InFlight,
+    jobs: &mut [EngineJob<'_>],
+    dir: Dir,
+) -> Result<(), Error> {
+    let mut tt = std::time::Instant::now();
+    let stream = set
+        .stream
+        .as_ref()
+        .ok_or_else(|| Error::Device("stream".into()))?;
+    stream.synchronize().map_err(dev_err("batch"))?;
+    trace("wait for GPU", &mut tt);
+    let n = f.end - f.start;
+    let mut tags = vec![0u8; 16 * n];
+    DevMem::download_from(f.tags, &mut tags)?;
+    let pinned = set
+        .pinned
+        .as_mut()
+        .ok_or_else(|| Error::Device("pinned".into()))?;
+    let pinned_ro: &[u8] = &pinned[..f.data_total];
+    jobs[f.start..f.end]
+        .par_iter_mut()
+        .zip(f.msgs.par_iter())
         .enumerate()
         .for_each(|(i, (j, m))| {
             let off = m.data_off as usize;
@@ -363,7 +448,7 @@ fn sub_batch(
         });
     if dir == Dir::Open {
         // The staging buffer holds plaintext after an open: wipe it (after a seal it holds ciphertext).
-        pinned[..data_total]
+        pinned[..f.data_total]
             .par_chunks_mut(1 << 20)
             .for_each(|c| c.zeroize());
     }
@@ -505,5 +590,43 @@ impl CudaKeyring {
             ok.push(good);
         }
         Ok(ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::offset_of;
+
+    #[test]
+    fn message_bytes_follow_the_repr_c_layout() {
+        let m = GcmxBatchMsg {
+            data_off: 0x1111,
+            data_len: 0x2222,
+            aad_off: 0x3333,
+            aad_len: 0x4444,
+            j0: [5, 6, 7, 8],
+            key_index: 9,
+            tag_slot: 10,
+            lane_first: 11,
+            unit_first: 12,
+        };
+        let mut v = Vec::new();
+        msg_bytes(&m, &mut v);
+        assert_eq!(v.len(), core::mem::size_of::<GcmxBatchMsg>());
+        let at = |o: usize, n: usize| -> u64 {
+            let mut b = [0u8; 8];
+            b[..n].copy_from_slice(&v[o..o + n]);
+            u64::from_le_bytes(b)
+        };
+        assert_eq!(at(offset_of!(GcmxBatchMsg, data_len), 8), 0x2222);
+        assert_eq!(at(offset_of!(GcmxBatchMsg, aad_len), 8), 0x4444);
+        assert_eq!(at(offset_of!(GcmxBatchMsg, j0) + 12, 4), 8);
+        assert_eq!(at(offset_of!(GcmxBatchMsg, key_index), 4), 9);
+        assert_eq!(at(offset_of!(GcmxBatchMsg, unit_first), 4), 12);
+        let k = crate::aeskey::expand_key(&[3u8; 32]).unwrap();
+        let kb = key_bytes(&k);
+        assert_eq!(kb.len(), core::mem::size_of::<GcmxAesKey>());
+        assert_eq!(&kb[240..244], &14u32.to_le_bytes());
     }
 }

@@ -37,8 +37,6 @@ pub const HOST_CHUNK: usize = 64 << 20;
 pub const STREAMS: usize = 4;
 /// Host buffers at least this large are registered (page-locked in place) instead of staged.
 pub const REGISTER_MIN: usize = 4 << 20;
-/// Host page size assumed for registration cut points (a multiple of the real one is also fine).
-const PAGE: usize = 4096;
 
 /// Which direction a fused launch runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -350,16 +348,18 @@ impl CudaEngine {
     ) -> Result<[u8; 16], Error> {
         let len = buf.len();
         let host_ptr = buf.as_mut_ptr();
-        // Large buffers are DMA'd in place, each chunk page-locked just before its copies are queued and
-        // unlocked once its stream has finished with it, so pinning chunk i+1 overlaps the transfers of
-        // chunk i. Chunk cuts fall on page boundaries (disjoint registrations), which keeps every offset
-        // a multiple of 16 when the buffer itself is 16-byte aligned.
-        let direct = len >= REGISTER_MIN && (host_ptr as usize).is_multiple_of(16);
-        let chunks = if direct {
-            plan::chunks_page_aligned(len, HOST_CHUNK, host_ptr as usize, PAGE, abi::FUSED_SPAN)
+        // Large buffers are DMA'd in place: the whole buffer is page-locked once (cuMemHostRegister) and
+        // unlocked after the last transfer. (Locking chunk by chunk to overlap locking with transfers was
+        // measured slower on the H200 host: 11.0 GB/s against 14.6 GB/s for 8 GiB, see
+        // benches/gpu-notes.md; the driver does not overlap registration with DMA.) A buffer that is
+        // already registered (PinnedRegion) costs nothing here. Refused: staged through pinned buffers.
+        let whole = if len >= REGISTER_MIN {
+            HostRegistration::try_new(host_ptr, len)
         } else {
-            plan::chunks(len, HOST_CHUNK, abi::FUSED_SPAN)
+            None
         };
+        let direct = whole.is_some();
+        let chunks = plan::chunks(len, HOST_CHUNK, abi::FUSED_SPAN);
         let nslots = STREAMS.min(chunks.len());
         let slot_bytes = chunks
             .iter()
@@ -389,25 +389,16 @@ impl CudaEngine {
 
         if direct {
             // Per-stream order keeps a slot's next upload behind its previous download.
-            let mut regs: Vec<Option<HostRegistration>> = (0..nslots).map(|_| None).collect();
-            let mut enqueue = || -> Result<(), Error> {
+            let enqueue = || -> Result<(), Error> {
                 for (i, c) in chunks.iter().enumerate() {
                     let s = i % nslots;
                     let stream = &pipe.streams[s];
-                    if regs[s].is_some() {
-                        // The chunk that used this slot must be done before its pages are unlocked.
-                        stream.synchronize().map_err(dev_err("host pipeline"))?;
-                        regs[s] = None;
-                    }
                     // SAFETY: c.offset + c.len <= len, inside the caller's exclusively borrowed buffer.
                     let hp = unsafe { host_ptr.add(c.offset) };
-                    // A refused registration leaves the chunk pageable: the copies below stay correct (the
-                    // driver stages them synchronously), only slower.
-                    regs[s] = HostRegistration::try_new(hp, c.len);
                     let dev = pipe.slots[s].ptr();
                     // SAFETY: FFI async copy of c.len bytes from the caller's buffer (in bounds, exclusively
-                    // borrowed by this call, page-locked by regs[s]) into slot s (>= c.len bytes); the stream
-                    // is synchronised before regs[s] is dropped and before this call returns.
+                    // borrowed by this call, page-locked by `whole`) into slot s (>= c.len bytes); every stream
+                    // is synchronised before `whole` is dropped and before this call returns.
                     ck(
                         unsafe {
                             cu::cuMemcpyHtoDAsync_v2(dev, hp.cast(), c.len, stream.as_inner())
@@ -443,7 +434,7 @@ impl CudaEngine {
                     synced = Err(dev_err("host pipeline")(e));
                 }
             }
-            drop(regs);
+            drop(whole);
             queued?;
             synced?;
         } else {
