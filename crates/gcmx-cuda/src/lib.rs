@@ -51,11 +51,14 @@ pub fn available() -> bool {
     runtime::runtime().is_ok()
 }
 
-/// Host-to-host throughput of the GPU path for data in host memory, bytes per second, as measured on an
-/// H200 over PCIe (both directions at once; see benches/gpu-notes.md). A conservative planning figure.
-pub const GPU_HOST_PATH_BYTES_PER_S: f64 = 45e9;
-/// Planning figure for one CPU core's AES-GCM with AES-NI/PCLMUL or ARMv8 crypto (see the README).
-pub const CPU_CORE_BYTES_PER_S: f64 = 5e9;
+/// Host-to-host throughput of the GPU path for data in ordinary (pageable) host memory, bytes per second:
+/// 8 GiB AES-256-GCM on the H200 host measured 11-15 GB/s, dominated by page-locking the buffer
+/// (cuMemHostRegister + Unregister of 8 GiB: 0.30 s + 0.12 s); PCIe itself allows ~49 GB/s, reached with a
+/// pre-registered buffer ([`PinnedRegion`]). See benches/gpu-notes.md.
+pub const GPU_HOST_PATH_BYTES_PER_S: f64 = 14e9;
+/// gcmx's own multi-core CPU engine per hardware thread, bytes per second (24.1 GB/s on the H200 host's
+/// 16 threads for 8 GiB, benches/gpu-notes.md).
+pub const CPU_CORE_BYTES_PER_S: f64 = 1.5e9;
 /// Smallest message worth offloading when the GPU is faster at all: below this, launch and transfer
 /// latency dominate.
 pub const MIN_OFFLOAD: usize = 8 << 20;
@@ -63,10 +66,13 @@ pub const MIN_OFFLOAD: usize = 8 << 20;
 /// The message size from which `gcmx::Backend::Auto` should send host-resident messages to the GPU, or
 /// `None` when there is no usable device.
 ///
-/// For data in host memory the GPU path is bounded by PCIe (about 45 GB/s of encryption both ways on an
-/// H200 host); a many-core CPU can be faster. So: if all cores of this host are estimated to beat the
-/// GPU path ([`CPU_CORE_BYTES_PER_S`] × cores ≥ [`GPU_HOST_PATH_BYTES_PER_S`]), `Some(usize::MAX)`
-/// (never offload host data); else `Some(MIN_OFFLOAD)`. `GCMX_CUDA_OFFLOAD_MIN=<bytes>` overrides.
+/// For data in host memory the GPU path is bounded by page-locking and PCIe (about 14 GB/s for ordinary
+/// buffers, 49 GB/s for pre-registered ones, on an H200 host); a many-core CPU can be faster. So: if all
+/// hardware threads are estimated to beat the GPU path ([`CPU_CORE_BYTES_PER_S`] × threads ≥
+/// [`GPU_HOST_PATH_BYTES_PER_S`]), `Some(usize::MAX)`: a device is present but host data should stay on
+/// the CPU (callers should not even build a GPU engine for `Auto`); else `Some(MIN_OFFLOAD)`.
+/// `GCMX_CUDA_OFFLOAD_MIN=<bytes>` overrides. Data already in GPU memory always belongs on the GPU
+/// (the device-resident API), where fused AES-GCM runs at hundreds of GB/s.
 pub fn offload_threshold() -> Option<usize> {
     if !available() {
         return None;
