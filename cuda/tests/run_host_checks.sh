@@ -7,7 +7,12 @@
 #     aes_ctr.cu kernel;
 #  2. builds cuda/tests/aes_host_check.cu with nvcc (device code compiled for the host)
 #     and runs it on those vectors;
-#  3. builds cuda/aes_ctr.cu for sm_90 and prints the register / spill report.
+#  3. builds cuda/aes_ctr.cu for sm_90 and prints the register / spill report;
+#  4. when cuobjdump can disassemble (it needs nvdisasm: pip nvidia-cuda-nvdisasm, on PATH
+#     or NVDISASM_PATH), counts the SASS ops of one gcmx_aes_ctr_x32 call (round loop body
+#     x (nr - 2) + the rest) and prints ops per 16-byte block and the bound at
+#     1.64e13 ALU ops/s (H200: 62.6 LOP3/clk/SM).  ALU = LOP3, PRMT, SHF, IADD3, ISETP, LEA,
+#     SEL, VIADD...; FMA = IMAD (a separate pipe, runs alongside).
 # Needs nvcc (NVCC, or .toolchain/cuda from scripts/setup-cuda.sh) and python3 with
 # `cryptography`.  Usage: cuda/tests/run_host_checks.sh [number_of_random_cases]
 set -euo pipefail
@@ -75,4 +80,48 @@ if [ -f "$ROOT/cuda/aes_ctr.cu" ]; then
     echo "device build (sm_90) of cuda/aes_ctr.cu:"
     "$NVCC" -arch=sm_90 -cubin -Xptxas -v -o "$WORK/aes_ctr.cubin" "$ROOT/cuda/aes_ctr.cu" 2>&1 |
         grep -E "registers|spill|error" || true
+fi
+
+CUOBJDUMP="$(dirname "$NVCC")/cuobjdump"
+if [ -x "$CUOBJDUMP" ]; then
+    cat > "$WORK/opcount.cu" <<'EOF'
+#include "aes_bs.cuh"
+extern "C" __global__ void one_call(const GcmxAesKey key, uint32_t p0, uint32_t p1, uint32_t p2, uint32_t c,
+                                    uint4* out) {
+    uint4 ks[32];
+    gcmx_aes_ctr_x32(key, p0, p1, p2, c + threadIdx.x, 32u, ks);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) out[threadIdx.x * 32 + j] = ks[j];
+}
+EOF
+    "$NVCC" -arch=sm_90 -cubin -I "$ROOT/cuda" -o "$WORK/opcount.cubin" "$WORK/opcount.cu"
+    if "$CUOBJDUMP" --dump-sass "$WORK/opcount.cubin" > "$WORK/opcount.sass" 2>/dev/null; then
+        python3 - "$WORK/opcount.sass" <<'EOF'
+import re, sys
+ins = []
+for l in open(sys.argv[1]):
+    m = re.match(r'\s+/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)', l)
+    if m:
+        ins.append((int(m.group(1), 16), m.group(3).split('.')[0], l))
+def target(l):
+    return int(re.search(r'BRA (0x[0-9a-f]+)', l).group(1), 16)
+loops = [(target(l), a) for a, op, l in ins if op == 'BRA' and target(l) < a]
+t, e = max(loops, key=lambda x: x[1] - x[0])  # the round loop (rounds 2 .. nr-1)
+ALU = {'LOP3', 'SHF', 'PRMT', 'IADD3', 'ISETP', 'LEA', 'SEL', 'VIADD', 'PLOP3', 'IABS', 'FLO', 'POPC', 'BMSK', 'SGXT'}
+def count(inside):
+    alu = sum(1 for a, op, l in ins if (t <= a <= e) == inside and op in ALU)
+    fma = sum(1 for a, op, l in ins if (t <= a <= e) == inside and op == 'IMAD')
+    return alu, fma
+body, rest = count(True), count(False)
+print('SASS sm_90, one gcmx_aes_ctr_x32 call (32 blocks): round body ALU %d FMA %d; rest ALU %d FMA %d'
+      % (body + rest))
+for name, nr in (('AES-128', 10), ('AES-192', 12), ('AES-256', 14)):
+    alu = rest[0] + (nr - 2) * body[0]
+    fma = rest[1] + (nr - 2) * body[1]
+    print('  %s: %.1f ALU ops/block (+ %.1f FMA-pipe IMAD), bound %.0f GB/s at 1.64e13 ALU ops/s'
+          % (name, alu / 32, fma / 32, 16 * 1.64e13 / (alu / 32) / 1e9))
+EOF
+    else
+        echo "(cuobjdump found no nvdisasm: skipping the SASS op count)"
+    fi
 fi
