@@ -13,6 +13,14 @@ MODE="${1:-smoke}"
 LOG="${OUT:-${ROOT}/gpu-logs}"
 mkdir -p "${LOG}"
 D=.device
+if [[ -f "${D}/bins.tar.xz" ]]; then
+    rm -rf "${D}/bin" "${D}/tests"
+    if command -v xz >/dev/null; then
+        xz -dc "${D}/bins.tar.xz" | tar -x -C "${D}"
+    else
+        python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "${D}/bins.tar.xz" | tar -x -C "${D}"
+    fi
+fi
 VEC=/tmp/gcmx-vectors
 mkdir -p "${VEC}" && tar -xzf "${D}/vectors.tgz" -C "${VEC}"
 export GCMX_VECTORS_DIR="${VEC}/gcm"
@@ -40,7 +48,7 @@ run_integration() {
     for t in "${D}"/tests/*; do
         [[ -x "$t" ]] || continue
         echo "== $(basename "$t")" | tee -a "${LOG}/integration.log"
-        "$t" --test-threads=4 2>&1 | tail -n 25 >> "${LOG}/integration.log"
+        timeout "${GCMX_TEST_TIMEOUT:-200}" "$t" --test-threads=8 2>&1 | tail -n 25 >> "${LOG}/integration.log"
         local rc=${PIPESTATUS[0]}
         grep -E "^test result|GPU tests" "${LOG}/integration.log" | tail -n 1
         [[ $rc == 0 ]] || { status=1; echo "   FAILED (exit ${rc}); see integration.log"; }

@@ -40,6 +40,9 @@ pub(crate) struct BatchBuffers {
 #[derive(Default)]
 struct BatchSet {
     pinned: Option<LockedBuffer<u8>>,
+    /// Pinned [AADs | message table | tags] of the sub-batch, so every copy is asynchronous on the set's
+    /// stream (a synchronous pageable copy would queue behind the other set's large transfers).
+    meta: Option<LockedBuffer<u8>>,
     data: Option<DevMem>,
     aad: Option<DevMem>,
     msgs: Option<DevMem>,
@@ -54,7 +57,8 @@ struct InFlight {
     end: usize,
     msgs: Vec<GcmxBatchMsg>,
     data_total: usize,
-    tags: u64,
+    /// Offset of the tags in the set's pinned `meta` buffer.
+    tags_at: usize,
 }
 
 /// Make `slot` hold at least `n` bytes of device memory (grow only; freeing a buffer synchronises the
@@ -308,34 +312,48 @@ fn launch(
             });
     }
     trace("pack", &mut tt);
-    let mut aad = vec![0u8; aad_total.max(16)];
+    // Pinned metadata: [AADs (aad_total) | message table (64 n) | tags (16 n)].
+    let msgs_at = aad_total;
+    let tags_at = msgs_at + 64 * n;
+    let meta_len = (tags_at + 16 * n).max(16);
+    if set.meta.as_ref().is_none_or(|p| p.len() < meta_len) {
+        set.meta = None;
+        set.meta = Some(
+            LockedBuffer::new(&0u8, meta_len).map_err(dev_err("cuMemAllocHost (batch meta)"))?,
+        );
+    }
+    let meta = set
+        .meta
+        .as_mut()
+        .ok_or_else(|| Error::Device("meta".into()))?;
     {
+        let (aad_area, rest) = meta.split_at_mut(msgs_at);
         let mut regions: Vec<&mut [u8]> = Vec::with_capacity(n);
-        let mut rest: &mut [u8] = &mut aad[..aad_total];
+        let mut left: &mut [u8] = aad_area;
         for j in jobs {
-            let (a, b) = rest.split_at_mut(round16(j.aad.len()));
+            let (a, b) = left.split_at_mut(round16(j.aad.len()));
             regions.push(a);
-            rest = b;
+            left = b;
         }
         regions
             .par_iter_mut()
             .zip(jobs.par_iter())
             .for_each(|(r, j)| {
                 r[..j.aad.len()].copy_from_slice(j.aad);
+                r[j.aad.len()..].fill(0);
+            });
+        rest[..64 * n]
+            .par_chunks_mut(64)
+            .zip(msgs.par_iter())
+            .for_each(|(out, m)| {
+                let mut v = Vec::with_capacity(64);
+                msg_bytes(m, &mut v);
+                out.copy_from_slice(&v);
             });
     }
-    let mut mb = vec![0u8; 64 * n];
-    mb.par_chunks_mut(64)
-        .zip(msgs.par_iter())
-        .for_each(|(out, m)| {
-            let mut v = Vec::with_capacity(64);
-            msg_bytes(m, &mut v);
-            out.copy_from_slice(&v);
-        });
-    let daad = ensure(&mut set.aad, aad.len())?;
-    DevMem::upload_to(daad, &aad)?;
-    let dmsgs = ensure(&mut set.msgs, mb.len())?;
-    DevMem::upload_to(dmsgs, &mb)?;
+    let mp = meta.as_mut_ptr();
+    let daad = ensure(&mut set.aad, aad_total.max(16))?;
+    let dmsgs = ensure(&mut set.msgs, 64 * n)?;
     let dunits = ensure(&mut set.units, 16 * total_units as usize)?;
     let dtags = ensure(&mut set.tags, 16 * n)?;
     if set.stream.is_none() {
@@ -345,7 +363,22 @@ fn launch(
         .stream
         .as_ref()
         .ok_or_else(|| Error::Device("stream".into()))?;
-    trace("upload AAD and message table", &mut tt);
+    if aad_total > 0 {
+        // SAFETY: FFI async copy of aad_total bytes from this set's pinned meta buffer (not touched by the host
+        // until `finish` synchronises the stream) into `daad` (>= aad_total bytes).
+        ck(
+            unsafe { cu::cuMemcpyHtoDAsync_v2(daad, mp.cast(), aad_total, stream.as_inner()) },
+            "cuMemcpyHtoDAsync (aad)",
+        )?;
+    }
+    // SAFETY: as above, the 64 n bytes of the message table into `dmsgs` (>= 64 n bytes).
+    ck(
+        unsafe {
+            cu::cuMemcpyHtoDAsync_v2(dmsgs, mp.add(msgs_at).cast(), 64 * n, stream.as_inner())
+        },
+        "cuMemcpyHtoDAsync (msgs)",
+    )?;
+    trace("describe AADs and message table", &mut tt);
     let p = GcmxBatchParams {
         input: data,
         output: data,
@@ -391,6 +424,14 @@ fn launch(
             &p,
         )?
     };
+    // SAFETY: FFI async copy of the 16 n tag bytes into this set's pinned meta buffer (tags_at + 16 n <=
+    // meta_len), read by the host only after `finish` synchronises the stream.
+    ck(
+        unsafe {
+            cu::cuMemcpyDtoHAsync_v2(mp.add(tags_at).cast(), dtags, 16 * n, stream.as_inner())
+        },
+        "cuMemcpyDtoHAsync (tags)",
+    )?;
     // SAFETY: FFI async copy of the results back into the pinned staging buffer; see the first copy.
     ck(
         unsafe { cu::cuMemcpyDtoHAsync_v2(pp.cast(), p.output, data_total, stream.as_inner()) },
@@ -410,7 +451,7 @@ fn launch(
         end,
         msgs,
         data_total,
-        tags: dtags,
+        tags_at,
     })
 }
 
@@ -429,8 +470,11 @@ fn finish(
     stream.synchronize().map_err(dev_err("batch"))?;
     trace("wait for GPU", &mut tt);
     let n = f.end - f.start;
-    let mut tags = vec![0u8; 16 * n];
-    DevMem::download_from(f.tags, &mut tags)?;
+    let meta = set
+        .meta
+        .as_ref()
+        .ok_or_else(|| Error::Device("meta".into()))?;
+    let tags: &[u8] = &meta[f.tags_at..f.tags_at + 16 * n];
     let pinned = set
         .pinned
         .as_mut()

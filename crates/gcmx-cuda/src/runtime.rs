@@ -366,18 +366,6 @@ impl DevMem {
         )
     }
 
-    /// Synchronous upload of `src` to device address `ptr` (memory the caller owns, >= src.len() bytes).
-    pub fn upload_to(ptr: u64, src: &[u8]) -> Result<(), Error> {
-        if src.is_empty() {
-            return Ok(());
-        }
-        // SAFETY: FFI copy into caller-owned device memory of at least src.len() bytes from a live slice.
-        ck(
-            unsafe { cu::cuMemcpyHtoD_v2(ptr, src.as_ptr().cast(), src.len()) },
-            "cuMemcpyHtoD",
-        )
-    }
-
     /// Synchronous download of `dst.len()` bytes from device address `ptr` (memory the caller owns).
     pub fn download_from(ptr: u64, dst: &mut [u8]) -> Result<(), Error> {
         if dst.is_empty() {
