@@ -64,38 +64,6 @@ pub fn chunks(len: usize, chunk: usize, span: u64) -> Vec<Chunk> {
     out
 }
 
-/// Cut `len` bytes at address `base` into chunks of about `chunk` bytes whose cuts fall on `page`
-/// boundaries of the address space (so each chunk can be page-locked on its own, without overlap). With
-/// `base` a multiple of 16 every offset is a multiple of 16.
-pub fn chunks_page_aligned(
-    len: usize,
-    chunk: usize,
-    base: usize,
-    page: usize,
-    span: u64,
-) -> Vec<Chunk> {
-    let chunk = chunk.max(page);
-    let mut out = Vec::with_capacity(len / chunk + 1);
-    let (mut offset, mut first_partial, mut k) = (0usize, 0usize, 1usize);
-    while offset < len {
-        let cut = (base + k * chunk).div_ceil(page) * page - base;
-        let end = cut.min(len).max(offset + 1);
-        let n = end - offset;
-        let grid = grid_for(blocks(n), span);
-        out.push(Chunk {
-            offset,
-            len: n,
-            first_block: (offset / 16) as u64,
-            first_partial,
-            grid: grid as u32,
-        });
-        offset = end;
-        first_partial += grid as usize;
-        k += 1;
-    }
-    out
-}
-
 /// Total partials of a chunk list.
 pub fn total_partials(chunks: &[Chunk]) -> usize {
     chunks
@@ -169,30 +137,6 @@ mod tests {
             assert_eq!(total_partials(&cs), p);
             for c in cs.iter().rev().skip(1) {
                 assert_eq!(c.len % 16, 0);
-            }
-        }
-    }
-
-    #[test]
-    fn page_aligned_chunks_cut_on_pages() {
-        for base in [0usize, 16, 4096 - 16, 12345 * 16] {
-            for len in [1usize, 4096, 10_000, 1 << 20, (1 << 20) + 17] {
-                let cs = chunks_page_aligned(len, 64 * 1024, base, 4096, 8);
-                let mut at = 0;
-                for (i, c) in cs.iter().enumerate() {
-                    assert_eq!(c.offset, at);
-                    assert_eq!(c.offset % 16, 0);
-                    if i > 0 {
-                        assert_eq!((base + c.offset) % 4096, 0, "cut on a page");
-                    }
-                    assert!(c.len <= 64 * 1024 + 4096);
-                    at += c.len;
-                }
-                assert_eq!(at, len);
-                assert_eq!(
-                    total_partials(&cs),
-                    cs.iter().map(|c| c.grid as usize).sum::<usize>()
-                );
             }
         }
     }
