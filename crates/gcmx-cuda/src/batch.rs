@@ -3,7 +3,7 @@
 //! and `gcmx_batch_tags` per sub-batch), following the work split documented in `cuda/gcmx_abi.h`.
 //!
 //! Host side of one sub-batch: messages and AADs are packed at 16-byte-aligned offsets into a pinned
-//! staging buffer (in parallel with rayon), uploaded, processed in place, downloaded and unpacked; the
+//! staging buffer (in parallel on scoped threads), uploaded, processed in place, downloaded and unpacked; the
 //! tags come back in the same round trip. Sub-batches are bounded by [`BATCH_BYTES`] and [`BATCH_MSGS`].
 
 use cust::memory::LockedBuffer;
@@ -16,7 +16,9 @@ use zeroize::{Zeroize, Zeroizing};
 use crate::abi::{self, GcmxAesKey, GcmxBatchMsg, GcmxBatchParams};
 use crate::aeskey::expand_key;
 use crate::engine::Dir;
-use crate::runtime::{DevMem, Runtime, ck, dev_err, new_stream, runtime};
+use crate::runtime::{
+    DevMem, Runtime, ck, copy_threads, dev_err, new_stream, par_each, runtime, wipe,
+};
 
 /// Most message bytes (after 16-byte padding of each) per sub-batch.
 pub const BATCH_BYTES: usize = 128 << 20;
@@ -268,7 +270,6 @@ fn launch(
         aad_total += round16(j.aad.len());
     }
     let mut msgs: Vec<GcmxBatchMsg> = (0..n)
-        .into_par_iter()
         .map(|i| GcmxBatchMsg {
             data_off: data_offs[i] as u64,
             data_len: jobs[i].buf.len() as u64,
@@ -304,12 +305,9 @@ fn launch(
             regions.push(a);
             rest = b;
         }
-        regions
-            .par_iter_mut()
-            .zip(jobs.par_iter())
-            .for_each(|(r, j)| {
-                r[..j.buf.len()].copy_from_slice(j.buf);
-            });
+        par_each(&mut regions, copy_threads(data_total), |i, r| {
+            r[..jobs[i].buf.len()].copy_from_slice(jobs[i].buf);
+        });
     }
     trace("pack", &mut tt);
     // Pinned metadata: [AADs (aad_total) | message table (64 n) | tags (16 n)].
@@ -335,21 +333,17 @@ fn launch(
             regions.push(a);
             left = b;
         }
-        regions
-            .par_iter_mut()
-            .zip(jobs.par_iter())
-            .for_each(|(r, j)| {
-                r[..j.aad.len()].copy_from_slice(j.aad);
-                r[j.aad.len()..].fill(0);
-            });
-        rest[..64 * n]
-            .par_chunks_mut(64)
-            .zip(msgs.par_iter())
-            .for_each(|(out, m)| {
-                let mut v = Vec::with_capacity(64);
-                msg_bytes(m, &mut v);
-                out.copy_from_slice(&v);
-            });
+        par_each(&mut regions, copy_threads(aad_total), |i, r| {
+            let a = jobs[i].aad;
+            r[..a.len()].copy_from_slice(a);
+            r[a.len()..].fill(0);
+        });
+        let mut outs: Vec<&mut [u8]> = rest[..64 * n].chunks_mut(64).collect();
+        par_each(&mut outs, copy_threads(64 * n), |i, out| {
+            let mut v = Vec::with_capacity(64);
+            msg_bytes(&msgs[i], &mut v);
+            out.copy_from_slice(&v);
+        });
     }
     let mp = meta.as_mut_ptr();
     let daad = ensure(&mut set.aad, aad_total.max(16))?;
@@ -480,21 +474,20 @@ fn finish(
         .as_mut()
         .ok_or_else(|| Error::Device("pinned".into()))?;
     let pinned_ro: &[u8] = &pinned[..f.data_total];
-    jobs[f.start..f.end]
-        .par_iter_mut()
-        .zip(f.msgs.par_iter())
-        .enumerate()
-        .for_each(|(i, (j, m))| {
-            let off = m.data_off as usize;
+    let msgs = &f.msgs;
+    par_each(
+        &mut jobs[f.start..f.end],
+        copy_threads(f.data_total),
+        |i, j| {
+            let off = msgs[i].data_off as usize;
             let len = j.buf.len();
             j.buf.copy_from_slice(&pinned_ro[off..off + len]);
             j.full_tag.copy_from_slice(&tags[16 * i..16 * i + 16]);
-        });
+        },
+    );
     if dir == Dir::Open {
         // The staging buffer holds plaintext after an open: wipe it (after a seal it holds ciphertext).
-        pinned[..f.data_total]
-            .par_chunks_mut(1 << 20)
-            .for_each(|c| c.zeroize());
+        wipe(&mut pinned[..f.data_total]);
     }
     trace("unpack", &mut tt);
     Ok(())

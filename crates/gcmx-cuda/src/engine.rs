@@ -18,7 +18,6 @@ use cust::memory::{DeviceSlice, LockedBuffer};
 use cust::stream::Stream;
 use cust::sys as cu;
 use gcmx_core::{EngineJob, Error, GcmEngine, KeyMaterial};
-use rayon::prelude::*;
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
@@ -514,7 +513,7 @@ impl CudaEngine {
             if !direct {
                 for st in pipe.staging.iter_mut().take(nslots) {
                     let used = slot_bytes.min(st.len());
-                    st[..used].par_chunks_mut(1 << 20).for_each(|c| c.zeroize());
+                    crate::runtime::wipe(&mut st[..used]);
                 }
             }
             for stream in &pipe.streams[..nslots] {

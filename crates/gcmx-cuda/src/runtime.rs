@@ -425,3 +425,71 @@ pub fn u128s_to_le_bytes(values: &[u128]) -> Vec<u8> {
     }
     out
 }
+
+/// Run `f(i, &mut items[i])` for every item on up to `threads` scoped OS threads (contiguous ranges).
+///
+/// Not rayon: the callers hold the runtime's locks, and a rayon worker that waits inside a parallel loop
+/// may steal an unrelated task (say, another `seal` from the caller's own `par_iter`) that then blocks on
+/// the same lock: a deadlock. Scoped threads only ever run this closure.
+pub(crate) fn par_each<T: Send>(items: &mut [T], threads: usize, f: impl Fn(usize, &mut T) + Sync) {
+    let threads = threads.clamp(1, items.len().max(1));
+    if threads == 1 {
+        for (i, it) in items.iter_mut().enumerate() {
+            f(i, it);
+        }
+        return;
+    }
+    let per = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        for (c, chunk) in items.chunks_mut(per).enumerate() {
+            let f = &f;
+            s.spawn(move || {
+                for (k, it) in chunk.iter_mut().enumerate() {
+                    f(c * per + k, it);
+                }
+            });
+        }
+    });
+}
+
+/// Threads worth using to copy `bytes` bytes: one per 4 MiB, at most the hardware threads (and 16).
+pub(crate) fn copy_threads(bytes: usize) -> usize {
+    let hw = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(16);
+    (bytes >> 22).clamp(1, hw)
+}
+
+/// Zero `buf` (volatile writes, so the wipe is not optimised away) on several threads when large.
+pub(crate) fn wipe(buf: &mut [u8]) {
+    use zeroize::Zeroize;
+    let mut parts: Vec<&mut [u8]> = buf.chunks_mut(1 << 20).collect();
+    let t = copy_threads(parts.len() << 20);
+    par_each(&mut parts, t, |_, c| c.zeroize());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn par_each_visits_every_item_once_with_its_index() {
+        for threads in [1usize, 2, 3, 7, 64] {
+            for n in [0usize, 1, 5, 100, 1001] {
+                let mut v: Vec<(usize, u32)> = vec![(usize::MAX, 0); n];
+                par_each(&mut v, threads, |i, it| {
+                    it.0 = i;
+                    it.1 += 1;
+                });
+                assert!(
+                    v.iter().enumerate().all(|(i, &(j, c))| i == j && c == 1),
+                    "threads {threads} n {n}"
+                );
+            }
+        }
+        let mut b = vec![0xAAu8; (3 << 20) + 5];
+        wipe(&mut b);
+        assert!(b.iter().all(|&x| x == 0));
+        assert_eq!(copy_threads(0), 1);
+    }
+}
