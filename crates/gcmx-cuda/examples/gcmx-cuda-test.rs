@@ -731,6 +731,57 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
     );
 }
 
+/// Many threads at once (rayon, as a server would): seals, opens with forged tags (wipe path) and batches
+/// from inside a parallel loop must neither deadlock nor mix up results.
+fn concurrency(t: &mut Tally, rng: &mut Rng) {
+    let (p0, f0) = (t.passed, t.failed);
+    let key = rng.bytes(32);
+    let gpu = cuda(&key).expect("cuda");
+    let cpu = Gcm::with_backend(&key, Backend::Cpu).expect("cpu");
+    let msgs: Vec<Vec<u8>> = (0..256)
+        .map(|i| rng.bytes(if i % 4 == 0 { 5 << 20 } else { 1000 + i * 37 }))
+        .collect();
+    let bad = (0..msgs.len())
+        .into_par_iter()
+        .filter(|&i| {
+            let nonce = (i as u64).to_le_bytes().repeat(2)[..12].to_vec();
+            let (mut a, mut b) = (msgs[i].clone(), msgs[i].clone());
+            let (mut ta, mut tb) = ([0u8; 16], [0u8; 16]);
+            let ok1 = gpu.encrypt_detached(&nonce, b"c", &mut a, &mut ta).is_ok();
+            cpu.encrypt_detached(&nonce, b"c", &mut b, &mut tb).unwrap();
+            let mut forged = a.clone();
+            let mut ft = ta;
+            ft[0] ^= 1;
+            let refused = gpu.decrypt_detached(&nonce, b"c", &mut forged, &ft)
+                == Err(Error::Authentication)
+                && forged.iter().all(|&x| x == 0);
+            // a small batch from inside the parallel loop
+            let mut x = msgs[i][..msgs[i].len().min(3000)].to_vec();
+            let mut xt = [0u8; 16];
+            let batch_ok = gpu
+                .encrypt_batch(&mut [SealJob {
+                    nonce: &nonce,
+                    aad: b"",
+                    buf: &mut x,
+                    tag: &mut xt,
+                }])
+                .is_ok();
+            !(ok1 && a == b && ta == tb && refused && batch_ok)
+        })
+        .count();
+    t.check(bad == 0, || {
+        format!(
+            "concurrency: {bad} of {} parallel workers saw a wrong result",
+            msgs.len()
+        )
+    });
+    println!(
+        "Concurrency (256 rayon tasks: seal, forged open, batch): {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
 fn upload(d: &mut gc::cust::memory::DeviceBuffer<u8>, h: &[u8]) -> Result<(), Error> {
     use gc::cust::memory::CopyDestination;
     if h.is_empty() {
@@ -798,6 +849,7 @@ fn main() {
     counter_wrap(&mut t, &mut rng);
     device_api(&mut t, &mut rng, quick);
     step("device", &t, start);
+    concurrency(&mut t, &mut rng);
     batches(&mut t, &mut rng, if quick { 2_000 } else { 100_000 });
     step("batch", &t, start);
     wycheproof(&mut t);
