@@ -7,6 +7,7 @@
 #   .device/vectors.tgz                                         (NIST CAVP files gcm/*.rsp, scripts/fetch-vectors.sh;
 #                                                                 compressed: the call carries at most 64 MiB)
 #   .device/MANIFEST                                            (commit, date, nvcc, sizes, ldd)
+#   bin/ and tests/ are shipped packed as .device/bins.tar.xz (the device call carries at most 64 MiB).
 # Then, on the device machine: scripts/gpu-run.sh (the `run` tool carries .device with carry=[".device"]).
 #
 # Options: --committed  build the kernels from the committed cuda/ (git archive HEAD) instead of the work tree.
@@ -28,7 +29,7 @@ done
 
 eval "$(scripts/setup-cuda.sh)"
 grep -qs '^/.device/$' .git/info/exclude || { mkdir -p .git/info; echo '/.device/' >> .git/info/exclude; }
-rm -rf .device/bin .device/tests .device/vectors .device/vectors.tgz .device/cuda-src
+rm -rf .device/bin .device/tests .device/vectors .device/vectors.tgz .device/bins.tar.xz .device/cuda-src
 mkdir -p .device/bin .device/tests
 
 if [[ ${COMMITTED} == 1 ]]; then
@@ -81,5 +82,9 @@ if [[ -n "${bad}" ]]; then
     echo "gpu-build: unexpected shared-library dependencies: ${bad}" >&2
     exit 1
 fi
+# The call carries at most 64 MiB: every binary embeds the same fatbin, so one xz stream with a large
+# dictionary shrinks ~100 MB of binaries to ~5 MB. gpu-run.sh unpacks it.
+tar -cf - -C .device bin tests | xz -9 -T2 > .device/bins.tar.xz
+rm -rf .device/bin .device/tests
 du -sh .device | awk '{print "gpu-build: .device is " $1 " (the device call carries at most 64 MiB)"}'
 cat .device/MANIFEST | grep -E '^(commit|built|nvcc|kernels|==)'
