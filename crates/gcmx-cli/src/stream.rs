@@ -9,8 +9,11 @@
 //! tries both flags.
 
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
+use std::time::Instant;
 
 use zeroize::Zeroize;
 
@@ -21,6 +24,21 @@ use crate::keyset::{Keyset, StreamingKey};
 
 /// Windows in circulation (reading, queued, crypto, writing).
 const POOL: usize = 4;
+
+/// Where the time goes, for `GCMX_TRACE=1` (one line on standard error per run).
+#[derive(Default)]
+struct Trace {
+    read_ns: AtomicU64,
+    write_ns: AtomicU64,
+}
+
+fn trace_enabled() -> bool {
+    std::env::var_os("GCMX_TRACE").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+fn add_since(counter: &AtomicU64, t: Instant) {
+    counter.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+}
 
 /// Tuning of the pipeline.
 #[derive(Debug, Clone, Copy)]
@@ -74,11 +92,33 @@ fn default_window_bytes(backend: Backend) -> usize {
     }
 }
 
+/// With `--backend auto`, inputs of known size below this stay on the CPU.
+#[cfg(feature = "cuda")]
+const AUTO_GPU_MIN_BYTES: u64 = 256 << 20;
+
 /// The engine for one file key. With the `cuda` feature, `Auto` means the GPU when one is
-/// present, so that whole windows go to it as one batch, and the CPU otherwise.
-pub(crate) fn make_gcm(key: &[u8], backend: Backend) -> Result<Gcm> {
+/// present and the input is large or of unknown size, so that whole windows go to it as one
+/// batch, and the CPU otherwise.
+pub(crate) fn make_gcm(key: &[u8], backend: Backend, size_hint: Option<u64>) -> Result<Gcm> {
+    let t = Instant::now();
+    let gcm = make_gcm_inner(key, backend, size_hint);
+    if trace_enabled() {
+        eprintln!(
+            "gcmx trace: engine setup {:.1} ms ({:?})",
+            t.elapsed().as_secs_f64() * 1e3,
+            gcm.as_ref().map(|g| g.backend())
+        );
+    }
+    gcm
+}
+
+fn make_gcm_inner(key: &[u8], backend: Backend, size_hint: Option<u64>) -> Result<Gcm> {
+    #[cfg(not(feature = "cuda"))]
+    let _ = size_hint;
+    // Starting the GPU takes a few hundred milliseconds: not worth it for small files.
     #[cfg(feature = "cuda")]
     if backend == Backend::Auto
+        && size_hint.is_none_or(|n| n >= AUTO_GPU_MIN_BYTES)
         && let Ok(gpu) = Gcm::with_backend(key, Backend::Cuda)
     {
         return Ok(gpu);
@@ -177,6 +217,7 @@ fn reader_loop(
     per_window: usize,
     free: Receiver<Window>,
     out: SyncSender<Result<Window>>,
+    trace: Arc<Trace>,
 ) {
     let mut index: u64 = 0;
     loop {
@@ -201,10 +242,12 @@ fn reader_loop(
                     Mode::Open => layout.ciphertext_len(index),
                 };
                 w.high_water = w.high_water.max(off + want);
+                let t = Instant::now();
                 let n = read_full(&mut input, &mut w.buf[off..off + want])
                     .map_err(|e| Error::io("cannot read input", e))?;
                 let last = n < want
                     || at_eof(&mut input).map_err(|e| Error::io("cannot read input", e))?;
+                add_since(&trace.read_ns, t);
                 w.bytes_in += n as u64;
                 let len = match mode {
                     Mode::Seal => n + TAG_LEN,
@@ -250,11 +293,13 @@ fn writer_loop<W: Write>(
     mode: Mode,
     windows: Receiver<Window>,
     free: SyncSender<Window>,
+    trace: Arc<Trace>,
 ) -> io::Result<(W, u64)> {
     let mut out = BufWriter::with_capacity(1 << 20, output);
     out.write_all(&prefix)?;
     let mut written = prefix.len() as u64;
     for w in windows {
+        let t = Instant::now();
         match mode {
             Mode::Seal => {
                 let end = w.end();
@@ -269,6 +314,7 @@ fn writer_loop<W: Write>(
                 }
             }
         }
+        add_since(&trace.write_ns, t);
         // The reader may be gone (it finished); then the window is simply dropped.
         let _ = free.send(w);
     }
@@ -375,6 +421,9 @@ fn run_pipeline<W: Write + Send + 'static>(
         // The channel has room for the whole pool.
         let _ = free_tx.send(w);
     }
+    let trace = Arc::new(Trace::default());
+    let (reader_trace, writer_trace) = (trace.clone(), trace.clone());
+    let started = Instant::now();
     let (read_tx, read_rx) = sync_channel::<Result<Window>>(1);
     let (write_tx, write_rx) = sync_channel::<Window>(1);
 
@@ -382,17 +431,30 @@ fn run_pipeline<W: Write + Send + 'static>(
     // by itself when it next finds its channels closed.
     thread::Builder::new()
         .name("gcmx-reader".into())
-        .spawn(move || reader_loop(input, layout, mode, per_window, free_rx, read_tx))
+        .spawn(move || {
+            reader_loop(
+                input,
+                layout,
+                mode,
+                per_window,
+                free_rx,
+                read_tx,
+                reader_trace,
+            )
+        })
         .map_err(|e| Error::io("cannot start the reader thread", e))?;
     let writer = thread::Builder::new()
         .name("gcmx-writer".into())
-        .spawn(move || writer_loop(output, prefix, mode, write_rx, free_tx))
+        .spawn(move || writer_loop(output, prefix, mode, write_rx, free_tx, writer_trace))
         .map_err(|e| Error::io("cannot start the writer thread", e))?;
 
     let mut stats = Stats::default();
     let mut saw_last = false;
     let mut failure: Option<Error> = None;
+    let (mut crypt_ns, mut starved_ns, mut batches) = (0u128, 0u128, 0u64);
+    let mut waited = Instant::now();
     for msg in read_rx.iter() {
+        starved_ns += waited.elapsed().as_nanos();
         let mut w = match msg {
             Ok(w) => w,
             Err(e) => {
@@ -400,7 +462,11 @@ fn run_pipeline<W: Write + Send + 'static>(
                 break;
             }
         };
-        if let Err(e) = crypt(&mut w) {
+        let t = Instant::now();
+        let res = crypt(&mut w);
+        crypt_ns += t.elapsed().as_nanos();
+        batches += 1;
+        if let Err(e) = res {
             failure = Some(e);
             break;
         }
@@ -415,12 +481,25 @@ fn run_pipeline<W: Write + Send + 'static>(
         if saw_last {
             break;
         }
+        waited = Instant::now();
     }
     drop(read_rx);
     drop(write_tx);
     let written = writer
         .join()
         .map_err(|_| Error::new(ErrorKind::Io, "the writer thread panicked"))?;
+    if trace_enabled() {
+        let ms = |ns: u128| ns as f64 / 1e6;
+        eprintln!(
+            "gcmx trace: {} MB in {:.1} ms; reader busy {:.1} ms, crypto {:.1} ms in {batches} batches of up to {per_window} segments (waiting for input {:.1} ms), writer busy {:.1} ms",
+            stats.bytes_in / 1_000_000,
+            ms(started.elapsed().as_nanos()),
+            ms(u128::from(trace.read_ns.load(Ordering::Relaxed))),
+            ms(crypt_ns),
+            ms(starved_ns),
+            ms(u128::from(trace.write_ns.load(Ordering::Relaxed))),
+        );
+    }
     if let Some(e) = failure {
         return Err(e);
     }
@@ -445,7 +524,7 @@ pub fn encrypt<W: Write + Send + 'static>(
     let layout = Layout::of(key);
     let header = Header::random(&layout)?;
     let file_key = file_key(key, &header, aad)?;
-    let gcm = make_gcm(&file_key, opts.backend)?;
+    let gcm = make_gcm(&file_key, opts.backend, opts.size_hint)?;
     let opts = &Options {
         backend: gcm.backend(),
         ..*opts
@@ -554,7 +633,7 @@ pub fn decrypt<W: Write + Send + 'static>(
 
     let layout = Layout::of(key);
     let file_key = file_key(key, &header, aad)?;
-    let gcm = make_gcm(&file_key, opts.backend)?;
+    let gcm = make_gcm(&file_key, opts.backend, opts.size_hint)?;
     let opts = &Options {
         backend: gcm.backend(),
         ..*opts
