@@ -724,8 +724,23 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
             },
         );
     }
+    // Errors are errors: an impossible allocation is Error::Device (not a panic), and the backend keeps
+    // working after it.
+    let oom = gc::raw::alloc(1usize << 50);
+    t.check(matches!(oom, Err(Error::Device(_))), || {
+        "1 PiB allocation did not fail with Error::Device".into()
+    });
+    let key = rng.bytes(16);
+    let g = cuda(&key).expect("cuda after OOM");
+    let mut b = rng.bytes(1000);
+    let mut tag = [0u8; 16];
+    t.check(
+        g.encrypt_detached(&[1u8; 12], b"", &mut b, &mut tag)
+            .is_ok(),
+        || "engine unusable after an OOM".into(),
+    );
     println!(
-        "Device-resident API: {} passed, {} failed",
+        "Device-resident API and error paths: {} passed, {} failed",
         t.passed - p0,
         t.failed - f0
     );
