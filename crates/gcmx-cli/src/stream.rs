@@ -191,6 +191,36 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// Reads up to `want` bytes into `buf[off..]`, growing `buf` (by doubling) only as data
+/// arrives: windows start small when the input is small, whatever the segment size.
+fn read_growing(
+    r: &mut impl Read,
+    buf: &mut Vec<u8>,
+    off: usize,
+    want: usize,
+) -> io::Result<usize> {
+    let end = off + want;
+    let mut n = 0;
+    while n < want {
+        if buf.len() <= off + n {
+            let grown = buf
+                .len()
+                .saturating_mul(2)
+                .max(off + n + (64 << 10))
+                .min(end);
+            buf.resize(grown, 0);
+        }
+        let stop = buf.len().min(end);
+        match r.read(&mut buf[off + n..stop]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
 fn at_eof(r: &mut impl BufRead) -> io::Result<bool> {
     loop {
         match r.fill_buf() {
@@ -243,7 +273,7 @@ fn reader_loop(
                 };
                 w.high_water = w.high_water.max(off + want);
                 let t = Instant::now();
-                let n = read_full(&mut input, &mut w.buf[off..off + want])
+                let n = read_growing(&mut input, &mut w.buf, off, want)
                     .map_err(|e| Error::io("cannot read input", e))?;
                 let last = n < want
                     || at_eof(&mut input).map_err(|e| Error::io("cannot read input", e))?;
@@ -409,10 +439,19 @@ fn run_pipeline<W: Write + Send + 'static>(
         .checked_mul(layout.segment_size())
         .ok_or_else(|| Error::usage("window too large"))?;
 
+    // Start each window at the size the input needs when it is known (plus a tag per
+    // segment), at most 64 MiB when it is not; windows grow as data arrives.
+    let initial = match opts.size_hint {
+        Some(n) => usize::try_from(n)
+            .unwrap_or(usize::MAX)
+            .saturating_add(per_window.saturating_mul(TAG_LEN))
+            .min(cap),
+        None => cap.min(64 << 20),
+    };
     let (free_tx, free_rx) = sync_channel::<Window>(POOL);
     for _ in 0..POOL {
         let w = Window {
-            buf: vec![0u8; cap],
+            buf: vec![0u8; initial],
             high_water: 0,
             segs: Vec::with_capacity(per_window),
             first_index: 0,
@@ -596,8 +635,8 @@ pub fn decrypt<W: Write + Send + 'static>(
             .map(|k| Layout::of(k).ciphertext_len(0))
             .max()
             .unwrap_or(0);
-        let mut head = vec![0u8; longest + 1];
-        let n = read_full(&mut input, &mut head).map_err(read_err)?;
+        let mut head = Vec::new();
+        let n = read_growing(&mut input, &mut head, 0, longest + 1).map_err(read_err)?;
         head.truncate(n);
         let mut chosen = None;
         for k in &candidates {
@@ -787,6 +826,28 @@ mod tests {
         let (a, b) = sw[s1..s1 + 128].split_at_mut(64);
         a.swap_with_slice(b);
         assert_eq!(kind(dec(&ks, b"a", &sw)), ErrorKind::Authentication);
+    }
+
+    #[test]
+    fn largest_segments_need_memory_only_for_the_data() {
+        // 2^31 - 1 byte segments: windows start small and grow with the data, so a small
+        // input (of known or unknown size) needs little memory.
+        let ks = keyset(32, crate::keyset::MAX_SEGMENT_SIZE);
+        for size_hint in [None, Some(300_000)] {
+            let opts = Options {
+                size_hint,
+                ..Options::default()
+            };
+            let pt = data(300_000);
+            let ct = enc(&ks, b"", &pt, &opts);
+            assert_eq!(ct.len(), 300_000 + 40 + 16);
+            assert_eq!(dec(&ks, b"", &ct).unwrap(), pt);
+        }
+        let mut buf = Vec::new();
+        let n = read_growing(&mut io::Cursor::new(vec![1u8; 1000]), &mut buf, 10, 1 << 30).unwrap();
+        assert_eq!(n, 1000);
+        assert!(buf.len() < 1 << 20, "grew to {}", buf.len());
+        assert_eq!(&buf[10..1010], &[1u8; 1000][..]);
     }
 
     #[test]
