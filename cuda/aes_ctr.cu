@@ -53,6 +53,19 @@ GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_chunk(const GcmxAesKey& key, uint3
     const uint64_t nfull = nbytes >> 4;
     const uint32_t tail = (uint32_t)(nbytes & 15u);
     uint4* d4 = reinterpret_cast<uint4*>(data);
+    if (base + GCMX_AES_CTR_CHUNK_BLOCKS <= nfull) {  // whole chunk inside the buffer: no checks
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+            const uint64_t blk = base + lane + 32u * (uint32_t)j;
+            uint4 v = d4[blk];
+            v.x ^= ks[j].x;
+            v.y ^= ks[j].y;
+            v.z ^= ks[j].z;
+            v.w ^= ks[j].w;
+            d4[blk] = v;
+        }
+        return;
+    }
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
         const uint64_t blk = base + lane + 32u * (uint32_t)j;
