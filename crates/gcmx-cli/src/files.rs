@@ -13,7 +13,7 @@ use tempfile::NamedTempFile;
 use crate::api::Backend;
 use crate::error::{Error, Result};
 use crate::keyset::Keyset;
-use crate::stream::{self, Options, Stats};
+use crate::stream::{self, Input, Options, Stats};
 
 /// Where to read: a file or standard input (`-`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,9 +80,12 @@ pub struct RunOptions {
     pub fsync: bool,
 }
 
-fn open_source(src: &Source) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
+fn open_source(src: &Source) -> Result<(Input, Option<u64>)> {
     match src {
-        Source::Stdin => Ok((Box::new(io::stdin()), None)),
+        Source::Stdin => {
+            let stdin: Box<dyn Read + Send> = Box::new(io::stdin());
+            Ok((Input::Stream(stdin), None))
+        }
         Source::File(p) => {
             let f =
                 File::open(p).map_err(|e| Error::io(format!("cannot open {}", p.display()), e))?;
@@ -93,7 +96,7 @@ fn open_source(src: &Source) -> Result<(Box<dyn Read + Send>, Option<u64>)> {
                 return Err(Error::usage(format!("{} is a directory", p.display())));
             }
             let size = meta.is_file().then_some(meta.len());
-            Ok((Box::new(f), size))
+            Ok((Input::File(f), size))
         }
     }
 }
@@ -190,7 +193,7 @@ fn run_stream<W: Write + Send + 'static>(
     dir: Direction,
     keyset: &Keyset,
     aad: &[u8],
-    input: Box<dyn Read + Send>,
+    input: Input,
     output: W,
     opts: &Options,
     bar: &ProgressBar,
@@ -207,7 +210,7 @@ fn write_to(
     dir: Direction,
     keyset: &Keyset,
     aad: &[u8],
-    input: Box<dyn Read + Send>,
+    input: Input,
     dst: &Sink,
     force: bool,
     fsync: bool,

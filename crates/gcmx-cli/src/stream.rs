@@ -8,6 +8,7 @@
 //! looking one byte ahead, so the last-segment flag is always exact: a decryption never
 //! tries both flags.
 
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -237,11 +238,317 @@ enum Mode {
     Open,
 }
 
-type Input = Box<dyn Read + Send>;
+type Stream = Box<dyn Read + Send>;
+
+/// What the pipeline reads.
+pub enum Input {
+    /// Any byte stream, read sequentially (standard input, a pipe, a socket).
+    Stream(Box<dyn Read + Send>),
+    /// A file: a regular file is read whole, from its start whatever its cursor, with
+    /// positioned reads from several threads; anything else (a FIFO, a character device) is
+    /// read as a stream.
+    File(File),
+}
+
+impl Input {
+    /// Any reader, read as a stream.
+    pub fn reader(r: impl Read + Send + 'static) -> Input {
+        Input::Stream(Box::new(r))
+    }
+}
+
+impl From<Box<dyn Read + Send>> for Input {
+    fn from(r: Box<dyn Read + Send>) -> Input {
+        Input::Stream(r)
+    }
+}
+
+impl From<File> for Input {
+    fn from(f: File) -> Input {
+        Input::File(f)
+    }
+}
+
+/// Where the reader thread reads from.
+enum Feed {
+    Stream(BufReader<Stream>),
+    /// A regular file of `len` bytes (when opened), read from `base` on.
+    #[cfg(unix)]
+    File {
+        file: File,
+        base: u64,
+        len: u64,
+    },
+}
+
+impl Input {
+    /// A regular file as (file, length); anything else as a stream.
+    fn split(self) -> std::result::Result<(File, u64), Stream> {
+        match self {
+            Input::Stream(s) => Err(s),
+            Input::File(f) => match f.metadata() {
+                Ok(m) if m.is_file() && cfg!(unix) => Ok((f, m.len())),
+                _ => Err(Box::new(f)),
+            },
+        }
+    }
+}
+
+/// Sequential reads of a file by position, from `pos` on (its cursor is not used).
+struct PosReader<'a> {
+    file: &'a File,
+    pos: u64,
+}
+
+impl Read for PosReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            let n = self.file.read_at(buf, self.pos)?;
+            self.pos += n as u64;
+            Ok(n)
+        }
+        #[cfg(not(unix))]
+        {
+            let mut f = self.file;
+            f.read(buf)
+        }
+    }
+}
+
+/// Threads that read one window of a regular file.
+fn file_readers() -> usize {
+    let threads = thread::available_parallelism().map_or(1, |p| p.get());
+    (threads / 4).clamp(2, 4)
+}
+
+/// Reads at `pos` until `buf` is full or the file ends.
+#[cfg(unix)]
+fn pread_full(file: &File, buf: &mut [u8], mut pos: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], pos) {
+            Ok(0) => break,
+            Ok(k) => {
+                n += k;
+                pos += k as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(unix)]
+fn changed() -> Error {
+    Error::new(
+        ErrorKind::Io,
+        "cannot read input: the file changed size while being read",
+    )
+}
+
+/// Fills `w` with the next segments of a regular file, reading pieces of it on several
+/// threads; returns whether the last segment is in this window. The file's end is found by
+/// a one-byte probe after the planned bytes, so the last-segment flag is exact here too.
+#[cfg(unix)]
+#[allow(clippy::too_many_arguments)]
+fn fill_from_file(
+    file: &File,
+    len: u64,
+    pos: &mut u64,
+    index: &mut u64,
+    layout: &Layout,
+    mode: Mode,
+    per_window: usize,
+    w: &mut Window,
+) -> Result<bool> {
+    struct Plan {
+        off: usize,
+        want: usize,
+        room: usize,
+        fpos: u64,
+    }
+    let mut plan: Vec<Plan> = Vec::with_capacity(per_window);
+    let (mut off, mut fpos) = (0usize, *pos);
+    for j in 0..per_window as u64 {
+        let idx = *index + j;
+        if idx > u64::from(u32::MAX) {
+            if j == 0 {
+                return Err(Error::format(match mode {
+                    Mode::Seal => "input too large: it needs more than 2^32 segments of this size",
+                    Mode::Open => "ciphertext has more than 2^32 segments",
+                }));
+            }
+            break;
+        }
+        if j > 0 && fpos >= len {
+            break;
+        }
+        let want = match mode {
+            Mode::Seal => layout.plaintext_len(idx),
+            Mode::Open => layout.ciphertext_len(idx),
+        };
+        let room = usize::try_from(len.saturating_sub(fpos)).map_or(want, |r| r.min(want));
+        plan.push(Plan {
+            off,
+            want,
+            room,
+            fpos,
+        });
+        off += room + if mode == Mode::Seal { TAG_LEN } else { 0 };
+        fpos += room as u64;
+        if room < want {
+            break;
+        }
+    }
+    if w.buf.len() < off {
+        w.buf.resize(off, 0);
+    }
+    w.high_water = w.high_water.max(off);
+
+    // Cut the planned bytes into pieces of at most 4 MiB and read them on several threads.
+    const PIECE: usize = 4 << 20;
+    let mut pieces: Vec<(&mut [u8], u64)> = Vec::new();
+    let mut rest: &mut [u8] = &mut w.buf[..off];
+    let mut cursor = 0usize;
+    for p in &plan {
+        let (_, tail) = rest.split_at_mut(p.off - cursor);
+        let (mut seg, tail) = tail.split_at_mut(p.room);
+        rest = tail;
+        cursor = p.off + p.room;
+        let mut at = p.fpos;
+        while !seg.is_empty() {
+            let k = seg.len().min(PIECE);
+            let (head, tail) = seg.split_at_mut(k);
+            pieces.push((head, at));
+            at += k as u64;
+            seg = tail;
+        }
+    }
+    let readers = file_readers().min(pieces.len()).max(1);
+    let read_all = |group: &mut [(&mut [u8], u64)]| -> io::Result<bool> {
+        let mut full = true;
+        for (buf, at) in group.iter_mut() {
+            full &= pread_full(file, buf, *at)? == buf.len();
+        }
+        Ok(full)
+    };
+    let full = if readers == 1 {
+        read_all(&mut pieces)
+    } else {
+        let per = pieces.len().div_ceil(readers);
+        thread::scope(|s| {
+            let handles: Vec<_> = pieces
+                .chunks_mut(per)
+                .map(|g| s.spawn(move || read_all(g)))
+                .collect();
+            let mut all = Ok(true);
+            for h in handles {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a reader thread panicked")));
+                all = match (all, r) {
+                    (Ok(a), Ok(b)) => Ok(a && b),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                };
+            }
+            all
+        })
+    }
+    .map_err(|e| Error::io("cannot read input", e))?;
+    if !full {
+        return Err(changed());
+    }
+
+    // Is the file's end right after the planned bytes?
+    let Some(lastp) = plan.last() else {
+        return Err(changed());
+    };
+    let end = lastp.fpos + lastp.room as u64;
+    let mut probe = [0u8; 1];
+    let at_end =
+        pread_full(file, &mut probe, end).map_err(|e| Error::io("cannot read input", e))? == 0;
+    let done = if lastp.room < lastp.want {
+        if !at_end {
+            return Err(changed());
+        }
+        true
+    } else {
+        at_end
+    };
+    let count = plan.len();
+    for (j, p) in plan.iter().enumerate() {
+        let last = done && j + 1 == count;
+        let seg_len = match mode {
+            Mode::Seal => p.room + TAG_LEN,
+            Mode::Open => {
+                if p.room < TAG_LEN {
+                    return Err(Error::format(if *index == 0 && p.room == 0 {
+                        "ciphertext is truncated: it has a header but no segment"
+                    } else {
+                        "ciphertext is truncated: last segment is shorter than a tag"
+                    }));
+                }
+                p.room
+            }
+        };
+        w.segs.push(Seg {
+            off: p.off,
+            len: seg_len,
+            last,
+        });
+        w.bytes_in += p.room as u64;
+    }
+    *index += count as u64;
+    *pos = end;
+    Ok(done)
+}
+
+/// The reader thread for a regular file.
+#[cfg(unix)]
+#[allow(clippy::too_many_arguments)]
+fn file_reader_loop(
+    file: File,
+    base: u64,
+    len: u64,
+    layout: Layout,
+    mode: Mode,
+    per_window: usize,
+    free: Receiver<Window>,
+    out: SyncSender<Result<Window>>,
+    trace: Arc<Trace>,
+) {
+    let (mut pos, mut index) = (base, 0u64);
+    loop {
+        let Ok(mut w) = free.recv() else { return };
+        w.segs.clear();
+        w.first_index = index;
+        w.bytes_in = 0;
+        let t = Instant::now();
+        let res = fill_from_file(
+            &file, len, &mut pos, &mut index, &layout, mode, per_window, &mut w,
+        );
+        add_since(&trace.read_ns, t);
+        match res {
+            Ok(done) => {
+                if out.send(Ok(w)).is_err() || done {
+                    return;
+                }
+            }
+            Err(e) => {
+                let _ = out.send(Err(e));
+                return;
+            }
+        }
+    }
+}
 
 /// The reader thread: fills windows from the free pool and sends them on.
 fn reader_loop(
-    mut input: BufReader<Input>,
+    mut input: BufReader<Stream>,
     layout: Layout,
     mode: Mode,
     per_window: usize,
@@ -425,7 +732,7 @@ fn auth_error(first: u64, count: u64) -> Error {
 /// Runs the three-thread pipeline. `crypt` runs on the calling thread for every window.
 #[allow(clippy::too_many_arguments)]
 fn run_pipeline<W: Write + Send + 'static>(
-    input: BufReader<Input>,
+    input: Feed,
     output: W,
     prefix: Vec<u8>,
     layout: Layout,
@@ -470,16 +777,22 @@ fn run_pipeline<W: Write + Send + 'static>(
     // by itself when it next finds its channels closed.
     thread::Builder::new()
         .name("gcmx-reader".into())
-        .spawn(move || {
-            reader_loop(
-                input,
+        .spawn(move || match input {
+            Feed::Stream(r) => {
+                reader_loop(r, layout, mode, per_window, free_rx, read_tx, reader_trace)
+            }
+            #[cfg(unix)]
+            Feed::File { file, base, len } => file_reader_loop(
+                file,
+                base,
+                len,
                 layout,
                 mode,
                 per_window,
                 free_rx,
                 read_tx,
                 reader_trace,
-            )
+            ),
         })
         .map_err(|e| Error::io("cannot start the reader thread", e))?;
     let writer = thread::Builder::new()
@@ -554,11 +867,16 @@ fn run_pipeline<W: Write + Send + 'static>(
 pub fn encrypt<W: Write + Send + 'static>(
     keyset: &Keyset,
     aad: &[u8],
-    input: Input,
+    input: impl Into<Input>,
     output: W,
     opts: &Options,
     progress: &dyn Fn(u64),
 ) -> Result<(W, Stats)> {
+    let (feed, size) = feed_from(input.into(), 0);
+    let opts = &Options {
+        size_hint: opts.size_hint.or(size),
+        ..*opts
+    };
     let key = keyset.primary();
     let layout = Layout::of(key);
     let header = Header::random(&layout)?;
@@ -569,9 +887,8 @@ pub fn encrypt<W: Write + Send + 'static>(
         ..*opts
     };
     let prefix = header.nonce_prefix;
-    let input = BufReader::with_capacity(64 << 10, input);
     run_pipeline(
-        input,
+        feed,
         output,
         header.to_bytes(),
         layout,
@@ -582,23 +899,32 @@ pub fn encrypt<W: Write + Send + 'static>(
     )
 }
 
-/// Decrypts `input` to `output`, trying the keyset's enabled keys (primary first) on the
-/// first segment as Tink does; returns the output back. Only authenticated plaintext is
-/// ever written, but a failure in a later segment comes after earlier segments were written:
-/// callers writing to a file must discard it on error.
-pub fn decrypt<W: Write + Send + 'static>(
-    keyset: &Keyset,
-    aad: &[u8],
-    input: Input,
-    output: W,
-    opts: &Options,
-    progress: &dyn Fn(u64),
-) -> Result<(W, Stats)> {
-    let mut input = BufReader::with_capacity(64 << 10, input);
-    let read_err = |e| Error::io("cannot read input", e);
+/// A regular file as a positioned feed from `base`, anything else as a buffered stream; with
+/// the file's size when known.
+fn feed_from(input: Input, base: u64) -> (Feed, Option<u64>) {
+    match input.split() {
+        #[cfg(unix)]
+        Ok((file, len)) => (Feed::File { file, base, len }, Some(len)),
+        #[cfg(not(unix))]
+        Ok((file, len)) => (
+            Feed::Stream(BufReader::with_capacity(64 << 10, Box::new(file))),
+            Some(len),
+        ),
+        Err(s) => (Feed::Stream(BufReader::with_capacity(64 << 10, s)), None),
+    }
+}
 
+/// Reads and checks the header, and picks the key: the one key whose header length matches,
+/// or, when several do, the one that opens the first segment (as Tink does). Returns the key,
+/// the header, its length, and the bytes read past the header for that trial.
+fn read_header<'k>(
+    input: &mut impl Read,
+    keyset: &'k Keyset,
+    aad: &[u8],
+) -> Result<(&'k StreamingKey, Header, usize, Option<Vec<u8>>)> {
+    let read_err = |e| Error::io("cannot read input", e);
     let mut len_byte = [0u8; 1];
-    if read_full(&mut input, &mut len_byte).map_err(read_err)? == 0 {
+    if read_full(input, &mut len_byte).map_err(read_err)? == 0 {
         return Err(Error::format("ciphertext is empty: no header"));
     }
     let hl = usize::from(len_byte[0]);
@@ -620,67 +946,101 @@ pub fn decrypt<W: Write + Send + 'static>(
         )));
     }
     let mut body = vec![0u8; hl - 1];
-    if read_full(&mut input, &mut body).map_err(read_err)? < body.len() {
+    if read_full(input, &mut body).map_err(read_err)? < body.len() {
         return Err(Error::format("ciphertext is truncated: incomplete header"));
     }
     let header = Header::from_body(&Layout::of(candidates[0]), &body)?;
-    progress(hl as u64);
-
-    let (key, input): (&StreamingKey, Input) = if candidates.len() == 1 {
-        (candidates[0], Box::new(input))
-    } else {
-        // Several keys could have written this file: find the one that opens segment 0.
-        let longest = candidates
-            .iter()
-            .map(|k| Layout::of(k).ciphertext_len(0))
-            .max()
-            .unwrap_or(0);
-        let mut head = Vec::new();
-        let n = read_growing(&mut input, &mut head, 0, longest + 1).map_err(read_err)?;
-        head.truncate(n);
-        let mut chosen = None;
-        for k in &candidates {
-            let layout = Layout::of(k);
-            let want = layout.ciphertext_len(0);
-            let last = n <= want;
-            let seg = &head[..n.min(want)];
-            if seg.len() < TAG_LEN {
-                continue;
-            }
-            let fk = file_key(k, &header, aad)?;
-            let gcm = Gcm::with_backend(&fk, Backend::Cpu).map_err(gcm_error)?;
-            let (ct, tag) = seg.split_at(seg.len() - TAG_LEN);
-            let mut buf = ct.to_vec();
-            let nonce = segment_nonce(&header.nonce_prefix, 0, last);
-            let ok = gcm.decrypt_detached(&nonce, &[], &mut buf, tag).is_ok();
-            buf.zeroize();
-            if ok {
-                chosen = Some(*k);
-                break;
-            }
+    if candidates.len() == 1 {
+        return Ok((candidates[0], header, hl, None));
+    }
+    // Several keys could have written this file: find the one that opens segment 0.
+    let longest = candidates
+        .iter()
+        .map(|k| Layout::of(k).ciphertext_len(0))
+        .max()
+        .unwrap_or(0);
+    let mut head = Vec::new();
+    let n = read_growing(input, &mut head, 0, longest + 1).map_err(read_err)?;
+    head.truncate(n);
+    for k in &candidates {
+        let layout = Layout::of(k);
+        let want = layout.ciphertext_len(0);
+        let last = n <= want;
+        let seg = &head[..n.min(want)];
+        if seg.len() < TAG_LEN {
+            continue;
         }
-        let Some(key) = chosen else {
-            if n < TAG_LEN {
-                return Err(Error::format(
-                    "ciphertext is truncated: first segment is shorter than a tag",
-                ));
-            }
-            return Err(auth_error(0, 1));
-        };
-        (key, Box::new(io::Cursor::new(head).chain(input)))
-    };
+        let fk = file_key(k, &header, aad)?;
+        let gcm = Gcm::with_backend(&fk, Backend::Cpu).map_err(gcm_error)?;
+        let (ct, tag) = seg.split_at(seg.len() - TAG_LEN);
+        let mut buf = ct.to_vec();
+        let nonce = segment_nonce(&header.nonce_prefix, 0, last);
+        let ok = gcm.decrypt_detached(&nonce, &[], &mut buf, tag).is_ok();
+        buf.zeroize();
+        if ok {
+            return Ok((k, header, hl, Some(head)));
+        }
+    }
+    if n < TAG_LEN {
+        return Err(Error::format(
+            "ciphertext is truncated: first segment is shorter than a tag",
+        ));
+    }
+    Err(auth_error(0, 1))
+}
 
+/// Decrypts `input` to `output`, trying the keyset's enabled keys (primary first) on the
+/// first segment as Tink does; returns the output back. Only authenticated plaintext is
+/// ever written, but a failure in a later segment comes after earlier segments were written:
+/// callers writing to a file must discard it on error.
+pub fn decrypt<W: Write + Send + 'static>(
+    keyset: &Keyset,
+    aad: &[u8],
+    input: impl Into<Input>,
+    output: W,
+    opts: &Options,
+    progress: &dyn Fn(u64),
+) -> Result<(W, Stats)> {
+    let (key, header, hl, feed, size) = match input.into().split() {
+        Ok((file, len)) => {
+            // The whole file, whatever its cursor: the header, then segments by position.
+            let (key, header, hl, _) = read_header(
+                &mut PosReader {
+                    file: &file,
+                    pos: 0,
+                },
+                keyset,
+                aad,
+            )?;
+            let (feed, size) = feed_from(Input::File(file), hl as u64);
+            (key, header, hl, feed, size.or(Some(len)))
+        }
+        Err(stream) => {
+            let mut r = BufReader::with_capacity(64 << 10, stream);
+            let (key, header, hl, head) = read_header(&mut r, keyset, aad)?;
+            let r = match head {
+                None => r,
+                Some(h) => {
+                    let chained: Stream = Box::new(io::Cursor::new(h).chain(r));
+                    BufReader::with_capacity(64 << 10, chained)
+                }
+            };
+            (key, header, hl, Feed::Stream(r), None)
+        }
+    };
+    progress(hl as u64);
     let layout = Layout::of(key);
     let file_key = file_key(key, &header, aad)?;
-    let gcm = make_gcm(&file_key, opts.backend, opts.size_hint)?;
+    let size_hint = opts.size_hint.or(size);
+    let gcm = make_gcm(&file_key, opts.backend, size_hint)?;
     let opts = &Options {
         backend: gcm.backend(),
+        size_hint,
         ..*opts
     };
     let prefix = header.nonce_prefix;
-    let input = BufReader::with_capacity(64 << 10, input);
     let (out, mut stats) = run_pipeline(
-        input,
+        feed,
         output,
         Vec::new(),
         layout,
@@ -705,11 +1065,27 @@ mod tests {
         (0..n).map(|i| (i * 131 + i / 251) as u8).collect()
     }
 
+    fn file_with(bytes: &[u8]) -> File {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(bytes).unwrap();
+        f
+    }
+
+    fn dec_one(ks: &Keyset, aad: &[u8], input: Input, window_bytes: usize) -> Result<Vec<u8>> {
+        let opts = Options {
+            window_bytes,
+            ..Options::default()
+        };
+        decrypt(ks, aad, input, Vec::new(), &opts, &|_| {}).map(|(v, _)| v)
+    }
+
+    /// Encrypts through the stream path and checks that the file path (positioned parallel
+    /// reads) produces a ciphertext of the same length that decrypts to the same plaintext.
     fn enc(ks: &Keyset, aad: &[u8], pt: &[u8], opts: &Options) -> Vec<u8> {
         let (out, stats) = encrypt(
             ks,
             aad,
-            Box::new(io::Cursor::new(pt.to_vec())),
+            Input::reader(io::Cursor::new(pt.to_vec())),
             Vec::new(),
             opts,
             &|_| {},
@@ -717,19 +1093,32 @@ mod tests {
         .unwrap();
         assert_eq!(stats.bytes_in, pt.len() as u64);
         assert_eq!(stats.bytes_out, out.len() as u64);
+        let (via_file, fstats) =
+            encrypt(ks, aad, file_with(pt), Vec::new(), opts, &|_| {}).unwrap();
+        assert_eq!(fstats.bytes_in, pt.len() as u64);
+        assert_eq!(via_file.len(), out.len());
+        assert_eq!(dec(ks, aad, &via_file).unwrap(), pt);
         out
     }
 
+    /// Decrypts through the stream path and the file path (default and small windows); all
+    /// must agree, on the plaintext or on the kind of refusal.
     fn dec(ks: &Keyset, aad: &[u8], ct: &[u8]) -> Result<Vec<u8>> {
-        decrypt(
-            ks,
-            aad,
-            Box::new(io::Cursor::new(ct.to_vec())),
-            Vec::new(),
-            &Options::default(),
-            &|_| {},
-        )
-        .map(|(v, _)| v)
+        let stream = dec_one(ks, aad, Input::reader(io::Cursor::new(ct.to_vec())), 0);
+        let seg = ks.primary().segment_size() as usize;
+        for window in [0, 3 * seg] {
+            let file = dec_one(ks, aad, Input::File(file_with(ct)), window);
+            match (&stream, &file) {
+                (Ok(a), Ok(b)) => assert!(a == b, "paths disagree on {} bytes", a.len()),
+                (Err(a), Err(b)) => assert_eq!(a.kind(), b.kind(), "{a} / {b}"),
+                _ => panic!(
+                    "stream and file paths disagree: {:?} / {:?}",
+                    stream.as_ref().map(Vec::len),
+                    file.as_ref().map(Vec::len)
+                ),
+            }
+        }
+        stream
     }
 
     #[test]
@@ -848,6 +1237,44 @@ mod tests {
         assert_eq!(n, 1000);
         assert!(buf.len() < 1 << 20, "grew to {}", buf.len());
         assert_eq!(&buf[10..1010], &[1u8; 1000][..]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_that_changes_size_while_read_is_an_error() {
+        let ks = keyset(16, 64);
+        let layout = Layout::of(ks.primary());
+        let file = file_with(&data(1000));
+        let fill = |len: u64| {
+            let mut w = Window {
+                buf: Vec::new(),
+                high_water: 0,
+                segs: Vec::new(),
+                first_index: 0,
+                bytes_in: 0,
+            };
+            let (mut pos, mut index) = (0u64, 0u64);
+            let mut r = Ok(false);
+            while r == Ok(false) {
+                w.segs.clear();
+                r = fill_from_file(
+                    &file,
+                    len,
+                    &mut pos,
+                    &mut index,
+                    &layout,
+                    Mode::Seal,
+                    4,
+                    &mut w,
+                );
+            }
+            r.map(|_| pos)
+        };
+        assert_eq!(fill(1000), Ok(1000));
+        // shrank since opened (fewer bytes than announced)
+        assert_eq!(fill(1100).unwrap_err().kind(), ErrorKind::Io);
+        // grew since opened, inside a segment
+        assert_eq!(fill(990).unwrap_err().kind(), ErrorKind::Io);
     }
 
     #[test]
