@@ -123,6 +123,15 @@ GCMX_AES_HD __forceinline__ uint32_t opaque(uint32_t x) {
     return x;
 }
 
+/// Rotate right by a runtime amount 0..31 (funnel shift).
+GCMX_AES_HD __forceinline__ uint32_t rotr(uint32_t x, uint32_t n) {
+#ifdef __CUDA_ARCH__
+    return __funnelshift_r(x, x, n);
+#else
+    return n ? (x >> n) | (x << (32u - n)) : x;
+#endif
+}
+
 /// Byte swap (big-endian key word -> little-endian memory word).
 GCMX_AES_HD __forceinline__ uint32_t bswap32(uint32_t x) { return prmt(x, 0u, 0x0123u); }
 
@@ -498,22 +507,40 @@ GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32(const GcmxAesKey& k, uint32_t 
                                               uint4 (&ks)[32]) {
     using namespace gcmx_aes_detail;
     uint32_t st[GCMX_AES_PLANES];
-    // Counter planes: transpose the 32 counters; plane q = bit q of the counter.
-#pragma unroll
-    for (int j = 0; j < 32; ++j) st[96 + j] = ctr_first + (uint32_t)j * ctr_stride;
-    transpose32<96>(st);
-    // Word 3 of the block is be32(counter): memory byte 12+m = counter bits 24-8m .. 31-8m,
-    // i.e. little-endian word bit q = 8m+b is counter bit 24-8m+b.
-    uint32_t cplane[32];
-#pragma unroll
-    for (int q = 0; q < 32; ++q) cplane[q] = st[96 + q];
+    // Counter planes, with round key 0 XORed in.  In "counter bit" numbering (bit q of the
+    // 32-bit counter value) the key bits of state bytes 12..15 are simply the bits of
+    // k.rk[3] (big-endian word), and state plane 96 + 8m + b is counter bit 24 - 8m + b.
     const uint32_t one = opaque(k.nr != 0u ? 1u : 0u);  // see kmask()
-    const uint32_t k3 = bswap32(k.rk[3]);
+    const uint32_t k3 = k.rk[3];
+    uint32_t cpl[32];
+    if (ctr_stride == 32u) {
+        // Closed form for stride 32 (the coalesced layout): ctr_j = c + 32j, so bits 0..4
+        // are those of c; bits 5..9 are (beta + j) mod 32 with beta = bits 5..9 of c, i.e. the
+        // plane of j-bit k rotated right by beta; bits 10..31 are those of c, or of c + 1024
+        // for the j >= 32 - beta that carried.  About 30 ALU ops instead of a transpose.
+        const uint32_t x0 = ctr_first ^ k3, x1 = (ctr_first + 1024u) ^ k3;
+        const uint32_t beta = (ctr_first >> 5) & 31u;
+        const uint32_t carried = ~(0xFFFFFFFFu >> beta);  // bit j set iff beta + j >= 32
+        const uint32_t jbits[5] = {0xAAAAAAAAu, 0xCCCCCCCCu, 0xF0F0F0F0u, 0xFF00FF00u, 0xFFFF0000u};
+#pragma unroll
+        for (int q = 0; q < 5; ++q) cpl[q] = kmask(x0, q, one);
+#pragma unroll
+        for (int q = 5; q < 10; ++q) cpl[q] = kxor(rotr(jbits[q - 5], beta), kmask(k3, q, one), one);
+#pragma unroll
+        for (int q = 10; q < 32; ++q)
+            cpl[q] = lop3<GCMX_LUT_SEL>(kmask(x1, q, one), kmask(x0, q, one), carried);
+    } else {
+        // Any stride: transpose the 32 counters; plane q = bit q of the counter.
+#pragma unroll
+        for (int j = 0; j < 32; ++j) st[96 + j] = ctr_first + (uint32_t)j * ctr_stride;
+        transpose32<96>(st);
+#pragma unroll
+        for (int q = 0; q < 32; ++q) cpl[q] = kxor(st[96 + q], kmask(k3, q, one), one);
+    }
 #pragma unroll
     for (int m = 0; m < 4; ++m)
 #pragma unroll
-        for (int b = 0; b < 8; ++b)
-            st[96 + 8 * m + b] = kxor(cplane[24 - 8 * m + b], kmask(k3, 8 * m + b, one), one);
+        for (int b = 0; b < 8; ++b) st[96 + 8 * m + b] = cpl[24 - 8 * m + b];
     // Prefix bytes: constant over the 32 blocks (prefix XOR round key 0); round 1 handles
     // them once per thread instead of as 96 constant planes.
     const uint32_t cw[3] = {prefix0 ^ bswap32(k.rk[0]), prefix1 ^ bswap32(k.rk[1]),
