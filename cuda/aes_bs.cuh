@@ -11,19 +11,33 @@
 // little-endian 32-bit word w of every block, so one 32x32 bit-matrix transpose per word
 // converts between planes and uint4 blocks.
 //
-//  * SubBytes: a straight-line Boolean circuit of 3-input gates (LOP3) for the S-box,
-//    derived from GF(2^8) inversion in a tower of normal bases GF(((2^2)^2)^2), with the
-//    linear layers optimised and the gates packed into LOP3 cuts by an exact cover
+//  * SubBytes: a straight-line circuit of 70 three-input gates (LOP3) computing the S-box
+//    without its constant 0x63, derived from GF(2^8) inversion in a tower of normal bases
+//    GF(((2^2)^2)^2): linear layers optimised for LOP3, a SAT-optimal 7-gate GF(16)
+//    inversion, and an exact (CP-SAT) cover of the gate graph by LOP3 cuts
 //    (cuda/tests/aes_sbox_gen.py derives it; cuda/tests/aes_host_check.cu checks all 256
-//    inputs).  No table, no memory index, no branch depends on data or key.
+//    inputs).  No table, no memory index, no branch depends on data or key.  The gates are
+//    inline-PTX lop3 so that the compiler keeps the circuit's sharing.
 //  * ShiftRows: register renaming (compile-time indices only).
-//  * MixColumns: XORs of planes; xtime is a renaming plus three XORs.
-//  * AddRoundKey: XOR with all-ones / all-zero masks made from the round-key bits
-//    (mask = arithmetic shift of the key bit into the sign; no branch, no table).
-//  * Counter input: block j = prefix(12 bytes) || be32(ctr_first + j*ctr_stride).  The 96
-//    prefix planes are constants (0 or ~0 from the prefix XOR round key 0); only the 32
-//    counter planes come from a 32x32 transpose of the 32 counter values.
+//  * MixColumns: out_r = xtime(a_r ^ a_{r+1}) ^ a_{r+1} ^ (a_{r+2} ^ a_{r+3}), 76 LOP3 per
+//    column (32 XOR2 + 20 XOR3 + 12 XOR3/XOR2 pairs).
+//  * AddRoundKey: XOR with all-ones / all-zero masks made from the round-key bits, both on
+//    the FMA pipe (integer multiplies, next to the LOP3s of the ALU pipe): mask = high word of
+//    (key << (31-q)) * 1, p ^ mask = p * (2 mask + 1) + mask.  No branch, no table.  The
+//    S-box constant 0x63 rides in the round keys (MixColumns maps a 0x63 column to itself).
+//  * Counter input: block j = prefix(12 bytes) || be32(ctr_first + j*ctr_stride).  Bytes
+//    0..11 are the same in all 32 blocks, so round 1 computes their 12 S-boxes once (one
+//    byte-parallel SWAR circuit pass) and, after ShiftRows, each column has one varying byte:
+//    MixColumns = scalar MixColumns of the constants XOR {1,2,3} x the varying byte planes.
+//    The 32 counter planes are a closed form for stride 32 (rotations and carries, no
+//    transpose) or a 32x32 transpose of the counters for other strides.
 //  * Output: four 32x32 transposes, one per state word, give ks[j] in memory byte order.
+//
+// Cost (SASS for sm_90, nvcc 13.5, one call = 32 blocks, stride 32; cuda/tests/run_host_checks.sh
+// prints it): ALU-pipe ops (LOP3/PRMT/...) per 16-byte block: AES-128 431, AES-192 521,
+// AES-256 610, plus ~180-240 IMADs per block on the FMA pipe.  At 1.64e13 LOP3/s (H200)
+// that bounds AES-128-CTR at ~609 GB/s and AES-256-CTR at ~430 GB/s.  ~185-199 registers,
+// no local memory.
 //
 // Key: struct GcmxAesKey { uint32_t rk[60]; uint32_t nr; } holds the FIPS-197 expanded key
 // words w[i] (w[0] = key bytes 0..3 read big-endian) and nr = 10/12/14.
