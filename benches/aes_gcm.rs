@@ -86,5 +86,37 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// Where the parallel backend starts to beat the serial one: the measurement behind `Auto`'s
+/// threshold (`gcmx_core::engine::AUTO_PARALLEL_MIN`).
+fn threshold(c: &mut Criterion) {
+    let mut g = c.benchmark_group("auto-threshold");
+    g.sample_size(30);
+    g.warm_up_time(std::time::Duration::from_millis(300));
+    g.measurement_time(std::time::Duration::from_secs(1));
+    let serial = Gcm::with_backend(&KEY, Backend::Cpu).unwrap();
+    let parallel = Gcm::with_backend(&KEY, Backend::CpuParallel).unwrap();
+    for size in [
+        16 << 10,
+        32 << 10,
+        64 << 10,
+        128 << 10,
+        256 << 10,
+        512 << 10,
+    ] {
+        let mut buf = vec![0x5au8; size];
+        let mut tag = [0u8; 16];
+        g.throughput(Throughput::Bytes(size as u64));
+        for (name, gcm) in [("serial", &serial), ("parallel", &parallel)] {
+            g.bench_with_input(BenchmarkId::new(name, size), &size, |b, _| {
+                b.iter(|| {
+                    gcm.encrypt_detached(&NONCE, b"", black_box(&mut buf), &mut tag)
+                        .unwrap()
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, threshold);
 criterion_main!(benches);

@@ -14,7 +14,7 @@ use crate::field::HashKey;
 pub const SERIAL_CHUNK: usize = 8 * 1024;
 
 /// Smallest chunk the parallel backend hands to one thread.
-pub const MIN_PARALLEL_CHUNK: usize = 64 * 1024;
+pub const MIN_PARALLEL_CHUNK: usize = 16 * 1024;
 
 /// A block cipher keyed once, with `H = E_K(0)` in two forms: the `ghash` crate's fast hasher
 /// and the POLYVAL-domain [`HashKey`] that joins partial hashes.
