@@ -28,9 +28,10 @@
 //   min(ceil(chunks / GCMX_AES_CTR_WARPS_PER_BLOCK), SM count * GCMX_AES_CTR_BLOCKS_PER_SM)
 //   with chunks = ceil(ceil(nbytes / 16) / 1024).  No shared memory, no dynamic smem.
 //   The kernel never traps; the host validates the key (nr) and pointers.
-//   Registers (nvcc 13.5, -Xptxas -v): about 197 per thread on sm_80..sm_120, no spills, so
-//   2 blocks of 128 threads (8 warps) are resident per SM; 64-thread blocks would fit 10
-//   warps per SM (worth a benchmark run: the work is ALU-bound with much ILP per warp).
+//   Registers (nvcc 13.5, -Xptxas -v): 182-185 per thread on sm_80..sm_100, 203 on sm_120,
+//   no spills, no local memory; so 2 blocks of 128 threads (8 warps) are resident per SM;
+//   64-thread blocks would fit 10 warps per SM (worth one benchmark run: the work is
+//   ALU-bound with much independent work per warp).
 #include "aes_bs.cuh"
 
 /// Threads per CUDA block (launch with exactly this blockDim.x).
