@@ -80,10 +80,14 @@ fn encrypt(key: &[u8], aad: &[u8], input: impl Read, mut output: impl Write) -> 
     let mut done = false;
     while !done {
         // Read up to WINDOW segments, each followed by room for its tag.
-        let mut segs = Vec::new(); // (offset, plaintext length, last)
+        let mut segs = Vec::new(); // (offset, plaintext length, last, nonce)
         let mut off = 0;
         while segs.len() < WINDOW && !done {
-            let room = if index == 0 { SEGMENT - header_len(key) } else { SEGMENT } - TAG;
+            let room = if index == 0 {
+                SEGMENT - header_len(key)
+            } else {
+                SEGMENT
+            } - TAG;
             let (n, end) = read_segment(&mut input, &mut window[off..off + room])?;
             segs.push((off, n, end, nonce(&prefix, index, end)?));
             off += n + TAG;
@@ -97,7 +101,12 @@ fn encrypt(key: &[u8], aad: &[u8], input: impl Read, mut output: impl Write) -> 
             let (seg, tail) = rest.split_at_mut(n + TAG);
             rest = tail;
             let (buf, tag) = seg.split_at_mut(*n);
-            jobs.push(SealJob { nonce, aad: &[], buf, tag });
+            jobs.push(SealJob {
+                nonce,
+                aad: &[],
+                buf,
+                tag,
+            });
         }
         gcm.encrypt_batch(&mut jobs).map_err(io::Error::other)?;
         // The window now holds the ciphertext segments back to back.
@@ -126,7 +135,11 @@ fn decrypt(key: &[u8], aad: &[u8], input: impl Read, mut output: impl Write) -> 
         let mut segs = Vec::new(); // (offset, ciphertext length, nonce)
         let mut off = 0;
         while segs.len() < WINDOW && !done {
-            let size = if index == 0 { SEGMENT - header_len(key) } else { SEGMENT };
+            let size = if index == 0 {
+                SEGMENT - header_len(key)
+            } else {
+                SEGMENT
+            };
             let (n, end) = read_segment(&mut input, &mut window[off..off + size])?;
             if n < TAG {
                 return Err(bad("truncated ciphertext"));
@@ -142,7 +155,12 @@ fn decrypt(key: &[u8], aad: &[u8], input: impl Read, mut output: impl Write) -> 
             let (seg, tail) = rest.split_at_mut(*n);
             rest = tail;
             let (buf, tag) = seg.split_at_mut(n - TAG);
-            jobs.push(OpenJob { nonce, aad: &[], buf, tag });
+            jobs.push(OpenJob {
+                nonce,
+                aad: &[],
+                buf,
+                tag,
+            });
         }
         gcm.decrypt_batch(&mut jobs)
             .map_err(|_| bad("authentication failed: wrong key or AAD, or a damaged, truncated or reordered file"))?;
@@ -156,19 +174,35 @@ fn decrypt(key: &[u8], aad: &[u8], input: impl Read, mut output: impl Write) -> 
 fn self_check() -> io::Result<()> {
     let key = [0x42u8; 32];
     let first = SEGMENT - header_len(&key) - TAG;
-    for len in [0, 1, first, first + 1, first + SEGMENT - TAG, 3 * SEGMENT + 5] {
+    for len in [
+        0,
+        1,
+        first,
+        first + 1,
+        first + SEGMENT - TAG,
+        3 * SEGMENT + 5,
+    ] {
         let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
         let mut ct = Vec::new();
         encrypt(&key, b"example", &data[..], &mut ct)?;
         let mut back = Vec::new();
         decrypt(&key, b"example", &ct[..], &mut back)?;
         assert!(back == data, "round trip of {len} bytes");
-        assert!(decrypt(&key, b"other", &ct[..], io::sink()).is_err(), "wrong AAD");
+        assert!(
+            decrypt(&key, b"other", &ct[..], io::sink()).is_err(),
+            "wrong AAD"
+        );
         if len > first {
             let cut = &ct[..header_len(&key) + first + TAG]; // drop everything after segment 0
-            assert!(decrypt(&key, b"example", cut, io::sink()).is_err(), "truncation");
+            assert!(
+                decrypt(&key, b"example", cut, io::sink()).is_err(),
+                "truncation"
+            );
         }
-        println!("{len:>9} bytes -> {:>9} bytes of ciphertext: round trip ok, damage refused", ct.len());
+        println!(
+            "{len:>9} bytes -> {:>9} bytes of ciphertext: round trip ok, damage refused",
+            ct.len()
+        );
     }
     println!("self-check passed");
     Ok(())
@@ -185,7 +219,9 @@ fn main() -> io::Result<()> {
     }
     let key = hex::decode(&args[1]).map_err(io::Error::other)?;
     if key.len() != 16 && key.len() != 32 {
-        return Err(io::Error::other("the key must be 16 or 32 bytes (32 or 64 hex digits)"));
+        return Err(io::Error::other(
+            "the key must be 16 or 32 bytes (32 or 64 hex digits)",
+        ));
     }
     let aad = args.get(4).map_or(&b""[..], |a| a.as_bytes());
     let input = std::fs::File::open(&args[2])?;
