@@ -65,7 +65,7 @@ scripts/fetch-vectors.sh >/dev/null
 tar -czf .device/vectors.tgz -C .vectors gcm
 
 {
-    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD -- cuda crates/gcmx-cuda || echo ' (+ uncommitted changes)')"
+    echo "commit: $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (+ uncommitted changes in: '"$(git diff --name-only HEAD | tr '\n' ' ')"')')"
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "nvcc: $("${NVCC}" --version | grep release)"
     echo "kernels: ${GCMX_CUDA_DIR:-cuda/ (work tree)}"
