@@ -546,14 +546,17 @@ struct HostRegistration {
 
 impl HostRegistration {
     /// Register `len` bytes at `ptr`; `None` if the driver refuses (the caller stages instead).
+    ///
+    /// A range inside a live [`PinnedRegion`] is used as is. A range the driver reports as already
+    /// registered by someone else may be only partly page-locked, so it is staged rather than DMA'd.
     fn try_new(ptr: *mut u8, len: usize) -> Option<HostRegistration> {
+        if pinned_covers(ptr as usize, len) {
+            return Some(HostRegistration { ptr, owned: false });
+        }
         // SAFETY: FFI call registering a live host range the caller exclusively borrows for this call.
         let r = unsafe { cu::cuMemHostRegister_v2(ptr.cast(), len, 0) };
         match r {
             cu::CUresult::CUDA_SUCCESS => Some(HostRegistration { ptr, owned: true }),
-            cu::CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED => {
-                Some(HostRegistration { ptr, owned: false })
-            }
             _ => None,
         }
     }
@@ -580,6 +583,23 @@ unsafe impl Send for PinnedRegion {}
 // SAFETY: as above; no method reads or writes through the pointer.
 unsafe impl Sync for PinnedRegion {}
 
+/// Live [`PinnedRegion`]s as (start address, length): the host path DMAs in place only within these or
+/// within a range it registered itself.
+static PINNED: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether [start, start + len) lies inside one live [`PinnedRegion`].
+fn pinned_covers(start: usize, len: usize) -> bool {
+    let list = PINNED.lock().unwrap_or_else(|p| p.into_inner());
+    region_covers(&list, start, len)
+}
+
+/// Whether [start, start + len) lies inside one of `regions`.
+pub(crate) fn region_covers(regions: &[(usize, usize)], start: usize, len: usize) -> bool {
+    regions
+        .iter()
+        .any(|&(s, l)| start >= s && start.checked_add(len).is_some_and(|e| e <= s + l))
+}
+
 impl PinnedRegion {
     /// Register `buf` with the driver.
     pub fn new(buf: &mut [u8]) -> Result<PinnedRegion, Error> {
@@ -589,6 +609,10 @@ impl PinnedRegion {
             unsafe { cu::cuMemHostRegister_v2(buf.as_mut_ptr().cast(), buf.len(), 0) },
             "cuMemHostRegister",
         )?;
+        PINNED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((buf.as_mut_ptr() as usize, buf.len()));
         Ok(PinnedRegion {
             ptr: buf.as_mut_ptr(),
         })
@@ -597,6 +621,12 @@ impl PinnedRegion {
 
 impl Drop for PinnedRegion {
     fn drop(&mut self) {
+        {
+            let mut list = PINNED.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = list.iter().position(|&(s, _)| s == self.ptr as usize) {
+                list.swap_remove(i);
+            }
+        }
         if runtime().is_ok() {
             // SAFETY: FFI call unregistering the range registered in `new`.
             let _ = unsafe { cu::cuMemHostUnregister(self.ptr.cast()) };
@@ -684,6 +714,19 @@ mod tests {
             g[abi::POW_THREAD_BASE as usize],
             hk.power(7 * abi::GHASH_WARP_SPAN + 32)
         );
+    }
+
+    #[test]
+    fn pinned_region_coverage() {
+        let r = [(1000usize, 100usize), (5000, 10)];
+        assert!(region_covers(&r, 1000, 100));
+        assert!(region_covers(&r, 1050, 50));
+        assert!(!region_covers(&r, 1050, 51));
+        assert!(!region_covers(&r, 999, 10));
+        assert!(region_covers(&r, 5000, 10));
+        assert!(!region_covers(&r, 1090, 4000));
+        assert!(!region_covers(&r, usize::MAX, 2));
+        assert!(!region_covers(&[], 0, 0));
     }
 
     #[test]
