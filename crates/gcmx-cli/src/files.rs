@@ -276,6 +276,11 @@ pub fn run(
             )));
         }
     }
+    if dir == Direction::Encrypt && *dst == Sink::Stdout && io::stdout().is_terminal() {
+        return Err(Error::usage(
+            "refusing to write ciphertext to a terminal; redirect standard output or give an OUTPUT file",
+        ));
+    }
     let (input, size) = open_source(src)?;
     let opts = Options {
         backend: run.backend,
