@@ -639,6 +639,8 @@ fn interrupted_run_leaves_nothing() {
         1,
         "the run writes to a temporary file"
     );
+    // Let it register the file for cleanup (it then blocks reading standard input).
+    std::thread::sleep(std::time::Duration::from_millis(300));
     let pid = child.id().to_string();
     let k = std::process::Command::new("kill")
         .args(["-TERM", &pid])
