@@ -1297,6 +1297,35 @@ mod tests {
     }
 
     #[test]
+    fn a_full_segment_then_an_empty_last_segment_is_accepted() {
+        // Valid in the format though Tink and gcmx write a full last segment instead: build
+        // header || full segment 0 (not last) || empty segment 1 (last) by hand.
+        let ks = keyset(16, 64);
+        let key = ks.primary();
+        let layout = Layout::of(key);
+        let header = Header::random(&layout).unwrap();
+        let gcm = Gcm::new(&file_key(key, &header, b"x").unwrap()).unwrap();
+        let pt = data(layout.plaintext_len(0));
+        let mut ct = header.to_bytes();
+        let mut seg = pt.clone();
+        let mut tag = [0u8; 16];
+        let n0 = segment_nonce(&header.nonce_prefix, 0, false);
+        gcm.encrypt_detached(&n0, &[], &mut seg, &mut tag).unwrap();
+        ct.extend_from_slice(&seg);
+        ct.extend_from_slice(&tag);
+        let n1 = segment_nonce(&header.nonce_prefix, 1, true);
+        gcm.encrypt_detached(&n1, &[], &mut [], &mut tag).unwrap();
+        ct.extend_from_slice(&tag);
+        assert_eq!(dec(&ks, b"x", &ct).unwrap(), pt);
+        // without the empty last segment, segment 0 is not marked last: refused
+        let cut = &ct[..ct.len() - 16];
+        assert_eq!(
+            dec(&ks, b"x", cut).unwrap_err().kind(),
+            ErrorKind::Authentication
+        );
+    }
+
+    #[test]
     fn multi_key_keysets_decrypt_with_any_enabled_key() {
         let old = StreamingKey::new(11, &[1u8; 16], 16, 64).unwrap();
         let new = StreamingKey::new(12, &[2u8; 32], 32, 100).unwrap();
