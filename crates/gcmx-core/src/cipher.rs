@@ -10,8 +10,9 @@ use crate::combine::{Partial, tree_reduce};
 use crate::ctr::apply_keystream;
 use crate::field::HashKey;
 
-/// Bytes per step of the serial loop: CTR over a chunk, then GHASH over it while it is in L1.
-pub const SERIAL_CHUNK: usize = 8 * 1024;
+/// Bytes per step of the serial loop: CTR over a chunk, then GHASH over it while it is in L1/L2
+/// (measured: 8 KiB to 128 KiB are equal within 0.5 %; below 2 KiB the per-chunk setup costs).
+pub const SERIAL_CHUNK: usize = 32 * 1024;
 
 /// Smallest chunk the parallel backend hands to one thread.
 pub const MIN_PARALLEL_CHUNK: usize = 16 * 1024;
@@ -82,6 +83,7 @@ where
     }
 
     /// Serial seal: CTR-encrypt `buf` in place and return the full tag.
+    #[inline]
     pub fn seal_serial(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
         let mut g = self.ghash.clone();
         g.update_padded(aad);
@@ -95,6 +97,7 @@ where
     }
 
     /// Serial open: hash the ciphertext, decrypt `buf` in place, return the expected full tag.
+    #[inline]
     pub fn open_serial(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
         let mut g = self.ghash.clone();
         g.update_padded(aad);

@@ -8,6 +8,7 @@ use ctr::flavors::Ctr32BE;
 
 /// XOR the GCM keystream into `buf`, whose first byte is at keystream block `first_block`
 /// (block 0 is the one encrypted with counter `ctr0 + 1`). `buf` starts on a block boundary.
+#[inline]
 pub(crate) fn apply_keystream<C>(cipher: &C, j0: &[u8; 16], first_block: u64, buf: &mut [u8])
 where
     C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16>,
