@@ -178,6 +178,8 @@ fn auto_engine(key: &Arc<KeyMaterial>) -> Box<dyn GcmEngine> {
 fn auto_engine(key: &Arc<KeyMaterial>) -> Box<dyn GcmEngine> {
     let cpu = AutoCpuEngine::new(key.clone());
     match gcmx_cuda::offload_threshold() {
+        // A device is present, but this host's cores beat the GPU on host data: stay on the CPU.
+        Some(usize::MAX) => Box::new(cpu),
         Some(threshold) => match gcmx_cuda::CudaEngine::new(key) {
             Ok(gpu) => Box::new(Offload {
                 cpu,
