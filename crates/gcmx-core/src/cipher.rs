@@ -87,12 +87,7 @@ where
     pub fn seal_serial(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
         let mut g = self.ghash.clone();
         g.update_padded(aad);
-        let mut block = 0u64;
-        for chunk in buf.chunks_mut(SERIAL_CHUNK) {
-            apply_keystream(&self.cipher, j0, block, chunk);
-            g.update_padded(chunk);
-            block += (SERIAL_CHUNK / 16) as u64;
-        }
+        self.fused_run(&mut g, j0, 0, buf, true);
         self.finish(j0, g, aad.len(), buf.len())
     }
 
@@ -101,13 +96,25 @@ where
     pub fn open_serial(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
         let mut g = self.ghash.clone();
         g.update_padded(aad);
-        let mut block = 0u64;
+        self.fused_run(&mut g, j0, 0, buf, false);
+        self.finish(j0, g, aad.len(), buf.len())
+    }
+
+    /// The fused loop every CPU path runs: per [`SERIAL_CHUNK`], CTR then GHASH of the ciphertext
+    /// (`seal`), or GHASH of the ciphertext then CTR (open). `buf` starts at keystream block `first`.
+    #[inline]
+    fn fused_run(&self, g: &mut GHash, j0: &[u8; 16], first: u64, buf: &mut [u8], seal: bool) {
+        let mut block = first;
         for chunk in buf.chunks_mut(SERIAL_CHUNK) {
-            g.update_padded(chunk);
-            apply_keystream(&self.cipher, j0, block, chunk);
+            if seal {
+                apply_keystream(&self.cipher, j0, block, chunk);
+                g.update_padded(chunk);
+            } else {
+                g.update_padded(chunk);
+                apply_keystream(&self.cipher, j0, block, chunk);
+            }
             block += (SERIAL_CHUNK / 16) as u64;
         }
-        self.finish(j0, g, aad.len(), buf.len())
     }
 
     fn finish(&self, j0: &[u8; 16], mut g: GHash, aad_len: usize, ct_len: usize) -> [u8; 16] {
@@ -204,18 +211,8 @@ where
             .par_chunks_mut(chunk)
             .enumerate()
             .map(|(i, c)| {
-                let first = (i * (chunk / 16)) as u64;
                 let mut g = self.ghash.clone();
-                for (j, sub) in c.chunks_mut(SERIAL_CHUNK).enumerate() {
-                    let b = first + (j * (SERIAL_CHUNK / 16)) as u64;
-                    if seal {
-                        apply_keystream(&self.cipher, j0, b, sub);
-                        g.update_padded(sub);
-                    } else {
-                        g.update_padded(sub);
-                        apply_keystream(&self.cipher, j0, b, sub);
-                    }
-                }
+                self.fused_run(&mut g, j0, (i * (chunk / 16)) as u64, c, seal);
                 let v: [u8; 16] = g.finalize().into();
                 Partial {
                     value: u128::from_be_bytes(v),
