@@ -1,0 +1,253 @@
+//! The stitched kernels against the generic path (the `aes`, `ctr` and `ghash` crates): byte for
+//! byte, every length 0..=600 and some big ones, all three key sizes, counter wrap-around.
+
+use aes::cipher::{BlockCipherEncrypt, KeyInit, KeyIvInit, StreamCipher};
+use gcmx_x86::StitchedKey;
+use ghash::GHash;
+use ghash::universal_hash::UniversalHash;
+
+/// splitmix64: deterministic test data.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+    /// Random bytes, a random length in `0..=max`.
+    fn upto(&mut self, max: usize) -> Vec<u8> {
+        let n = self.below(max + 1);
+        self.bytes(n)
+    }
+    /// A random AES key of a random size.
+    fn key(&mut self) -> Vec<u8> {
+        let n = [16, 24, 32][self.below(3)];
+        self.bytes(n)
+    }
+}
+
+/// `None` (and a note) when this CPU cannot run the kernels; otherwise the key, which must exist.
+fn stitched(key: &[u8]) -> Option<StitchedKey> {
+    let k = StitchedKey::new(key);
+    assert_eq!(k.is_some(), StitchedKey::cpu_supported());
+    if k.is_none() {
+        eprintln!("CPU lacks VAES/VPCLMULQDQ: stitched kernels not tested here");
+    }
+    k
+}
+
+fn aes_encrypt(key: &[u8], block: &mut [u8; 16]) {
+    let mut b = (*block).into();
+    match key.len() {
+        16 => aes::Aes128::new_from_slice(key)
+            .unwrap()
+            .encrypt_block(&mut b),
+        24 => aes::Aes192::new_from_slice(key)
+            .unwrap()
+            .encrypt_block(&mut b),
+        _ => aes::Aes256::new_from_slice(key)
+            .unwrap()
+            .encrypt_block(&mut b),
+    }
+    *block = b.into();
+}
+
+/// Generic CTR (inc32 on the last word) through the `ctr` crate.
+fn generic_ctr(key: &[u8], ctr: &[u8; 16], buf: &mut [u8]) {
+    match key.len() {
+        16 => ctr::Ctr32BE::<aes::Aes128>::new_from_slices(key, ctr)
+            .unwrap()
+            .apply_keystream(buf),
+        24 => ctr::Ctr32BE::<aes::Aes192>::new_from_slices(key, ctr)
+            .unwrap()
+            .apply_keystream(buf),
+        _ => ctr::Ctr32BE::<aes::Aes256>::new_from_slices(key, ctr)
+            .unwrap()
+            .apply_keystream(buf),
+    }
+}
+
+/// GHASH of the pieces, each zero-padded, through the `ghash` crate.
+fn generic_ghash(key: &[u8], pieces: &[&[u8]]) -> u128 {
+    let mut h = [0u8; 16];
+    aes_encrypt(key, &mut h);
+    let mut g = GHash::new(&h.into());
+    for p in pieces {
+        g.update_padded(p);
+    }
+    u128::from_be_bytes(g.finalize().into())
+}
+
+/// Seal and open of one message, all against the generic path.
+fn check_one(rng: &mut Rng, len: usize, ctr: [u8; 16]) {
+    let key = rng.key();
+    let Some(k) = stitched(&key) else { return };
+    let aad = rng.upto(101);
+    let pt = rng.bytes(len);
+    let lenblk = ((aad.len() as u128 * 8) << 64 | (len as u128 * 8)).to_be_bytes();
+
+    let mut ct = pt.clone();
+    let mut y = 0u128;
+    k.ghash(&mut y, &aad);
+    k.seal(&ctr, &mut y, &mut ct);
+    k.ghash(&mut y, &lenblk);
+
+    let mut want = pt.clone();
+    generic_ctr(&key, &ctr, &mut want);
+    assert_eq!(ct, want, "ciphertext, len {len}, key {}", key.len());
+    let want_y = generic_ghash(&key, &[&aad, &want, &lenblk]);
+    assert_eq!(y, want_y, "GHASH, len {len}, key {}", key.len());
+
+    let mut back = ct.clone();
+    let mut y2 = 0u128;
+    k.ghash(&mut y2, &aad);
+    k.open(&ctr, &mut y2, &mut back);
+    k.ghash(&mut y2, &lenblk);
+    assert_eq!(back, pt, "open, len {len}");
+    assert_eq!(y2, want_y, "open GHASH, len {len}");
+}
+
+fn random_ctr(rng: &mut Rng) -> [u8; 16] {
+    let mut c = [0u8; 16];
+    c.copy_from_slice(&rng.bytes(16));
+    c
+}
+
+#[test]
+fn every_length_to_600() {
+    let mut rng = Rng(1);
+    for len in 0..=600 {
+        let ctr = random_ctr(&mut rng);
+        check_one(&mut rng, len, ctr);
+    }
+}
+
+#[test]
+fn big_lengths() {
+    let mut rng = Rng(2);
+    for len in [
+        4096,
+        4096 + 255,
+        16 * 1024,
+        65_536 + 17,
+        (1 << 20) + 5,
+        3 * (1 << 20) + 250,
+    ] {
+        let ctr = random_ctr(&mut rng);
+        check_one(&mut rng, len, ctr);
+    }
+}
+
+/// Counters starting at 0xFFFFFFF0 cross 2^32 inside a step and in the tail: the generic path
+/// and an explicit block-by-block keystream agree, and byte 11 never changes.
+#[test]
+fn counter_wraps_mod_2_32() {
+    let mut rng = Rng(3);
+    for start in [0xFFFF_FFF0u32, 0xFFFF_FFFF, 0xFFFF_FF00] {
+        for len in [16usize, 17, 100, 256, 257, 600, 4096 + 33] {
+            let mut ctr = random_ctr(&mut rng);
+            ctr[12..].copy_from_slice(&start.to_be_bytes());
+            check_one(&mut rng, len, ctr);
+
+            let key = rng.key();
+            let Some(k) = stitched(&key) else { return };
+            let mut buf = vec![0u8; len];
+            let mut y = 0;
+            k.seal(&ctr, &mut y, &mut buf);
+            for (i, b) in buf.chunks(16).enumerate() {
+                let mut blk = ctr;
+                blk[12..].copy_from_slice(&start.wrapping_add(i as u32).to_be_bytes());
+                aes_encrypt(&key, &mut blk);
+                assert_eq!(b, &blk[..b.len()], "start {start:#x} block {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn ghash_alone_matches() {
+    let mut rng = Rng(4);
+    for len in (0..=600).chain([4096, 4096 + 1, 70_000]) {
+        let key = rng.key();
+        let Some(k) = stitched(&key) else { return };
+        let a = rng.upto(300);
+        let b = rng.bytes(len);
+        let mut y = 0;
+        k.ghash(&mut y, &a);
+        k.ghash(&mut y, &b);
+        assert_eq!(y, generic_ghash(&key, &[&a, &b]), "len {len}");
+    }
+}
+
+#[test]
+fn encrypt_block_matches_aes() {
+    let mut rng = Rng(5);
+    for _ in 0..200 {
+        let key = rng.key();
+        let Some(k) = stitched(&key) else { return };
+        assert_eq!(k.key_len(), key.len());
+        let mut b = random_ctr(&mut rng);
+        let mut want = b;
+        k.encrypt_block(&mut b);
+        aes_encrypt(&key, &mut want);
+        assert_eq!(b, want);
+    }
+}
+
+/// FIPS 197 appendix C: the three example vectors.
+#[test]
+fn fips197_vectors() {
+    let pt: [u8; 16] = core::array::from_fn(|i| (i as u8) * 0x11);
+    let cases: [(usize, u128); 3] = [
+        (16, 0x69c4e0d86a7b0430d8cdb78070b4c55a),
+        (24, 0xdda97ca4864cdfe06eaf70a0ec0d7191),
+        (32, 0x8ea2b7ca516745bfeafc49904b496089),
+    ];
+    for (n, want) in cases {
+        let key: Vec<u8> = (0..n as u8).collect();
+        let Some(k) = stitched(&key) else { return };
+        let mut b = pt;
+        k.encrypt_block(&mut b);
+        assert_eq!(u128::from_be_bytes(b), want, "AES-{}", n * 8);
+    }
+}
+
+#[test]
+fn bad_key_lengths_are_refused() {
+    for n in [0usize, 1, 15, 17, 20, 23, 25, 31, 33, 64] {
+        assert!(StitchedKey::new(&vec![0u8; n]).is_none(), "length {n}");
+    }
+}
+
+/// Seal split at any 16-byte boundary, continuing the state and the counter, equals one call.
+#[test]
+fn split_calls_continue() {
+    let mut rng = Rng(6);
+    let key = rng.bytes(32);
+    let Some(k) = stitched(&key) else { return };
+    let pt = rng.bytes(1000);
+    let ctr = random_ctr(&mut rng);
+    let mut whole = pt.clone();
+    let mut yw = 0;
+    k.seal(&ctr, &mut yw, &mut whole);
+    for cut in (0..=1000).step_by(16) {
+        let mut parts = pt.clone();
+        let mut y = 0;
+        let (a, b) = parts.split_at_mut(cut);
+        k.seal(&ctr, &mut y, a);
+        let mut c2 = ctr;
+        let low = u32::from_be_bytes([ctr[12], ctr[13], ctr[14], ctr[15]]);
+        c2[12..].copy_from_slice(&low.wrapping_add((cut / 16) as u32).to_be_bytes());
+        k.seal(&c2, &mut y, b);
+        assert_eq!(parts, whole, "cut {cut}");
+        assert_eq!(y, yw, "cut {cut}");
+    }
+}
