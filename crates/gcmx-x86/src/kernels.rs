@@ -236,38 +236,53 @@ fn absorb1(y: __m128i, block: __m128i, q1: __m128i) -> __m128i {
 }
 
 /// The powers for one step, laid out like the data: register `j` holds blocks `2j` and `2j+1`
-/// of the step's 16, which are multiplied by `Q_(16−2j)` and `Q_(15−2j)`.
-#[inline]
-#[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn step_powers(keys: &Keys) -> [__m256i; W] {
-    let mut p = [_mm256_setzero_si256(); W];
-    for (j, pj) in p.iter_mut().enumerate() {
-        let lo: __m128i = cast(keys.q[NB - 1 - 2 * j]);
-        let hi: __m128i = cast(keys.q[NB - 2 - 2 * j]);
-        *pj = _mm256_set_m128i(hi, lo);
-    }
-    p
+/// of the step's 16, which are multiplied by `Q_(16−2j)` and `Q_(15−2j)`. Beside them, for
+/// Karatsuba, each power's two 64-bit halves XORed together (in both halves).
+#[derive(Clone, Copy)]
+struct StepPowers {
+    p: [__m256i; W],
+    k: [__m256i; W],
 }
 
-/// Absorb one step of 16 blocks `d` (as in memory) into `y`: aggregated, one reduction.
 #[inline]
 #[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn ghash_step(p: &[__m256i; W], y: __m128i, d: &[__m256i; W]) -> __m128i {
+fn step_powers(keys: &Keys) -> StepPowers {
+    let mut sp = StepPowers {
+        p: [_mm256_setzero_si256(); W],
+        k: [_mm256_setzero_si256(); W],
+    };
+    for j in 0..W {
+        let lo: __m128i = cast(keys.q[NB - 1 - 2 * j]);
+        let hi: __m128i = cast(keys.q[NB - 2 - 2 * j]);
+        let p = _mm256_set_m128i(hi, lo);
+        sp.p[j] = p;
+        sp.k[j] = _mm256_xor_si256(p, _mm256_shuffle_epi32::<0x4E>(p));
+    }
+    sp
+}
+
+/// Absorb one step of 16 blocks `d` (as in memory) into `y`: aggregated (three carry-less
+/// products per block, Karatsuba), one reduction.
+#[inline]
+#[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn ghash_step(sp: &StepPowers, y: __m128i, d: &[__m256i; W]) -> __m128i {
     let rev = rev_mask();
     let mut lo = _mm256_setzero_si256();
     let mut mid = _mm256_setzero_si256();
     let mut hi = _mm256_setzero_si256();
-    for j in 0..W {
-        let mut x = _mm256_shuffle_epi8(d[j], rev);
+    for (j, dj) in d.iter().enumerate() {
+        let mut x = _mm256_shuffle_epi8(*dj, rev);
         if j == 0 {
             x = _mm256_xor_si256(x, _mm256_set_m128i(_mm_setzero_si128(), y));
         }
-        lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128::<0x00>(x, p[j]));
-        hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128::<0x11>(x, p[j]));
-        mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128::<0x01>(x, p[j]));
-        mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128::<0x10>(x, p[j]));
+        let xk = _mm256_xor_si256(x, _mm256_shuffle_epi32::<0x4E>(x));
+        lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128::<0x00>(x, sp.p[j]));
+        hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128::<0x11>(x, sp.p[j]));
+        mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128::<0x00>(xk, sp.k[j]));
     }
-    reduce(fold(lo), fold(mid), fold(hi))
+    let (lo, hi) = (fold(lo), fold(hi));
+    let mid = _mm_xor_si128(fold(mid), _mm_xor_si128(lo, hi));
+    reduce(lo, mid, hi)
 }
 
 /// XOR of a register's two lanes.
@@ -291,22 +306,54 @@ fn round_keys256(keys: &Keys) -> [__m256i; 15] {
     k
 }
 
-/// AES of 16 blocks (8 registers) with `NR` rounds.
+/// One stitched step: AES (`NR` rounds) of the 16 counter blocks `ctrs` and, when `HASH`, the
+/// GHASH of the 16 blocks `d` into `y`, one register's three carry-less products after each AES
+/// round, so that the AES and the carry-less multiplier units work at the same time. Returns the
+/// keystream and the new `y`.
 #[inline]
 #[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn aes_step<const NR: usize>(k: &[__m256i; 15], mut s: [__m256i; W]) -> [__m256i; W] {
+fn stitched_step<const NR: usize, const HASH: bool>(
+    k: &[__m256i; 15],
+    ctrs: [__m256i; W],
+    sp: &StepPowers,
+    y: __m128i,
+    d: &[__m256i; W],
+) -> ([__m256i; W], __m128i) {
+    let rev = rev_mask();
+    let mut s = ctrs;
     for x in s.iter_mut() {
         *x = _mm256_xor_si256(*x, k[0]);
     }
-    for kr in &k[1..NR] {
+    let mut lo = _mm256_setzero_si256();
+    let mut mid = _mm256_setzero_si256();
+    let mut hi = _mm256_setzero_si256();
+    for (j, kr) in k[1..NR].iter().enumerate() {
         for x in s.iter_mut() {
             *x = _mm256_aesenc_epi128(*x, *kr);
         }
+        // after round j + 1: register j's products
+        if HASH && j < W {
+            let mut x = _mm256_shuffle_epi8(d[j], rev);
+            if j == 0 {
+                x = _mm256_xor_si256(x, _mm256_set_m128i(_mm_setzero_si128(), y));
+            }
+            let xk = _mm256_xor_si256(x, _mm256_shuffle_epi32::<0x4E>(x));
+            lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128::<0x00>(x, sp.p[j]));
+            hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128::<0x11>(x, sp.p[j]));
+            mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128::<0x00>(xk, sp.k[j]));
+        }
     }
+    let y = if HASH {
+        let (lo, hi) = (fold(lo), fold(hi));
+        let mid = _mm_xor_si128(fold(mid), _mm_xor_si128(lo, hi));
+        reduce(lo, mid, hi)
+    } else {
+        y
+    };
     for x in s.iter_mut() {
         *x = _mm256_aesenclast_epi128(*x, k[NR]);
     }
-    s
+    (s, y)
 }
 
 /// AES of one block with `NR` rounds.
@@ -408,18 +455,25 @@ fn crypt<const SEAL: bool, const NR: usize>(keys: &Keys, ctr: u128, y: &mut u128
     );
     let mut pending: Option<[__m256i; W]> = None;
     for s in bulk.chunks_exact_mut(STEP) {
-        let ks = aes_step::<NR>(&k, counters(&mut base, rev));
         let mut d = [_mm256_setzero_si256(); W];
         for (j, x) in d.iter_mut().enumerate() {
             *x = load32(&s[32 * j..]);
         }
-        if SEAL {
-            if let Some(prev) = &pending {
-                yv = ghash_step(&p, yv, prev);
+        let ctrs = counters(&mut base, rev);
+        let ks = if SEAL {
+            match &pending {
+                Some(prev) => {
+                    let (ks, y2) = stitched_step::<NR, true>(&k, ctrs, &p, yv, prev);
+                    yv = y2;
+                    ks
+                }
+                None => stitched_step::<NR, false>(&k, ctrs, &p, yv, &d).0,
             }
         } else {
-            yv = ghash_step(&p, yv, &d);
-        }
+            let (ks, y2) = stitched_step::<NR, true>(&k, ctrs, &p, yv, &d);
+            yv = y2;
+            ks
+        };
         for (j, x) in d.iter_mut().enumerate() {
             *x = _mm256_xor_si256(*x, ks[j]);
             store32(&mut s[32 * j..], *x);
