@@ -71,12 +71,18 @@ where
     type KeySize = Aes::KeySize;
 }
 
+/// Keyed from the raw key, AES-128/192/256 run the stitched x86-64 kernels where the CPU has
+/// them ([`Cipher::with_key`]); `From<Aes>` (no raw key) runs the generic path.
 impl<Aes, N, T> KeyInit for AesGcm<Aes, N, T>
 where
-    Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt + KeyInit,
+    Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt + KeyInit + 'static,
 {
     fn new(key: &aead::Key<Self>) -> Self {
-        Aes::new(key).into()
+        AesGcm {
+            cipher: Cipher::with_key(Aes::new(key), key),
+            nonce_size: PhantomData,
+            tag_size: PhantomData,
+        }
     }
 }
 
@@ -156,5 +162,33 @@ where
 impl<Aes, N, T> core::fmt::Debug for AesGcm<Aes, N, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("AesGcm").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aead::Aead;
+
+    /// `KeyInit` (raw key known) takes the stitched kernels where the CPU has them, `From<Aes>`
+    /// the generic path; both produce the same ciphertext and tag.
+    #[test]
+    fn key_init_is_stitched_and_agrees_with_from() {
+        let key = [0x5cu8; 32];
+        let a = Aes256Gcm::new(&key.into());
+        let b = Aes256Gcm::from(Aes256::new(&key.into()));
+        assert_eq!(
+            a.cipher.is_stitched(),
+            gcmx_x86::StitchedKey::cpu_supported()
+        );
+        assert!(!b.cipher.is_stitched());
+        let nonce = Nonce::<U12>::from([3u8; 12]);
+        for len in [0usize, 1, 16, 255, 256, 1000, 70_000] {
+            let pt: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let ca = a.encrypt(&nonce, pt.as_slice()).unwrap();
+            let cb = b.encrypt(&nonce, pt.as_slice()).unwrap();
+            assert_eq!(ca, cb, "len {len}");
+            assert_eq!(b.decrypt(&nonce, ca.as_slice()).unwrap(), pt);
+        }
     }
 }

@@ -1,7 +1,16 @@
 //! One AES key with its GHASH key: the fused CTR+GHASH loops of the CPU backends, generic over any
 //! RustCrypto block cipher with 16-byte blocks.
+//!
+//! Two paths run those loops. For AES keyed from its raw bytes ([`Cipher::with_key`]) on an
+//! x86-64 CPU with VAES and VPCLMULQDQ, the stitched kernels of `gcmx-x86` (AES rounds and
+//! carry-less multiplies interleaved in one loop); otherwise the generic path, the block
+//! cipher's own CTR backend and the `ghash` crate. The path is chosen in one place,
+//! `Cipher::hasher`; every loop below is written once for both.
+
+use core::any::TypeId;
 
 use aes::cipher::{Block, BlockCipherEncrypt, BlockSizeUser, consts::U16};
+use gcmx_x86::StitchedKey;
 use ghash::GHash;
 use ghash::universal_hash::UniversalHash;
 use rayon::prelude::*;
@@ -36,21 +45,97 @@ pub struct Cipher<C> {
     cipher: C,
     ghash: GHash,
     hk: HashKey,
+    stitched: Option<StitchedKey>,
+}
+
+/// A running GHASH state on one of the two paths ([`Cipher::hasher`] picks which).
+#[derive(Clone)]
+enum Hasher<'a> {
+    /// The `ghash` crate.
+    Generic(GHash),
+    /// The stitched kernels; the state as a POLYVAL-domain `u128`.
+    Stitched(&'a StitchedKey, u128),
+}
+
+impl Hasher<'_> {
+    /// Absorb `data`, zero-padded to whole blocks.
+    #[inline]
+    fn update_padded(&mut self, data: &[u8]) {
+        match self {
+            Hasher::Generic(g) => g.update_padded(data),
+            Hasher::Stitched(k, y) => k.ghash(y, data),
+        }
+    }
+
+    /// The state, as a GHASH block read big-endian.
+    #[inline]
+    fn finalize(self) -> u128 {
+        match self {
+            Hasher::Generic(g) => u128::from_be_bytes(g.finalize().into()),
+            Hasher::Stitched(_, y) => y,
+        }
+    }
 }
 
 impl<C> Cipher<C>
 where
     C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16>,
 {
-    /// Derive `H = E_K(0^128)` and set up both hashers.
+    /// Derive `H = E_K(0^128)` and set up both hashers. This cipher runs the generic path only
+    /// (the raw key is not known here); [`Cipher::with_key`] can also use the stitched kernels.
     pub fn new(cipher: C) -> Self {
+        Self::build(cipher, None)
+    }
+
+    /// Like [`Cipher::new`], and when `C` is `aes::Aes128`, `Aes192` or `Aes256`, `key` is the
+    /// key `cipher` was made from, and the CPU has VAES and VPCLMULQDQ: the stitched x86-64
+    /// kernels too. As a guard, the kernels' `E_K(0^128)` must equal the cipher's, else the
+    /// generic path is kept.
+    pub fn with_key(cipher: C, key: &[u8]) -> Self
+    where
+        C: 'static,
+    {
+        let t = TypeId::of::<C>();
+        let aes = (t == TypeId::of::<aes::Aes128>() && key.len() == 16)
+            || (t == TypeId::of::<aes::Aes192>() && key.len() == 24)
+            || (t == TypeId::of::<aes::Aes256>() && key.len() == 32);
+        Self::build(cipher, if aes { StitchedKey::new(key) } else { None })
+    }
+
+    fn build(cipher: C, stitched: Option<StitchedKey>) -> Self {
         let mut h = Block::<C>::default();
         cipher.encrypt_block(&mut h);
         let mut hb: [u8; 16] = h.into();
         let ghash = GHash::new(&hb.into());
         let hk = HashKey::new(hb);
+        let stitched = stitched.filter(|k| {
+            let mut h2 = [0u8; 16];
+            k.encrypt_block(&mut h2);
+            let same = subtle::ConstantTimeEq::ct_eq(&h2[..], &hb[..]).into();
+            zeroize::Zeroize::zeroize(&mut h2);
+            same
+        });
         zeroize::Zeroize::zeroize(&mut hb);
-        Cipher { cipher, ghash, hk }
+        Cipher {
+            cipher,
+            ghash,
+            hk,
+            stitched,
+        }
+    }
+
+    /// Whether this cipher runs the stitched x86-64 kernels (else the generic path).
+    pub fn is_stitched(&self) -> bool {
+        self.stitched.is_some()
+    }
+
+    /// A GHASH state at zero on this cipher's path: the one place the path is chosen.
+    #[inline]
+    fn hasher(&self) -> Hasher<'_> {
+        match &self.stitched {
+            Some(k) => Hasher::Stitched(k, 0),
+            None => Hasher::Generic(self.ghash.clone()),
+        }
     }
 
     /// The POLYVAL-domain hash key.
@@ -74,18 +159,18 @@ where
             j0[15] = 1;
             return j0;
         }
-        let mut g = self.ghash.clone();
+        let mut g = self.hasher();
         g.update_padded(nonce);
         let mut len = [0u8; 16];
         len[8..].copy_from_slice(&((nonce.len() as u64) * 8).to_be_bytes());
-        g.update(&[len.into()]);
-        g.finalize().into()
+        g.update_padded(&len);
+        g.finalize().to_be_bytes()
     }
 
     /// Serial seal: CTR-encrypt `buf` in place and return the full tag.
     #[inline]
     pub fn seal_serial(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
-        let mut g = self.ghash.clone();
+        let mut g = self.hasher();
         g.update_padded(aad);
         self.fused_run(&mut g, j0, 0, buf, true);
         self.finish(j0, g, aad.len(), buf.len())
@@ -94,16 +179,30 @@ where
     /// Serial open: hash the ciphertext, decrypt `buf` in place, return the expected full tag.
     #[inline]
     pub fn open_serial(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
-        let mut g = self.ghash.clone();
+        let mut g = self.hasher();
         g.update_padded(aad);
         self.fused_run(&mut g, j0, 0, buf, false);
         self.finish(j0, g, aad.len(), buf.len())
     }
 
-    /// The fused loop every CPU path runs: per [`SERIAL_CHUNK`], CTR then GHASH of the ciphertext
-    /// (`seal`), or GHASH of the ciphertext then CTR (open). `buf` starts at keystream block `first`.
+    /// The fused loop every CPU path runs. `buf` starts at keystream block `first`. Stitched:
+    /// one kernel call, AES-CTR and GHASH of the ciphertext interleaved. Generic: per
+    /// [`SERIAL_CHUNK`], CTR then GHASH of the ciphertext (`seal`), or GHASH of the ciphertext
+    /// then CTR (open).
     #[inline]
-    fn fused_run(&self, g: &mut GHash, j0: &[u8; 16], first: u64, buf: &mut [u8], seal: bool) {
+    fn fused_run(&self, g: &mut Hasher<'_>, j0: &[u8; 16], first: u64, buf: &mut [u8], seal: bool) {
+        let g = match g {
+            Hasher::Stitched(k, y) => {
+                let ctr = counter_block(j0, first);
+                if seal {
+                    k.seal(&ctr, y, buf);
+                } else {
+                    k.open(&ctr, y, buf);
+                }
+                return;
+            }
+            Hasher::Generic(g) => g,
+        };
         let mut block = first;
         for chunk in buf.chunks_mut(SERIAL_CHUNK) {
             if seal {
@@ -117,10 +216,9 @@ where
         }
     }
 
-    fn finish(&self, j0: &[u8; 16], mut g: GHash, aad_len: usize, ct_len: usize) -> [u8; 16] {
-        g.update(&[length_block(aad_len, ct_len).into()]);
-        let s: [u8; 16] = g.finalize().into();
-        self.mask(j0, u128::from_be_bytes(s))
+    fn finish(&self, j0: &[u8; 16], mut g: Hasher<'_>, aad_len: usize, ct_len: usize) -> [u8; 16] {
+        g.update_padded(&length_block(aad_len, ct_len));
+        self.mask(j0, g.finalize())
     }
 
     /// Tag = S XOR E_K(J0).
@@ -132,11 +230,10 @@ where
 
     /// The GHASH value of one run of bytes (zero-padded to whole blocks) as a [`Partial`].
     pub fn hash_run(&self, data: &[u8]) -> Partial {
-        let mut g = self.ghash.clone();
+        let mut g = self.hasher();
         g.update_padded(data);
-        let v: [u8; 16] = g.finalize().into();
         Partial {
-            value: u128::from_be_bytes(v),
+            value: g.finalize(),
             blocks: data.len().div_ceil(16) as u64,
         }
     }
@@ -211,17 +308,27 @@ where
             .par_chunks_mut(chunk)
             .enumerate()
             .map(|(i, c)| {
-                let mut g = self.ghash.clone();
+                let mut g = self.hasher();
                 self.fused_run(&mut g, j0, (i * (chunk / 16)) as u64, c, seal);
-                let v: [u8; 16] = g.finalize().into();
                 Partial {
-                    value: u128::from_be_bytes(v),
+                    value: g.finalize(),
                     blocks: c.len().div_ceil(16) as u64,
                 }
             })
             .collect();
         self.tag_from_partials(j0, aad, &parts, ct_len)
     }
+}
+
+/// The counter block of keystream block `first` (block 0 uses `J0 + 1`): inc32 arithmetic,
+/// the low 32 bits wrap and the other 96 stay.
+fn counter_block(j0: &[u8; 16], first: u64) -> [u8; 16] {
+    let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
+    // Truncation is the point: the counter is 32 bits and wraps (SP 800-38D inc32).
+    let c = ctr0.wrapping_add(1).wrapping_add(first as u32);
+    let mut b = *j0;
+    b[12..].copy_from_slice(&c.to_be_bytes());
+    b
 }
 
 /// GCM's last GHASH block: `[len(A)]_64 ‖ [len(C)]_64` in bits.
@@ -235,5 +342,137 @@ pub fn length_block(aad_len: usize, ct_len: usize) -> [u8; 16] {
 impl<C> core::fmt::Debug for Cipher<C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("Cipher { .. }")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aes::cipher::KeyInit;
+    use aes::{Aes128, Aes192, Aes256};
+
+    /// splitmix64: deterministic test data.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn bytes(&mut self, n: usize) -> Vec<u8> {
+            (0..n).map(|_| self.next() as u8).collect()
+        }
+    }
+
+    /// Both paths for one key: (stitched, generic). The stitched one is asserted to be stitched
+    /// whenever the CPU can run the kernels, so these tests never silently compare generic with
+    /// generic on such a CPU.
+    fn pair<C>(key: &[u8]) -> (Cipher<C>, Cipher<C>)
+    where
+        C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16> + KeyInit + 'static,
+    {
+        let s = Cipher::with_key(C::new_from_slice(key).unwrap(), key);
+        let g = Cipher::new(C::new_from_slice(key).unwrap());
+        assert_eq!(s.is_stitched(), StitchedKey::cpu_supported());
+        assert!(!g.is_stitched());
+        (s, g)
+    }
+
+    fn check_pair<C>(s: &Cipher<C>, g: &Cipher<C>, rng: &mut Rng, len: usize, nonce_len: usize)
+    where
+        C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16> + Sync,
+    {
+        let nonce = rng.bytes(nonce_len);
+        let n = rng.below(101);
+        let aad = rng.bytes(n);
+        let pt = rng.bytes(len);
+        let j0 = s.j0(&nonce);
+        assert_eq!(j0, g.j0(&nonce), "j0, nonce {nonce_len}");
+        let (mut a, mut b) = (pt.clone(), pt.clone());
+        let ta = s.seal_serial(&j0, &aad, &mut a);
+        let tb = g.seal_serial(&j0, &aad, &mut b);
+        assert_eq!((&a, ta), (&b, tb), "seal, len {len}");
+        assert_eq!(s.hash_run(&a), g.hash_run(&b), "hash_run, len {len}");
+        let to = s.open_serial(&j0, &aad, &mut a);
+        assert_eq!(to, ta, "open tag, len {len}");
+        assert_eq!(a, pt, "open, len {len}");
+        // parallel chunks of 1, 3 and 17 blocks, each hashed from zero by its own path
+        for chunk in [16, 48, 272] {
+            let mut c = pt.clone();
+            assert_eq!(
+                s.seal_parallel(&j0, &aad, &mut c, chunk),
+                ta,
+                "par tag {len}/{chunk}"
+            );
+            assert_eq!(c, b, "par ct {len}/{chunk}");
+            assert_eq!(s.open_parallel(&j0, &aad, &mut c, chunk), ta);
+            assert_eq!(c, pt);
+        }
+    }
+
+    /// Stitched and generic paths agree byte for byte, tags too, at every length 0..=600 and some
+    /// big ones, for the three key sizes, 96-bit and other nonces, serial and parallel.
+    #[test]
+    fn stitched_equals_generic() {
+        let mut rng = Rng(11);
+        for len in (0..=600).chain([4096 + 7, 65_536, (1 << 20) + 5]) {
+            let nonce_len = if len % 5 == 0 { 1 + rng.below(70) } else { 12 };
+            match len % 3 {
+                0 => {
+                    let (s, g) = pair::<Aes128>(&rng.bytes(16));
+                    check_pair(&s, &g, &mut rng, len, nonce_len);
+                }
+                1 => {
+                    let (s, g) = pair::<Aes192>(&rng.bytes(24));
+                    check_pair(&s, &g, &mut rng, len, nonce_len);
+                }
+                _ => {
+                    let (s, g) = pair::<Aes256>(&rng.bytes(32));
+                    check_pair(&s, &g, &mut rng, len, nonce_len);
+                }
+            }
+        }
+    }
+
+    /// J0's counter at 0xFFFFFFF0 and beyond: the keystream crosses 2^32 the same way on both
+    /// paths (serial, and parallel chunks that start past the wrap).
+    #[test]
+    fn counter_wrap_equal_on_both_paths() {
+        let mut rng = Rng(12);
+        let (s, g) = pair::<Aes256>(&rng.bytes(32));
+        for start in [0xFFFF_FFF0u32, 0xFFFF_FFFE, 0xFFFF_FF00] {
+            for len in [1usize, 255, 256, 257, 600, 5000] {
+                let mut j0 = [0u8; 16];
+                j0.copy_from_slice(&rng.bytes(16));
+                j0[12..].copy_from_slice(&start.to_be_bytes());
+                let pt = rng.bytes(len);
+                let (mut a, mut b, mut c) = (pt.clone(), pt.clone(), pt.clone());
+                let ta = s.seal_serial(&j0, b"aad", &mut a);
+                let tb = g.seal_serial(&j0, b"aad", &mut b);
+                let tc = s.seal_parallel(&j0, b"aad", &mut c, 64);
+                assert_eq!((&a, ta), (&b, tb), "start {start:#x} len {len}");
+                assert_eq!((&c, tc), (&b, tb), "parallel, start {start:#x} len {len}");
+            }
+        }
+    }
+
+    /// Only AES keyed with its own raw key gets the kernels.
+    #[test]
+    fn stitched_only_for_matching_aes_keys() {
+        let k32 = [7u8; 32];
+        let wrong = Cipher::with_key(Aes256::new_from_slice(&k32).unwrap(), &[8u8; 32]);
+        assert!(
+            !wrong.is_stitched(),
+            "a raw key that is not the cipher's key is refused"
+        );
+        let short = Cipher::with_key(Aes256::new_from_slice(&k32).unwrap(), &k32[..16]);
+        assert!(!short.is_stitched());
+        let right = Cipher::with_key(Aes256::new_from_slice(&k32).unwrap(), &k32);
+        assert_eq!(right.is_stitched(), StitchedKey::cpu_supported());
     }
 }

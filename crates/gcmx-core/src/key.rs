@@ -45,17 +45,46 @@ macro_rules! with_cipher {
 pub(crate) use with_cipher;
 
 impl KeyMaterial {
-    /// Key an AES of the size `key.len()` selects.
+    /// Key an AES of the size `key.len()` selects. On an x86-64 CPU with VAES and VPCLMULQDQ
+    /// the CPU backends run the stitched kernels of `gcmx-x86`, else the generic path.
     pub fn new(key: &[u8]) -> Result<Self, Error> {
+        Self::build(key, true)
+    }
+
+    /// Like [`KeyMaterial::new`] but always on the generic path (the `aes` and `ghash`
+    /// crates), whatever the CPU: for comparisons and tests. Output is identical.
+    pub fn new_generic(key: &[u8]) -> Result<Self, Error> {
+        Self::build(key, false)
+    }
+
+    fn build(key: &[u8], stitched: bool) -> Result<Self, Error> {
+        fn make<C>(c: C, key: &[u8], stitched: bool) -> Cipher<C>
+        where
+            C: aes::cipher::BlockCipherEncrypt
+                + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>
+                + 'static,
+        {
+            if stitched {
+                Cipher::with_key(c, key)
+            } else {
+                Cipher::new(c)
+            }
+        }
         let cipher = match key.len() {
-            16 => AnyCipher::Aes128(Cipher::new(
+            16 => AnyCipher::Aes128(make(
                 Aes128::new_from_slice(key).map_err(|_| Error::KeyLength(16))?,
+                key,
+                stitched,
             )),
-            24 => AnyCipher::Aes192(Cipher::new(
+            24 => AnyCipher::Aes192(make(
                 Aes192::new_from_slice(key).map_err(|_| Error::KeyLength(24))?,
+                key,
+                stitched,
             )),
-            32 => AnyCipher::Aes256(Cipher::new(
+            32 => AnyCipher::Aes256(make(
                 Aes256::new_from_slice(key).map_err(|_| Error::KeyLength(32))?,
+                key,
+                stitched,
             )),
             n => return Err(Error::KeyLength(n)),
         };
@@ -68,6 +97,11 @@ impl KeyMaterial {
     /// The raw AES key, for backends that expand it themselves (the GPU). Handle with care.
     pub fn key_bytes(&self) -> &[u8] {
         &self.raw
+    }
+
+    /// Whether the CPU backends run the stitched x86-64 kernels for this key.
+    pub fn is_stitched(&self) -> bool {
+        with_cipher!(&self.cipher, c => c.is_stitched())
     }
 
     /// The keyed cipher.
