@@ -8,9 +8,11 @@
 //! with `0xC2 << 56`), which is the form the rest of gcmx uses: a GHASH state is a `u128`, the
 //! 16-byte GCM block read big-endian.
 //!
-//! The kernels need AES-NI, PCLMULQDQ, AVX2, VAES and VPCLMULQDQ, detected at run time by
-//! [`StitchedKey::new`], which returns `None` on other CPUs (and always off x86-64). All AES and
-//! carry-less multiplications are single instructions: no table lookups, no branches on secrets.
+//! Those wide kernels need AES-NI, PCLMULQDQ, AVX2, VAES and VPCLMULQDQ. On CPUs with AES-NI,
+//! PCLMULQDQ and SSSE3 but not the rest, narrow kernels of the same shape run on 128-bit
+//! registers (8 blocks a step). [`StitchedKey::new`] detects the features at run time and
+//! returns `None` on CPUs without AES-NI (and always off x86-64). All AES and carry-less
+//! multiplications are single instructions: no table lookups, no branches on secrets.
 //!
 //! ```
 //! use gcmx_x86::StitchedKey;
@@ -45,12 +47,13 @@ pub struct StitchedKey {
 }
 
 impl StitchedKey {
-    /// Expand `key` (16, 24 or 32 bytes: AES-128/192/256). `None` when the CPU lacks AES-NI,
-    /// PCLMULQDQ, AVX2, VAES or VPCLMULQDQ, when not on x86-64, or for any other key length.
+    /// Expand `key` (16, 24 or 32 bytes: AES-128/192/256) for the widest kernels this CPU
+    /// runs. `None` when the CPU lacks AES-NI, PCLMULQDQ or SSSE3, when not on x86-64, or for
+    /// any other key length.
     pub fn new(key: &[u8]) -> Option<Self> {
         #[cfg(target_arch = "x86_64")]
         {
-            kernels::Keys::new(key).map(|keys| StitchedKey { keys })
+            kernels::Keys::new(key, kernels::Level::Wide).map(|keys| StitchedKey { keys })
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -59,15 +62,56 @@ impl StitchedKey {
         }
     }
 
-    /// Whether this CPU runs the kernels (what [`StitchedKey::new`] checks besides the key).
+    /// Like [`StitchedKey::new`] but always the narrow (128-bit AES-NI + PCLMULQDQ) kernels,
+    /// even where the wide ones would run: for comparisons and tests. Output is identical.
+    pub fn new_narrow(key: &[u8]) -> Option<Self> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            kernels::Keys::new(key, kernels::Level::Narrow).map(|keys| StitchedKey { keys })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = key;
+            None
+        }
+    }
+
+    /// Whether this CPU runs any of the kernels (what [`StitchedKey::new`] checks besides the key).
     pub fn cpu_supported() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            kernels::detected()
+            kernels::Level::detect().is_some()
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
             false
+        }
+    }
+
+    /// Whether this CPU runs the wide (VAES + VPCLMULQDQ) kernels.
+    pub fn cpu_supports_wide() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            kernels::Level::detect() == Some(kernels::Level::Wide)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// Which kernels this key runs: `"vaes-vpclmulqdq-256"` or `"aesni-pclmulqdq-128"`.
+    pub fn kernel_name(&self) -> &'static str {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self.keys.level() {
+                kernels::Level::Wide => "vaes-vpclmulqdq-256",
+                kernels::Level::Narrow => "aesni-pclmulqdq-128",
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            match self.never {}
         }
     }
 

@@ -34,14 +34,24 @@ impl Rng {
     }
 }
 
-/// `None` (and a note) when this CPU cannot run the kernels; otherwise the key, which must exist.
-fn stitched(key: &[u8]) -> Option<StitchedKey> {
+/// The key for every kernel width this CPU runs (the default choice and the narrow one);
+/// empty, with a note, on a CPU without AES-NI.
+fn kernels(key: &[u8]) -> Vec<StitchedKey> {
     let k = StitchedKey::new(key);
+    let n = StitchedKey::new_narrow(key);
     assert_eq!(k.is_some(), StitchedKey::cpu_supported());
-    if k.is_none() {
-        eprintln!("CPU lacks VAES/VPCLMULQDQ: stitched kernels not tested here");
+    assert_eq!(n.is_some(), StitchedKey::cpu_supported());
+    let (Some(k), Some(n)) = (k, n) else {
+        eprintln!("CPU lacks AES-NI/PCLMULQDQ: stitched kernels not tested here");
+        return Vec::new();
+    };
+    let wide = StitchedKey::cpu_supports_wide();
+    if !wide {
+        eprintln!("CPU lacks VAES/VPCLMULQDQ: only the narrow kernels tested here");
     }
-    k
+    assert_eq!(k.kernel_name() == "vaes-vpclmulqdq-256", wide);
+    assert_eq!(n.kernel_name(), "aesni-pclmulqdq-128");
+    vec![k, n]
 }
 
 fn aes_encrypt(key: &[u8], block: &mut [u8; 16]) {
@@ -89,30 +99,37 @@ fn generic_ghash(key: &[u8], pieces: &[&[u8]]) -> u128 {
 /// Seal and open of one message, all against the generic path.
 fn check_one(rng: &mut Rng, len: usize, ctr: [u8; 16]) {
     let key = rng.key();
-    let Some(k) = stitched(&key) else { return };
     let aad = rng.upto(101);
     let pt = rng.bytes(len);
     let lenblk = ((aad.len() as u128 * 8) << 64 | (len as u128 * 8)).to_be_bytes();
+    for k in kernels(&key) {
+        check_kernel(&k, &key, &aad, &pt, &lenblk, ctr);
+    }
+}
 
-    let mut ct = pt.clone();
+fn check_kernel(k: &StitchedKey, key: &[u8], aad: &[u8], pt: &[u8], lenblk: &[u8], ctr: [u8; 16]) {
+    let len = pt.len();
+    let name = k.kernel_name();
+
+    let mut ct = pt.to_vec();
     let mut y = 0u128;
-    k.ghash(&mut y, &aad);
+    k.ghash(&mut y, aad);
     k.seal(&ctr, &mut y, &mut ct);
-    k.ghash(&mut y, &lenblk);
+    k.ghash(&mut y, lenblk);
 
-    let mut want = pt.clone();
-    generic_ctr(&key, &ctr, &mut want);
-    assert_eq!(ct, want, "ciphertext, len {len}, key {}", key.len());
-    let want_y = generic_ghash(&key, &[&aad, &want, &lenblk]);
-    assert_eq!(y, want_y, "GHASH, len {len}, key {}", key.len());
+    let mut want = pt.to_vec();
+    generic_ctr(key, &ctr, &mut want);
+    assert_eq!(ct, want, "{name}: ciphertext, len {len}, key {}", key.len());
+    let want_y = generic_ghash(key, &[aad, &want, lenblk]);
+    assert_eq!(y, want_y, "{name}: GHASH, len {len}, key {}", key.len());
 
     let mut back = ct.clone();
     let mut y2 = 0u128;
-    k.ghash(&mut y2, &aad);
+    k.ghash(&mut y2, aad);
     k.open(&ctr, &mut y2, &mut back);
-    k.ghash(&mut y2, &lenblk);
-    assert_eq!(back, pt, "open, len {len}");
-    assert_eq!(y2, want_y, "open GHASH, len {len}");
+    k.ghash(&mut y2, lenblk);
+    assert_eq!(back, pt, "{name}: open, len {len}");
+    assert_eq!(y2, want_y, "{name}: open GHASH, len {len}");
 }
 
 fn random_ctr(rng: &mut Rng) -> [u8; 16] {
@@ -158,15 +175,17 @@ fn counter_wraps_mod_2_32() {
             check_one(&mut rng, len, ctr);
 
             let key = rng.key();
-            let Some(k) = stitched(&key) else { return };
-            let mut buf = vec![0u8; len];
-            let mut y = 0;
-            k.seal(&ctr, &mut y, &mut buf);
-            for (i, b) in buf.chunks(16).enumerate() {
-                let mut blk = ctr;
-                blk[12..].copy_from_slice(&start.wrapping_add(i as u32).to_be_bytes());
-                aes_encrypt(&key, &mut blk);
-                assert_eq!(b, &blk[..b.len()], "start {start:#x} block {i}");
+            for k in kernels(&key) {
+                let mut buf = vec![0u8; len];
+                let mut y = 0;
+                k.seal(&ctr, &mut y, &mut buf);
+                for (i, b) in buf.chunks(16).enumerate() {
+                    let mut blk = ctr;
+                    blk[12..].copy_from_slice(&start.wrapping_add(i as u32).to_be_bytes());
+                    aes_encrypt(&key, &mut blk);
+                    let name = k.kernel_name();
+                    assert_eq!(b, &blk[..b.len()], "{name}: start {start:#x} block {i}");
+                }
             }
         }
     }
@@ -177,13 +196,15 @@ fn ghash_alone_matches() {
     let mut rng = Rng(4);
     for len in (0..=600).chain([4096, 4096 + 1, 70_000]) {
         let key = rng.key();
-        let Some(k) = stitched(&key) else { return };
         let a = rng.upto(300);
         let b = rng.bytes(len);
-        let mut y = 0;
-        k.ghash(&mut y, &a);
-        k.ghash(&mut y, &b);
-        assert_eq!(y, generic_ghash(&key, &[&a, &b]), "len {len}");
+        for k in kernels(&key) {
+            let mut y = 0;
+            k.ghash(&mut y, &a);
+            k.ghash(&mut y, &b);
+            let name = k.kernel_name();
+            assert_eq!(y, generic_ghash(&key, &[&a, &b]), "{name}: len {len}");
+        }
     }
 }
 
@@ -192,13 +213,15 @@ fn encrypt_block_matches_aes() {
     let mut rng = Rng(5);
     for _ in 0..200 {
         let key = rng.key();
-        let Some(k) = stitched(&key) else { return };
-        assert_eq!(k.key_len(), key.len());
-        let mut b = random_ctr(&mut rng);
-        let mut want = b;
-        k.encrypt_block(&mut b);
-        aes_encrypt(&key, &mut want);
-        assert_eq!(b, want);
+        let b0 = random_ctr(&mut rng);
+        for k in kernels(&key) {
+            assert_eq!(k.key_len(), key.len());
+            let mut b = b0;
+            let mut want = b0;
+            k.encrypt_block(&mut b);
+            aes_encrypt(&key, &mut want);
+            assert_eq!(b, want);
+        }
     }
 }
 
@@ -213,10 +236,11 @@ fn fips197_vectors() {
     ];
     for (n, want) in cases {
         let key: Vec<u8> = (0..n as u8).collect();
-        let Some(k) = stitched(&key) else { return };
-        let mut b = pt;
-        k.encrypt_block(&mut b);
-        assert_eq!(u128::from_be_bytes(b), want, "AES-{}", n * 8);
+        for k in kernels(&key) {
+            let mut b = pt;
+            k.encrypt_block(&mut b);
+            assert_eq!(u128::from_be_bytes(b), want, "AES-{}", n * 8);
+        }
     }
 }
 
@@ -224,6 +248,10 @@ fn fips197_vectors() {
 fn bad_key_lengths_are_refused() {
     for n in [0usize, 1, 15, 17, 20, 23, 25, 31, 33, 64] {
         assert!(StitchedKey::new(&vec![0u8; n]).is_none(), "length {n}");
+        assert!(
+            StitchedKey::new_narrow(&vec![0u8; n]).is_none(),
+            "length {n}"
+        );
     }
 }
 
@@ -232,14 +260,19 @@ fn bad_key_lengths_are_refused() {
 fn split_calls_continue() {
     let mut rng = Rng(6);
     let key = rng.bytes(32);
-    let Some(k) = stitched(&key) else { return };
     let pt = rng.bytes(1000);
     let ctr = random_ctr(&mut rng);
-    let mut whole = pt.clone();
+    for k in kernels(&key) {
+        split_calls_continue_with(&k, &pt, ctr);
+    }
+}
+
+fn split_calls_continue_with(k: &StitchedKey, pt: &[u8], ctr: [u8; 16]) {
+    let mut whole = pt.to_vec();
     let mut yw = 0;
     k.seal(&ctr, &mut yw, &mut whole);
     for cut in (0..=1000).step_by(16) {
-        let mut parts = pt.clone();
+        let mut parts = pt.to_vec();
         let mut y = 0;
         let (a, b) = parts.split_at_mut(cut);
         k.seal(&ctr, &mut y, a);
