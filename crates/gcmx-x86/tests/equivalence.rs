@@ -284,3 +284,17 @@ fn split_calls_continue_with(k: &StitchedKey, pt: &[u8], ctr: [u8; 16]) {
         assert_eq!(y, yw, "cut {cut}");
     }
 }
+
+/// Every value of the counter's last byte (carries into byte 14 at every position within a
+/// step), and the last 32-bit counters before the wrap, through several wide and narrow steps.
+#[test]
+fn every_low_counter_byte() {
+    let mut rng = Rng(7);
+    for low in 0..=255u8 {
+        let mut ctr = random_ctr(&mut rng);
+        ctr[15] = low;
+        check_one(&mut rng, 16 * 40 + 3, ctr);
+        ctr[12..15].copy_from_slice(&[0xFF; 3]);
+        check_one(&mut rng, 16 * 40 + 3, ctr);
+    }
+}
