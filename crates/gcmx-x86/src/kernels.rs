@@ -546,7 +546,7 @@ fn crypt_wide<const SEAL: bool, const NR: usize>(
     y: &mut u128,
     buf: &mut [u8],
 ) {
-    let k = round_keys256(keys);
+    let mut k = round_keys256(keys);
     let sp = wide_powers(keys);
     let mut yv: __m128i = cast(*y);
     let bulk_len = buf.len() / STEP * STEP;
@@ -590,6 +590,7 @@ fn crypt_wide<const SEAL: bool, const NR: usize>(
     }
     let c = ctr_add(ctr, bulk_len / 16);
     *y = cast(crypt_tail::<SEAL, NR>(keys, c, yv, tail));
+    k.zeroize();
 }
 
 // ---------------------------------------------------------------------------------------------
