@@ -27,18 +27,25 @@ pub const SERIAL_CHUNK: usize = 32 * 1024;
 pub const MIN_PARALLEL_CHUNK: usize = 16 * 1024;
 
 /// A block cipher keyed once, with `H = E_K(0)` in two forms: the `ghash` crate's fast hasher
-/// and the POLYVAL-domain [`HashKey`] that joins partial hashes.
+/// and the POLYVAL-domain [`HashKey`] that joins partial hashes; for AES keyed through
+/// [`Cipher::with_key`], also the stitched x86-64 kernels.
 ///
 /// ```
 /// use gcmx_core::cipher::Cipher;
 /// use aes::cipher::KeyInit;
-/// let c = Cipher::new(aes::Aes128::new(&[0u8; 16].into()));
+/// let key = [0u8; 16];
+/// let c = Cipher::with_key(aes::Aes128::new(&key.into()), &key);
 /// let mut buf = *b"sixteen byte msg";
 /// let j0 = c.j0(&[0u8; 12]);
 /// let tag = c.seal_serial(&j0, b"", &mut buf);
 /// let mut back = buf;
 /// assert_eq!(c.open_serial(&j0, b"", &mut back), tag);
 /// assert_eq!(&back, b"sixteen byte msg");
+/// // the generic path gives the same bytes
+/// let g = Cipher::new(aes::Aes128::new(&key.into()));
+/// let mut again = *b"sixteen byte msg";
+/// assert_eq!(g.seal_serial(&j0, b"", &mut again), tag);
+/// assert_eq!(again, buf);
 /// ```
 #[derive(Clone)]
 pub struct Cipher<C> {
