@@ -110,6 +110,14 @@ impl Keys {
     }
 
     pub(crate) fn ghash(&self, y: &mut u128, data: &[u8]) {
+        if data.len() < NSTEP {
+            #[allow(unsafe_code)]
+            // SAFETY: every `Keys` was built after `Level::detect()` found the narrow features.
+            unsafe {
+                ghash_short(self, y, data)
+            };
+            return;
+        }
         match self.level {
             #[allow(unsafe_code)]
             // SAFETY: `self.level` is Wide only if `Level::detect()` found the wide features.
@@ -338,6 +346,12 @@ fn ghash_tail(keys: &Keys, mut yv: __m128i, data: &[u8]) -> __m128i {
         yv = absorb1(yv, load16(&t), q1);
     }
     yv
+}
+
+/// GHASH of fewer than one narrow step's blocks (AAD, the length block): no step set-up.
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn ghash_short(keys: &Keys, y: &mut u128, data: &[u8]) {
+    *y = cast(ghash_tail(keys, cast(*y), data));
 }
 
 /// CTR and GHASH of the blocks after the bulk steps (fewer than one step), one at a time, from
