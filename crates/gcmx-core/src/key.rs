@@ -142,3 +142,44 @@ impl core::fmt::Debug for KeyMaterial {
         write!(f, "KeyMaterial {{ AES-{} }}", self.raw.len() * 8)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GcmEngine;
+    use crate::engine::{ParallelEngine, SerialEngine};
+    use std::sync::Arc;
+
+    /// `new` takes the stitched kernels where the CPU has them, `new_generic` never; the
+    /// engines give the same bytes and tags on both.
+    #[test]
+    fn new_and_new_generic_agree() {
+        for n in [16usize, 24, 32] {
+            let raw: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+            let s = Arc::new(KeyMaterial::new(&raw).unwrap());
+            let g = Arc::new(KeyMaterial::new_generic(&raw).unwrap());
+            assert_eq!(s.is_stitched(), gcmx_x86::StitchedKey::cpu_supported());
+            assert!(!g.is_stitched());
+            for nonce_len in [12usize, 7] {
+                let nonce = vec![0xA5u8; nonce_len];
+                let j0 = s.j0(&nonce);
+                assert_eq!(j0, g.j0(&nonce));
+                for len in [0usize, 15, 16, 255, 256, 257, 5000, 100_000] {
+                    let pt: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+                    let (mut a, mut b, mut c) = (pt.clone(), pt.clone(), pt.clone());
+                    let ta = SerialEngine::new(s.clone())
+                        .seal(&j0, b"hdr", &mut a)
+                        .unwrap();
+                    let tb = SerialEngine::new(g.clone())
+                        .seal(&j0, b"hdr", &mut b)
+                        .unwrap();
+                    let tc = ParallelEngine::with_chunk(s.clone(), 4096)
+                        .seal(&j0, b"hdr", &mut c)
+                        .unwrap();
+                    assert_eq!((&a, ta), (&b, tb), "AES-{} len {len}", n * 8);
+                    assert_eq!((&c, tc), (&b, tb), "parallel AES-{} len {len}", n * 8);
+                }
+            }
+        }
+    }
+}
