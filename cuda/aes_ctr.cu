@@ -28,14 +28,20 @@
 //   min(ceil(chunks / GCMX_AES_CTR_WARPS_PER_BLOCK), SM count * GCMX_AES_CTR_BLOCKS_PER_SM)
 //   with chunks = ceil(ceil(nbytes / 16) / 1024).  No shared memory, no dynamic smem.
 //   The kernel never traps; the host validates the key (nr) and pointers.
-//   Registers (nvcc 13.5, -Xptxas -v): 182-185 per thread on sm_80..sm_100, 203 on sm_120,
-//   no spills, no local memory; so 2 blocks of 128 threads (8 warps) are resident per SM;
-//   64-thread blocks would fit 10 warps per SM (worth one benchmark run: the work is
-//   ALU-bound with much independent work per warp).
+//   Registers (nvcc 13.5, sm_90, -Xptxas -v): 255 per thread, no spills, so 2 blocks of 128 threads
+//   (8 warps) are resident per SM. Capping registers for more warps (launch bounds 128 x 3 -> 168
+//   registers, 12 warps; 64-thread blocks) spills and measured slower (cuda/tests/run_sweep.sh,
+//   benches/gpu-notes.md 2026-12-01).
 #include "aes_bs.cuh"
 
 /// Threads per CUDA block (launch with exactly this blockDim.x).
+#ifndef GCMX_AES_CTR_THREADS
 #define GCMX_AES_CTR_THREADS 128
+#endif
+/// Minimum resident CUDA blocks per SM asked of ptxas (a register cap); experiments override it.
+#ifndef GCMX_AES_CTR_MIN_BLOCKS
+#define GCMX_AES_CTR_MIN_BLOCKS 1
+#endif
 /// Warps per CUDA block.
 #define GCMX_AES_CTR_WARPS_PER_BLOCK (GCMX_AES_CTR_THREADS / 32)
 /// 16-byte blocks per warp chunk: 32 lanes x 32 bitsliced blocks.
@@ -88,7 +94,7 @@ GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_chunk(const GcmxAesKey& key, uint3
     }
 }
 
-extern "C" __global__ void __launch_bounds__(GCMX_AES_CTR_THREADS)
+extern "C" __global__ void __launch_bounds__(GCMX_AES_CTR_THREADS, GCMX_AES_CTR_MIN_BLOCKS)
     gcmx_aes_ctr(const GcmxAesKey key, uint32_t j0w0, uint32_t j0w1, uint32_t j0w2, uint32_t ctr0,
                  uint8_t* data, uint64_t nbytes) {
     const uint32_t lane = threadIdx.x & 31u;

@@ -19,7 +19,10 @@
 // touch 512 contiguous bytes. Before the AES call each lane asks L2 for 4 of the chunk's 128 lines
 // (prefetch.global.L2), so the loads after it hit L2. A chunk entirely in the padding is skipped (the
 // lane's Horner state is still 0 there, since padding precedes every real block). Then, per group of 4
-// blocks: load, XOR, store, and one Horner step (stride 32, powers Q_32..Q_128 read from shared memory).
+// blocks: load, XOR, one Horner step (stride 32, powers Q_32..Q_128 read from shared memory); the
+// stores come after all loads of the chunk (encrypt) or of each half (decrypt, which holds more values):
+// `in` may equal `out`, so a store between loads would serialize the loads on memory latency (measured:
+// 338 -> 414 GB/s for AES-128, benches/gpu-notes.md 2026-12-01).
 // With SPAN = 16384 blocks (256 KiB) and 128-thread blocks (gcmx_abi.h GCMX_FUSED_*): thread t = 32w + l
 // ends with dot(acc, Q_e(t)), e(t) = (3-w)*4096 + 32 - l (power table entry 4 + t), and the block
 // XOR-reduces the 128 terms into partials[j].
@@ -65,13 +68,13 @@ template <bool DECRYPT> __device__ __forceinline__ void gcmx_gcm_kernel_body(con
 }
 
 /// Encrypt: out = in ^ keystream, partials over out.
-extern "C" __global__ void __launch_bounds__(GCMX_FUSED_THREADS) gcmx_gcm_encrypt(GcmxGcmParams p)
+extern "C" __global__ void __launch_bounds__(GCMX_FUSED_THREADS, GCMX_FUSED_MIN_BLOCKS) gcmx_gcm_encrypt(GcmxGcmParams p)
 {
     gcmx_gcm_kernel_body<false>(p);
 }
 
 /// Decrypt: out = in ^ keystream, partials over in. The host must not release out before the tag check.
-extern "C" __global__ void __launch_bounds__(GCMX_FUSED_THREADS) gcmx_gcm_decrypt(GcmxGcmParams p)
+extern "C" __global__ void __launch_bounds__(GCMX_FUSED_THREADS, GCMX_FUSED_MIN_BLOCKS) gcmx_gcm_decrypt(GcmxGcmParams p)
 {
     gcmx_gcm_kernel_body<true>(p);
 }

@@ -131,9 +131,27 @@ typedef struct GcmxAesKey {
  * Each lane processes chunks of 32 blocks per gcmx_aes_ctr_x32 call; a warp chunk is 1024 blocks. */
 #define GCMX_AES_BLOCKS_PER_CALL 32u              /* blocks per lane per gcmx_aes_ctr_x32 call */
 #define GCMX_WARP_CHUNK (GCMX_AES_BLOCKS_PER_CALL * GCMX_WARP_SIZE)        /* 1024 blocks */
+/* THREADS / CHUNKS_PER_WARP / MIN_BLOCKS may be overridden with -D only by experiments (cuda/tests/sweep);
+ * the Rust driver mirrors the defaults (abi.rs) and checks them at load time (gcmx_abi_info). */
+#ifndef GCMX_FUSED_THREADS
 #define GCMX_FUSED_THREADS 128u
+#endif
+/** Minimum resident thread blocks per SM requested from ptxas (__launch_bounds__), i.e. a register cap. */
+#ifndef GCMX_FUSED_MIN_BLOCKS
+#define GCMX_FUSED_MIN_BLOCKS 1u
+#endif
 #define GCMX_FUSED_WARPS (GCMX_FUSED_THREADS / GCMX_WARP_SIZE)
+/** 1: each lane asks L2 for its unit's input lines before the AES work (prefetch.global.L2). */
+#ifndef GCMX_FUSED_PREFETCH
+#define GCMX_FUSED_PREFETCH 1
+#endif
+/** Blocks per load/store group of the fused decrypt fast path (a divisor of 32, multiple of 4). */
+#ifndef GCMX_FUSED_DECRYPT_GROUP
+#define GCMX_FUSED_DECRYPT_GROUP 16u
+#endif
+#ifndef GCMX_FUSED_CHUNKS_PER_WARP
 #define GCMX_FUSED_CHUNKS_PER_WARP 4u
+#endif
 #define GCMX_FUSED_WARP_SPAN (GCMX_FUSED_CHUNKS_PER_WARP * GCMX_WARP_CHUNK) /* 4096 blocks */
 #define GCMX_FUSED_SPAN (GCMX_FUSED_WARPS * GCMX_FUSED_WARP_SPAN)          /* 16384 blocks = 256 KiB */
 #define GCMX_FUSED_POW_COUNT (GCMX_POW_THREAD_BASE + GCMX_FUSED_THREADS)   /* 132 entries */

@@ -356,7 +356,7 @@ GCMX_HD GcmxU128 gcmx_gcm_lane_chunk(const Aes& aes, const uint8_t* in, uint8_t*
     uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
     const uint64_t span = (uint64_t)g * GCMX_AES_BLOCKS_PER_CALL;
     const bool full = gcmx_all_full(m, vb, span);
-#if GCMX_ON_DEVICE
+#if GCMX_ON_DEVICE && GCMX_FUSED_PREFETCH
     // The unit's input is 32g contiguous blocks = 4g lines of 128 bytes: lane i asks L2 for lines
     // i + g k (k < 4) before the AES work, so the loads after it find the data in L2 (no registers used).
     if (full) {
@@ -374,22 +374,38 @@ GCMX_HD GcmxU128 gcmx_gcm_lane_chunk(const Aes& aes, const uint8_t* in, uint8_t*
     if (full) {
         // Fast path: every block of the unit is a full real block.
         const uint64_t rb = vb + i - m.pad;
+        // Loads, XOR and hashing first, all stores after: `in` and `out` may be the same buffer, so a
+        // store between two loads would keep the compiler from issuing the second load before the
+        // first store (it cannot prove that the addresses differ) and every load would wait out the
+        // memory latency alone. With no store in between, the 32 loads go out back to back; ks[]
+        // holds the output until the stores.
+        // Decryption hashes the input, so it holds more values at once; it works in groups of
+        // GCMX_FUSED_DECRYPT_GROUP blocks (stores after each group) so that nothing spills.
+        constexpr uint32_t GROUP = DECRYPT ? GCMX_FUSED_DECRYPT_GROUP : GCMX_AES_BLOCKS_PER_CALL;
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-        for (uint32_t j = 0; j < GCMX_AES_BLOCKS_PER_CALL; j += GCMX_BLOCKS_PER_REDUCTION) {
-            GcmxU128 h[GCMX_BLOCKS_PER_REDUCTION];
+        for (uint32_t b = 0; b < GCMX_AES_BLOCKS_PER_CALL; b += GROUP) {
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-            for (uint32_t k = 0; k < GCMX_BLOCKS_PER_REDUCTION; k++) {
-                uint64_t off = (rb + (uint64_t)g * (j + k)) * GCMX_BLOCK_BYTES;
-                uint4 x = gcmx_load16(in + off);
-                uint4 y = gcmx_xor4(x, ks[j + k]);
-                gcmx_store16(out + off, y);
-                h[k] = gcmx_block_to_u128(DECRYPT ? x : y);
+            for (uint32_t j = b; j < b + GROUP; j += GCMX_BLOCKS_PER_REDUCTION) {
+                GcmxU128 h[GCMX_BLOCKS_PER_REDUCTION];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+                for (uint32_t k = 0; k < GCMX_BLOCKS_PER_REDUCTION; k++) {
+                    const uint4 x = gcmx_load16(in + (rb + (uint64_t)g * (j + k)) * GCMX_BLOCK_BYTES);
+                    ks[j + k] = gcmx_xor4(x, ks[j + k]);
+                    h[k] = gcmx_block_to_u128(DECRYPT ? x : ks[j + k]);
+                }
+                acc = gcmx_horner4<CL>(acc, h[0], h[1], h[2], h[3], pw);
             }
-            acc = gcmx_horner4<CL>(acc, h[0], h[1], h[2], h[3], pw);
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+            for (uint32_t j = b; j < b + GROUP; j++)
+                gcmx_store16(out + (rb + (uint64_t)g * j) * GCMX_BLOCK_BYTES, ks[j]);
         }
         return acc;
     }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Launch-configuration sweep for the AES-bound kernels (see cuda/tests/sweep.cu).
+#   cuda/tests/run_sweep.sh build [dir]   compile one sweep binary per configuration into dir (default
+#                                        .device/sweep); x86-64, CUDA runtime linked statically: carry them
+#   cuda/tests/run_sweep.sh run [dir] [GiB] [reps]   run them all (on the GPU machine)
+# A configuration is a name and -D overrides of the launch macros; edit CONFIGS to try others.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+nvcc="${NVCC:-$root/.toolchain/cuda/nvidia/cu13/bin/nvcc}"
+arch="${GCMX_SWEEP_ARCH:-90}"
+dir="${2:-$root/.device/sweep}"
+CONFIGS=(
+  "base:"
+  "t128m3:-DGCMX_AES_CTR_MIN_BLOCKS=3 -DGCMX_FUSED_MIN_BLOCKS=3u"
+  "t64m6:-DGCMX_AES_CTR_THREADS=64 -DGCMX_AES_CTR_MIN_BLOCKS=6 -DGCMX_FUSED_THREADS=64u -DGCMX_FUSED_MIN_BLOCKS=6u"
+  "c8:-DGCMX_FUSED_CHUNKS_PER_WARP=8u"
+  "dec32:-DGCMX_FUSED_DECRYPT_GROUP=32u"
+  "noprefetch:-DGCMX_FUSED_PREFETCH=0"
+)
+case "${1:-}" in
+  build)
+    mkdir -p "$dir"
+    for c in "${CONFIGS[@]}"; do
+      name="${c%%:*}"; flags="${c#*:}"
+      echo "building sweep-$name ($flags)"
+      # shellcheck disable=SC2086
+      "$nvcc" -O3 -std=c++17 -DGCMX_HAVE_CLMAD=1 $flags -gencode "arch=compute_$arch,code=sm_$arch" \
+        -cudart static -Xcudafe --diag_suppress=177 -Xptxas -warn-spills -I "$root/cuda" \
+        "$root/cuda/tests/sweep.cu" -o "$dir/sweep-$name" &
+      # two at a time
+      if (( $(jobs -r | wc -l) >= 2 )); then wait -n; fi
+    done
+    wait
+    ;;
+  run)
+    for b in "$dir"/sweep-*; do
+      echo "== $(basename "$b")"
+      "$b" "${3:-4}" "${4:-7}" || echo "FAILED: $b"
+    done
+    ;;
+  *) echo "usage: $0 build|run [dir] [GiB] [reps]"; exit 2 ;;
+esac
