@@ -94,7 +94,8 @@ where
         Self::build(cipher, None)
     }
 
-    /// Like [`Cipher::new`], and when `C` is `aes::Aes128`, `Aes192` or `Aes256`, `key` is the
+    /// Like [`Cipher::new`], and when `C` is `aes::Aes128`, `Aes192` or `Aes256` (or their
+    /// encrypt-only `…Enc` forms), `key` is the
     /// key `cipher` was made from, and the CPU has VAES and VPCLMULQDQ: the stitched x86-64
     /// kernels too. As a guard, the kernels' `E_K(0^128)` must equal the cipher's, else the
     /// generic path is kept.
@@ -103,9 +104,12 @@ where
         C: 'static,
     {
         let t = TypeId::of::<C>();
-        let aes = (t == TypeId::of::<aes::Aes128>() && key.len() == 16)
-            || (t == TypeId::of::<aes::Aes192>() && key.len() == 24)
-            || (t == TypeId::of::<aes::Aes256>() && key.len() == 32);
+        let aes = match key.len() {
+            16 => t == TypeId::of::<aes::Aes128>() || t == TypeId::of::<aes::Aes128Enc>(),
+            24 => t == TypeId::of::<aes::Aes192>() || t == TypeId::of::<aes::Aes192Enc>(),
+            32 => t == TypeId::of::<aes::Aes256>() || t == TypeId::of::<aes::Aes256Enc>(),
+            _ => false,
+        };
         Self::build(cipher, if aes { StitchedKey::new(key) } else { None })
     }
 
@@ -481,5 +485,14 @@ mod tests {
         assert!(!short.is_stitched());
         let right = Cipher::with_key(Aes256::new_from_slice(&k32).unwrap(), &k32);
         assert_eq!(right.is_stitched(), StitchedKey::cpu_supported());
+        let enc = Cipher::with_key(aes::Aes256Enc::new_from_slice(&k32).unwrap(), &k32);
+        assert_eq!(enc.is_stitched(), StitchedKey::cpu_supported());
+        let (mut a, mut b) = ([1u8; 100], [1u8; 100]);
+        let j0 = right.j0(&[2u8; 12]);
+        assert_eq!(
+            right.seal_serial(&j0, b"", &mut a),
+            enc.seal_serial(&j0, b"", &mut b)
+        );
+        assert_eq!(a, b);
     }
 }
