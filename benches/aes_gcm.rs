@@ -118,5 +118,32 @@ fn threshold(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, threshold);
+/// The memory ceiling for in-place encryption of a 64 MiB message: XOR every byte with a
+/// constant (one read and one write per byte, as in-place AES-GCM), on one thread and on all of
+/// rayon's threads with the parallel backend's chunk size. Printed beside the parallel backend,
+/// it says how much of its shortfall from `cores × serial` is memory bandwidth.
+fn memory_ceiling(c: &mut Criterion) {
+    use rayon::prelude::*;
+    let mut g = c.benchmark_group("memory-ceiling");
+    g.sample_size(20);
+    g.warm_up_time(std::time::Duration::from_millis(500));
+    g.measurement_time(std::time::Duration::from_secs(3));
+    let size = 64 * 1024 * 1024;
+    let chunk = gcmx_core::cipher::Cipher::<aes::Aes256>::parallel_chunk(size);
+    let mut buf = vec![0x5au8; size];
+    g.throughput(Throughput::Bytes(size as u64));
+    g.bench_with_input(BenchmarkId::new("xor-1-thread", size), &size, |b, _| {
+        b.iter(|| black_box(&mut buf).iter_mut().for_each(|x| *x ^= 0x3c))
+    });
+    g.bench_with_input(BenchmarkId::new("xor-all-threads", size), &size, |b, _| {
+        b.iter(|| {
+            black_box(&mut buf)
+                .par_chunks_mut(chunk)
+                .for_each(|c| c.iter_mut().for_each(|x| *x ^= 0x3c))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, threshold, memory_ceiling);
 criterion_main!(benches);

@@ -5,6 +5,7 @@
 #   scripts/gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda
 #   scripts/gpu-run.sh bench   gcmx-cuda-bench (full)
 #   scripts/gpu-run.sh full    tests, then bench
+#   scripts/gpu-run.sh cpu     the CPU benchmark and gcmx-x86 tests that scripts/cpu-bench-build.sh put in .device/cpu
 # Needs only the NVIDIA driver (libcuda.so.1 on LD_LIBRARY_PATH); binaries are x86-64, built elsewhere.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -62,6 +63,17 @@ run_bench() {
     echo "gcmx-cuda-bench exit ${rc}"
 }
 
+run_cpu() {
+    local C="${D}/cpu"
+    lscpu | grep -E "Model name|^CPU\(s\)|Thread|Flags" | cut -c1-200 | tee "${LOG}/cpu.txt"
+    "${C}/x86_equivalence" 2>&1 | tail -n 15 | tee -a "${LOG}/cpu.txt"
+    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+    "${C}/x86_speed" 2>&1 | tee -a "${LOG}/cpu.txt"
+    "${C}/aes_gcm" --bench "${GCMX_CPU_BENCH_FILTER:-aes256gcm-encrypt|auto-threshold}" 2>&1 | tee "${LOG}/cpu-bench.log" \
+        | grep -E "time:|thrpt:|^[a-z].*/" | tail -n 80
+    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+}
+
 case "${MODE}" in
     smoke) run_tests --quick ;;
     tests) run_tests; run_integration ;;
@@ -69,6 +81,7 @@ case "${MODE}" in
     bench) run_bench ;;
     benchquick) run_bench --quick ;;
     full) run_tests; run_integration; run_bench ;;
+    cpu) run_cpu ;;
     *) echo "gpu-run: unknown mode ${MODE}"; exit 2 ;;
 esac
 echo "== gpu-run ${MODE} finished, status ${status}"

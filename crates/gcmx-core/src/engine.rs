@@ -143,7 +143,7 @@ pub struct AutoCpuEngine {
 }
 
 /// Message size from which `Auto` runs on all cores (see README for the measurement).
-pub const AUTO_PARALLEL_MIN: usize = 64 * 1024;
+pub const AUTO_PARALLEL_MIN: usize = 256 * 1024;
 
 impl AutoCpuEngine {
     /// An engine for `key`.
