@@ -145,5 +145,45 @@ fn memory_ceiling(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, threshold, memory_ceiling);
+/// The compute ceiling of the parallel backend: every rayon thread runs the serial backend on a
+/// 1 MiB buffer of its own (no splitting, no joining, cache-resident), so the total is what
+/// `cores × serial` amounts to on this machine with all cores busy at once (all-core clocks,
+/// shared caches), beside the same serial backend on one thread.
+fn parallel_ceiling(c: &mut Criterion) {
+    use rayon::prelude::*;
+    let mut g = c.benchmark_group("parallel-ceiling");
+    g.sample_size(20);
+    g.warm_up_time(std::time::Duration::from_millis(500));
+    g.measurement_time(std::time::Duration::from_secs(3));
+    let serial = Gcm::with_backend(&KEY, Backend::Cpu).unwrap();
+    let size = 1024 * 1024;
+    let threads = rayon::current_num_threads();
+    let mut one = vec![0x5au8; size];
+    g.throughput(Throughput::Bytes(size as u64));
+    g.bench_with_input(BenchmarkId::new("serial-1-thread", size), &size, |b, _| {
+        b.iter(|| {
+            let mut tag = [0u8; 16];
+            serial
+                .encrypt_detached(&NONCE, b"", black_box(&mut one), &mut tag)
+                .unwrap()
+        })
+    });
+    let mut bufs = vec![vec![0x5au8; size]; threads];
+    g.throughput(Throughput::Bytes((size * threads) as u64));
+    g.bench_with_input(
+        BenchmarkId::new(format!("serial-on-each-of-{threads}-threads"), size),
+        &size,
+        |b, _| {
+            b.iter(|| {
+                black_box(&mut bufs).par_iter_mut().for_each(|buf| {
+                    let mut tag = [0u8; 16];
+                    serial.encrypt_detached(&NONCE, b"", buf, &mut tag).unwrap()
+                })
+            })
+        },
+    );
+    g.finish();
+}
+
+criterion_group!(benches, bench, threshold, memory_ceiling, parallel_ceiling);
 criterion_main!(benches);
