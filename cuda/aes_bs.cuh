@@ -69,6 +69,8 @@
 #define GCMX_AES_BS_WIDTH 32
 /// Maximum number of round-key words (AES-256: 4 * (14 + 1)).
 #define GCMX_AES_MAX_RK_WORDS 60
+/// Words of a round-key mask table (gcmx_aes_fill_masks): (m, s) for 128 planes x 15 rounds.
+#define GCMX_AES_MASK_WORDS (2 * GCMX_AES_PLANES * 15)
 
 namespace gcmx_aes_detail {
 
@@ -391,6 +393,71 @@ GCMX_AES_HD __forceinline__ void rounds(uint32_t (&st)[GCMX_AES_PLANES], const G
     }
 }
 
+// ---------------------------------------------------------------------------------
+// Round keys from a shared-memory table (kernels whose thread block shares one key).
+// tbl[2 (128 r + p)] = m, tbl[2 (128 r + p) + 1] = 2m + 1 for round r and plane p, with m the
+// all-ones / all-zero mask of plane p's key bit (the 0x63 constant folded in as above), so that
+// p * (2m + 1) + m = p ^ m is ONE multiply-add per plane and round instead of the four of
+// kmask + kxor. Built by gcmx_aes_fill_masks; the table is public data to every thread of the
+// block, read with warp-uniform addresses (shared-memory broadcast), never indexed by data.
+// ---------------------------------------------------------------------------------
+
+/// ShiftRows + MixColumns + AddRoundKey with the round's (m, s) pairs at t.
+GCMX_AES_HD __forceinline__ void shift_mix_add_t(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t* t) {
+    uint32_t o[GCMX_AES_PLANES];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+        uint32_t a[4][8], d[4][8];
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int b = 0; b < 8; ++b) a[r][b] = st[GCMX_AES_P(r, (c + r) & 3, b)];
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int b = 0; b < 8; ++b) d[r][b] = x2(a[r][b], a[(r + 1) & 3][b]);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+#pragma unroll
+            for (int b = 0; b < 8; ++b) {
+                uint32_t v = x3((b == 0) ? d[r][7] : d[r][b - 1], a[(r + 1) & 3][b], d[(r + 2) & 3][b]);
+                if (b == 1 || b == 3 || b == 4) v = x2(v, d[r][7]);
+                const int p = GCMX_AES_P(r, c, b);
+                o[p] = v * t[2 * p + 1] + t[2 * p];
+            }
+        }
+    }
+#pragma unroll
+    for (int p = 0; p < GCMX_AES_PLANES; ++p) st[p] = o[p];
+}
+
+/// ShiftRows + AddRoundKey (last round) with the round's (m, s) pairs at t.
+GCMX_AES_HD __forceinline__ void shift_add_t(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t* t) {
+    uint32_t o[GCMX_AES_PLANES];
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int b = 0; b < 8; ++b) {
+                const int p = GCMX_AES_P(r, c, b);
+                o[p] = st[GCMX_AES_P(r, (c + r) & 3, b)] * t[2 * p + 1] + t[2 * p];
+            }
+#pragma unroll
+    for (int p = 0; p < GCMX_AES_PLANES; ++p) st[p] = o[p];
+}
+
+/// Rounds 2..nr with round keys from the table (see shift_mix_add_t).
+GCMX_AES_HD __forceinline__ void rounds_t(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t* tbl, uint32_t nr) {
+#pragma unroll 1
+    for (uint32_t r = 2; r <= nr; ++r) {
+        sub_bytes(st);
+        const uint32_t* t = tbl + 2u * GCMX_AES_PLANES * r;
+        if (r < nr) shift_mix_add_t(st, t);
+        else shift_add_t(st, t);
+    }
+}
+
 /// x shifted left by s bits (right by -s when s < 0); s is a compile-time constant.
 GCMX_AES_HD __forceinline__ uint32_t shl_signed(uint32_t x, int s) { return s >= 0 ? x << s : x >> -s; }
 
@@ -517,10 +584,11 @@ GCMX_AES_HD inline void gcmx_aes_expand_key(const uint8_t* key, uint32_t key_len
 /// prefix0..2 = the first three little-endian words of a uint4 load of J0, ks[j] in memory
 /// byte order (ks[j] ^ a uint4 load of data = CTR output).  Counter arithmetic is mod 2^32.
 /// Table-free and branch-free on data and key (the only branch is on k.nr, the key length).
-GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32(const GcmxAesKey& k, uint32_t prefix0,
-                                              uint32_t prefix1, uint32_t prefix2,
-                                              uint32_t ctr_first, uint32_t ctr_stride,
-                                              uint4 (&ks)[32]) {
+template <bool TBL>
+GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32_impl(const GcmxAesKey& k, const uint32_t* tbl,
+                                                   uint32_t prefix0, uint32_t prefix1, uint32_t prefix2,
+                                                   uint32_t ctr_first, uint32_t ctr_stride,
+                                                   uint4 (&ks)[32]) {
     using namespace gcmx_aes_detail;
     uint32_t st[GCMX_AES_PLANES];
     // Counter planes, with round key 0 XORed in.  In "counter bit" numbering (bit q of the
@@ -565,13 +633,45 @@ GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32(const GcmxAesKey& k, uint32_t 
 #pragma unroll
     for (int w = 0; w < 4; ++w) kw1[w] = opaque(bswap32(k.rk[4 + w]) ^ GCMX_AES_SBOX_CONST4);
     round1(st, cw, kw1, one);
-    rounds(st, k, 2u, one);
+    if (TBL) rounds_t(st, tbl, k.nr);  // compile-time choice
+    else rounds(st, k, 2u, one);
     transpose32<0>(st);
     transpose32<32>(st);
     transpose32<64>(st);
     transpose32<96>(st);
 #pragma unroll
     for (int j = 0; j < 32; ++j) ks[j] = make_uint4(st[j], st[32 + j], st[64 + j], st[96 + j]);
+}
+
+/// 32 AES-CTR keystream blocks per thread (see gcmx_aes_ctr_x32_impl for the layout):
+///   ks[j] = AES_K(prefix || be32(ctr_first + j * ctr_stride)),  j = 0..31.
+GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32(const GcmxAesKey& k, uint32_t prefix0, uint32_t prefix1,
+                                              uint32_t prefix2, uint32_t ctr_first, uint32_t ctr_stride,
+                                              uint4 (&ks)[32]) {
+    gcmx_aes_ctr_x32_impl<false>(k, nullptr, prefix0, prefix1, prefix2, ctr_first, ctr_stride, ks);
+}
+
+/// The same, with rounds 2..nr keyed from a mask table built by gcmx_aes_fill_masks for k
+/// (one multiply-add per plane and round for AddRoundKey).
+GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32_tbl(const GcmxAesKey& k, const uint32_t* tbl,
+                                                  uint32_t prefix0, uint32_t prefix1, uint32_t prefix2,
+                                                  uint32_t ctr_first, uint32_t ctr_stride, uint4 (&ks)[32]) {
+    gcmx_aes_ctr_x32_impl<true>(k, tbl, prefix0, prefix1, prefix2, ctr_first, ctr_stride, ks);
+}
+
+/// Fill tbl[GCMX_AES_MASK_WORDS] for key k; entry i = 128 r + p is written by the thread with
+/// tid == i mod nthreads (call from every thread of a block with tid = threadIdx.x,
+/// nthreads = blockDim.x, then synchronize). Branch-free and table-free on the key: the
+/// addresses depend only on i.
+GCMX_AES_HD inline void gcmx_aes_fill_masks(const GcmxAesKey& k, uint32_t* tbl, uint32_t tid, uint32_t nthreads) {
+    using namespace gcmx_aes_detail;
+    for (uint32_t i = tid; i < 15u * GCMX_AES_PLANES; i += nthreads) {
+        const uint32_t r = i / GCMX_AES_PLANES, p = i % GCMX_AES_PLANES;
+        const uint32_t kw = bswap32(k.rk[4u * r + p / 32u]) ^ GCMX_AES_SBOX_CONST4;
+        const uint32_t m = 0u - ((kw >> (p % 32u)) & 1u);
+        tbl[2u * i] = m;
+        tbl[2u * i + 1u] = 2u * m + 1u;
+    }
 }
 
 #endif  // GCMX_AES_BS_CUH

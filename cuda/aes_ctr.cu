@@ -51,12 +51,12 @@
 
 /// One warp chunk: XOR keystream into blocks [chunk*1024, chunk*1024 + 1024) of data.
 /// `lane` is the lane index 0..31 (a parameter so the host check can emulate a warp).
-GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_chunk(const GcmxAesKey& key, uint32_t j0w0, uint32_t j0w1,
+GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_chunk(const GcmxAesKey& key, const uint32_t* masks, uint32_t j0w0, uint32_t j0w1,
                                                 uint32_t j0w2, uint32_t ctr0, uint8_t* data,
                                                 uint64_t nbytes, uint64_t chunk, uint32_t lane) {
     const uint64_t base = chunk * GCMX_AES_CTR_CHUNK_BLOCKS;
     uint4 ks[32];
-    gcmx_aes_ctr_x32(key, j0w0, j0w1, j0w2, ctr0 + 1u + (uint32_t)base + lane, 32u, ks);
+    gcmx_aes_ctr_x32_tbl(key, masks, j0w0, j0w1, j0w2, ctr0 + 1u + (uint32_t)base + lane, 32u, ks);
     const uint64_t nfull = nbytes >> 4;
     const uint32_t tail = (uint32_t)(nbytes & 15u);
     uint4* d4 = reinterpret_cast<uint4*>(data);
@@ -101,6 +101,9 @@ extern "C" __global__ void __launch_bounds__(GCMX_AES_CTR_THREADS, GCMX_AES_CTR_
     const uint64_t warp = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const uint64_t nwarps = ((uint64_t)gridDim.x * blockDim.x) >> 5;
     const uint64_t nchunks = (((nbytes + 15u) >> 4) + GCMX_AES_CTR_CHUNK_BLOCKS - 1) / GCMX_AES_CTR_CHUNK_BLOCKS;
+    __shared__ uint32_t masks[GCMX_AES_MASK_WORDS];  // round keys as multiply-add masks (aes_bs.cuh)
+    gcmx_aes_fill_masks(key, masks, threadIdx.x, blockDim.x);
+    __syncthreads();
     for (uint64_t c = warp; c < nchunks; c += nwarps)
-        gcmx_aes_ctr_chunk(key, j0w0, j0w1, j0w2, ctr0, data, nbytes, c, lane);
+        gcmx_aes_ctr_chunk(key, masks, j0w0, j0w1, j0w2, ctr0, data, nbytes, c, lane);
 }

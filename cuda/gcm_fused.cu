@@ -45,6 +45,18 @@ struct GcmxDevAesCtr {
     }
 };
 
+/// The same with AddRoundKey from the thread block's shared mask table (gcmx_aes_fill_masks).
+struct GcmxDevAesCtrTbl {
+    const GcmxAesKey* key;
+    const uint32_t* tbl;
+    uint32_t p0, p1, p2;
+    __device__ __forceinline__ void operator()(uint32_t ctr_first, uint32_t ctr_stride,
+                                               uint4 (&ks)[GCMX_AES_BLOCKS_PER_CALL]) const
+    {
+        gcmx_aes_ctr_x32_tbl(*key, tbl, p0, p1, p2, ctr_first, ctr_stride, ks);
+    }
+};
+
 /// Factory used by the batch kernels: per-message key and J0 prefix.
 struct GcmxDevAesFactory {
     __device__ __forceinline__ GcmxDevAesCtr at(const GcmxAesKey& k, uint32_t p0, uint32_t p1, uint32_t p2) const
@@ -58,8 +70,15 @@ template <bool DECRYPT> __device__ __forceinline__ void gcmx_gcm_kernel_body(con
 {
     __shared__ GcmxU128 stride_pow[GCMX_BLOCKS_PER_REDUCTION];
     const GcmxU128* powers = reinterpret_cast<const GcmxU128*>(p.powers);
+#if GCMX_FUSED_SMEM_KEYS
+    __shared__ uint32_t aes_masks[GCMX_AES_MASK_WORDS];
+    gcmx_aes_fill_masks(p.key, aes_masks, threadIdx.x, blockDim.x);  // ordered by the sync below
+    const GcmxSmemPowers pw = gcmx_load_stride_powers(stride_pow, powers);
+    const GcmxDevAesCtrTbl aes = {&p.key, aes_masks, p.j0_prefix[0], p.j0_prefix[1], p.j0_prefix[2]};
+#else
     const GcmxSmemPowers pw = gcmx_load_stride_powers(stride_pow, powers);
     const GcmxDevAesCtr aes = {&p.key, p.j0_prefix[0], p.j0_prefix[1], p.j0_prefix[2]};
+#endif
     const GcmxU128 term = gcmx_gcm_thread<GCMX_DEFAULT_CLMAD, DECRYPT>(
         aes, reinterpret_cast<const uint8_t*>(p.in), reinterpret_cast<uint8_t*>(p.out), p.nbytes, p.ctr_first,
         powers, pw, blockIdx.x, gridDim.x, threadIdx.x);

@@ -149,6 +149,10 @@ typedef struct GcmxAesKey {
 #ifndef GCMX_FUSED_DECRYPT_GROUP
 #define GCMX_FUSED_DECRYPT_GROUP 16u
 #endif
+/** 1: the fused kernels key AES rounds 2..nr from a per-block shared-memory mask table. */
+#ifndef GCMX_FUSED_SMEM_KEYS
+#define GCMX_FUSED_SMEM_KEYS 1
+#endif
 #ifndef GCMX_FUSED_CHUNKS_PER_WARP
 #define GCMX_FUSED_CHUNKS_PER_WARP 4u
 #endif

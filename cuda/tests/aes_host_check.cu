@@ -128,12 +128,20 @@ static void check_expand() {
     std::printf("key expansion: FIPS-197 A.1-A.3 checked\n");
 }
 
-// Run gcmx_aes_ctr_x32 and return block j's bytes.
+// Run gcmx_aes_ctr_x32 and return block j's bytes; gcmx_aes_ctr_x32_tbl (round keys from the
+// mask table of gcmx_aes_fill_masks) must give the same 32 blocks.
 static void run_ctr(const GcmxAesKey& k, const uint8_t prefix[12], uint32_t ctr_first, uint32_t stride,
                     uint8_t out[32][16]) {
-    uint4 ks[32];
+    uint4 ks[32], kt[32];
     gcmx_aes_ctr_x32(k, le32(prefix), le32(prefix + 4), le32(prefix + 8), ctr_first, stride, ks);
-    for (int j = 0; j < 32; ++j) ks_bytes(ks[j], out[j]);
+    static uint32_t tbl[GCMX_AES_MASK_WORDS];
+    gcmx_aes_fill_masks(k, tbl, 0u, 1u);
+    gcmx_aes_ctr_x32_tbl(k, tbl, le32(prefix), le32(prefix + 4), le32(prefix + 8), ctr_first, stride, kt);
+    for (int j = 0; j < 32; ++j) {
+        CHECK(ks[j].x == kt[j].x && ks[j].y == kt[j].y && ks[j].z == kt[j].z && ks[j].w == kt[j].w,
+              "mask-table AES == AES (block %d)", j);
+        ks_bytes(ks[j], out[j]);
+    }
 }
 
 static void check_fips_c() {
@@ -171,6 +179,8 @@ static int check_file(const char* path) {
             std::vector<uint8_t> key = unhex(kh), j0 = unhex(jh), exp = nbytes ? unhex(eh) : std::vector<uint8_t>();
             GcmxAesKey k;
             gcmx_aes_expand_key(key.data(), (uint32_t)key.size(), &k);
+            static uint32_t masks[GCMX_AES_MASK_WORDS];
+            gcmx_aes_fill_masks(k, masks, 0u, 1u);
             const uint32_t ctr0 = ((uint32_t)j0[12] << 24) | ((uint32_t)j0[13] << 16) | ((uint32_t)j0[14] << 8) | j0[15];
             // buffer with a guard area after the end, 16-byte aligned like a device allocation
             std::vector<uint4> store((nbytes + 64 + 15) / 16 + 1);
@@ -179,7 +189,7 @@ static int check_file(const char* path) {
             const uint64_t nchunks = (((nbytes + 15) >> 4) + GCMX_AES_CTR_CHUNK_BLOCKS - 1) / GCMX_AES_CTR_CHUNK_BLOCKS;
             for (uint64_t c = 0; c < nchunks; ++c)
                 for (uint32_t lane = 0; lane < 32; ++lane)
-                    gcmx_aes_ctr_chunk(k, le32(j0.data()), le32(j0.data() + 4), le32(j0.data() + 8), ctr0, buf, nbytes, c,
+                    gcmx_aes_ctr_chunk(k, masks, le32(j0.data()), le32(j0.data() + 4), le32(j0.data() + 8), ctr0, buf, nbytes, c,
                                        lane);
             bool ok = exp.size() == nbytes && (nbytes == 0 || std::memcmp(buf, exp.data(), nbytes) == 0);
             for (size_t i = nbytes; i < nbytes + 64; ++i) ok = ok && buf[i] == (uint8_t)(131u * i + 7u);

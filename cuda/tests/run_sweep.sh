@@ -10,12 +10,8 @@ nvcc="${NVCC:-$root/.toolchain/cuda/nvidia/cu13/bin/nvcc}"
 arch="${GCMX_SWEEP_ARCH:-90}"
 dir="${2:-$root/.device/sweep}"
 CONFIGS=(
-  "base:"
-  "t128m3:-DGCMX_AES_CTR_MIN_BLOCKS=3 -DGCMX_FUSED_MIN_BLOCKS=3u"
-  "t64m6:-DGCMX_AES_CTR_THREADS=64 -DGCMX_AES_CTR_MIN_BLOCKS=6 -DGCMX_FUSED_THREADS=64u -DGCMX_FUSED_MIN_BLOCKS=6u"
-  "c8:-DGCMX_FUSED_CHUNKS_PER_WARP=8u"
-  "dec32:-DGCMX_FUSED_DECRYPT_GROUP=32u"
-  "noprefetch:-DGCMX_FUSED_PREFETCH=0"
+  "smem:"
+  "nosmem:-DGCMX_FUSED_SMEM_KEYS=0"
 )
 case "${1:-}" in
   build)

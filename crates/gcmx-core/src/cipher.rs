@@ -2,8 +2,9 @@
 //! RustCrypto block cipher with 16-byte blocks.
 //!
 //! Two paths run those loops. For AES keyed from its raw bytes ([`Cipher::with_key`]) on an
-//! x86-64 CPU with VAES and VPCLMULQDQ, the stitched kernels of `gcmx-x86` (AES rounds and
-//! carry-less multiplies interleaved in one loop); otherwise the generic path, the block
+//! x86-64 CPU with AES-NI and PCLMULQDQ, the stitched kernels of `gcmx-x86` (AES rounds and
+//! carry-less multiplies interleaved in one loop; 256-bit VAES + VPCLMULQDQ where the CPU has
+//! them, 128-bit otherwise); elsewhere the generic path, the block
 //! cipher's own CTR backend and the `ghash` crate. The path is chosen in one place,
 //! `Cipher::hasher`; every loop below is written once for both.
 
@@ -96,8 +97,8 @@ where
 
     /// Like [`Cipher::new`], and when `C` is `aes::Aes128`, `Aes192` or `Aes256` (or their
     /// encrypt-only `…Enc` forms), `key` is the
-    /// key `cipher` was made from, and the CPU has VAES and VPCLMULQDQ: the stitched x86-64
-    /// kernels too. As a guard, the kernels' `E_K(0^128)` must equal the cipher's, else the
+    /// key `cipher` was made from, and the CPU has AES-NI and PCLMULQDQ: the stitched x86-64
+    /// kernels too (see `gcmx_x86::StitchedKey::new`). As a guard, the kernels' `E_K(0^128)` must equal the cipher's, else the
     /// generic path is kept.
     pub fn with_key(cipher: C, key: &[u8]) -> Self
     where

@@ -45,7 +45,7 @@ macro_rules! with_cipher {
 pub(crate) use with_cipher;
 
 impl KeyMaterial {
-    /// Key an AES of the size `key.len()` selects. On an x86-64 CPU with VAES and VPCLMULQDQ
+    /// Key an AES of the size `key.len()` selects. On an x86-64 CPU with AES-NI and PCLMULQDQ
     /// the CPU backends run the stitched kernels of `gcmx-x86`, else the generic path.
     pub fn new(key: &[u8]) -> Result<Self, Error> {
         Self::build(key, true)
