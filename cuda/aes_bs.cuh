@@ -25,6 +25,10 @@
 //    the FMA pipe (integer multiplies, next to the LOP3s of the ALU pipe): mask = high word of
 //    (key << (31-q)) * 1, p ^ mask = p * (2 mask + 1) + mask.  No branch, no table.  The
 //    S-box constant 0x63 rides in the round keys (MixColumns maps a 0x63 column to itself).
+//    Kernels whose thread block shares one key (gcm_fused.cu, aes_ctr.cu) precompute the pairs
+//    (mask, 2 mask + 1) of rounds 2..nr once per block in shared memory (gcmx_aes_fill_masks,
+//    15 KiB) and read them with warp-uniform addresses (broadcast, public index): one IMAD per
+//    plane and round instead of four, which measured +22 % (gpu-notes.md, 2026-12-01).
 //  * Counter input: block j = prefix(12 bytes) || be32(ctr_first + j*ctr_stride).  Bytes
 //    0..11 are the same in all 32 blocks, so round 1 computes their 12 S-boxes once (one
 //    byte-parallel SWAR circuit pass) and, after ShiftRows, each column has one varying byte:

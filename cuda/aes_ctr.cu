@@ -26,10 +26,11 @@
 //   Launch: blockDim.x = GCMX_AES_CTR_THREADS (128; any multiple of 32 up to 128 is also
 //   correct); gridDim.x = any >= 1; recommended
 //   min(ceil(chunks / GCMX_AES_CTR_WARPS_PER_BLOCK), SM count * GCMX_AES_CTR_BLOCKS_PER_SM)
-//   with chunks = ceil(ceil(nbytes / 16) / 1024).  No shared memory, no dynamic smem.
+//   with chunks = ceil(ceil(nbytes / 16) / 1024).  Static shared memory only (the mask table), no dynamic smem.
 //   The kernel never traps; the host validates the key (nr) and pointers.
-//   Registers (nvcc 13.5, sm_90, -Xptxas -v): 255 per thread, no spills, so 2 blocks of 128 threads
-//   (8 warps) are resident per SM. Capping registers for more warps (launch bounds 128 x 3 -> 168
+//   Round keys come from a 15 KiB shared-memory mask table filled at kernel start
+//   (gcmx_aes_fill_masks). Registers (nvcc 13.5, sm_90, -Xptxas -v): 255 per thread, 32 bytes
+//   spilled, so 2 blocks of 128 threads (8 warps) are resident per SM. Capping registers for more warps (launch bounds 128 x 3 -> 168
 //   registers, 12 warps; 64-thread blocks) spills and measured slower (cuda/tests/run_sweep.sh,
 //   benches/gpu-notes.md 2026-12-01).
 #include "aes_bs.cuh"
