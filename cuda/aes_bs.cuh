@@ -298,10 +298,10 @@ GCMX_AES_HD __forceinline__ void sub_bytes(uint32_t (&st)[GCMX_AES_PLANES]) {
 /// Plane index of bit b of the byte at (row r, column c) of the AES state.
 #define GCMX_AES_P(r, c, b) (8 * (4 * (c) + (r)) + (b))
 
-/// ShiftRows + MixColumns + AddRoundKey on the bitsliced state.
-/// kw[w] = round-key word w byte-swapped, so bit q of kw[w] is plane 32w+q.
-GCMX_AES_HD __forceinline__ void shift_mix_add(uint32_t (&st)[GCMX_AES_PLANES],
-                                               const uint32_t (&kw)[4], uint32_t one) {
+/// ShiftRows + MixColumns + AddRoundKey on the bitsliced state. `key(p, v)` returns plane value v
+/// with plane p's round-key bit added (p = 32c + 8r + b: bit 8r + b of the round key's word c).
+template <typename Key>
+GCMX_AES_HD __forceinline__ void shift_mix_key(uint32_t (&st)[GCMX_AES_PLANES], const Key& key) {
     uint32_t o[GCMX_AES_PLANES];
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
@@ -324,7 +324,7 @@ GCMX_AES_HD __forceinline__ void shift_mix_add(uint32_t (&st)[GCMX_AES_PLANES],
             for (int b = 0; b < 8; ++b) {
                 uint32_t v = x3((b == 0) ? d[r][7] : d[r][b - 1], a[(r + 1) & 3][b], d[(r + 2) & 3][b]);
                 if (b == 1 || b == 3 || b == 4) v = x2(v, d[r][7]);
-                o[GCMX_AES_P(r, c, b)] = kxor(v, kmask(kw[c], 8 * r + b, one), one);
+                o[GCMX_AES_P(r, c, b)] = key(GCMX_AES_P(r, c, b), v);
             }
         }
     }
@@ -332,9 +332,9 @@ GCMX_AES_HD __forceinline__ void shift_mix_add(uint32_t (&st)[GCMX_AES_PLANES],
     for (int p = 0; p < GCMX_AES_PLANES; ++p) st[p] = o[p];
 }
 
-/// ShiftRows + AddRoundKey (last round, no MixColumns).
-GCMX_AES_HD __forceinline__ void shift_add(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t (&kw)[4],
-                                           uint32_t one) {
+/// ShiftRows + AddRoundKey (last round, no MixColumns); `key` as for shift_mix_key.
+template <typename Key>
+GCMX_AES_HD __forceinline__ void shift_key(uint32_t (&st)[GCMX_AES_PLANES], const Key& key) {
     uint32_t o[GCMX_AES_PLANES];
 #pragma unroll
     for (int c = 0; c < 4; ++c)
@@ -342,10 +342,35 @@ GCMX_AES_HD __forceinline__ void shift_add(uint32_t (&st)[GCMX_AES_PLANES], cons
         for (int r = 0; r < 4; ++r)
 #pragma unroll
             for (int b = 0; b < 8; ++b)
-                o[GCMX_AES_P(r, c, b)] =
-                    kxor(st[GCMX_AES_P(r, (c + r) & 3, b)], kmask(kw[c], 8 * r + b, one), one);
+                o[GCMX_AES_P(r, c, b)] = key(GCMX_AES_P(r, c, b), st[GCMX_AES_P(r, (c + r) & 3, b)]);
 #pragma unroll
     for (int p = 0; p < GCMX_AES_PLANES; ++p) st[p] = o[p];
+}
+
+/// Round key from the key words in registers: kw[w] = round-key word w byte-swapped (bit q of
+/// kw[w] is plane 32w + q); kmask + kxor on the FMA pipe.
+struct GcmxRegKey {
+    const uint32_t (&kw)[4];
+    uint32_t one;
+    GCMX_AES_HD __forceinline__ uint32_t operator()(int p, uint32_t v) const {
+        return kxor(v, kmask(kw[p / 32], p % 32, one), one);
+    }
+};
+
+/// Round key from a shared-memory mask table (see rounds_t): one multiply-add.
+struct GcmxTblKey {
+    const uint32_t* t;
+    GCMX_AES_HD __forceinline__ uint32_t operator()(int p, uint32_t v) const { return v * t[2 * p + 1] + t[2 * p]; }
+};
+
+GCMX_AES_HD __forceinline__ void shift_mix_add(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t (&kw)[4],
+                                               uint32_t one) {
+    shift_mix_key(st, GcmxRegKey{kw, one});
+}
+
+GCMX_AES_HD __forceinline__ void shift_add(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t (&kw)[4],
+                                           uint32_t one) {
+    shift_key(st, GcmxRegKey{kw, one});
 }
 
 /// In-place 32x32 bit-matrix transpose of a[OFF .. OFF+31]:
@@ -406,59 +431,14 @@ GCMX_AES_HD __forceinline__ void rounds(uint32_t (&st)[GCMX_AES_PLANES], const G
 // block, read with warp-uniform addresses (shared-memory broadcast), never indexed by data.
 // ---------------------------------------------------------------------------------
 
-/// ShiftRows + MixColumns + AddRoundKey with the round's (m, s) pairs at t.
-GCMX_AES_HD __forceinline__ void shift_mix_add_t(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t* t) {
-    uint32_t o[GCMX_AES_PLANES];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        uint32_t a[4][8], d[4][8];
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-            for (int b = 0; b < 8; ++b) a[r][b] = st[GCMX_AES_P(r, (c + r) & 3, b)];
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-            for (int b = 0; b < 8; ++b) d[r][b] = x2(a[r][b], a[(r + 1) & 3][b]);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-#pragma unroll
-            for (int b = 0; b < 8; ++b) {
-                uint32_t v = x3((b == 0) ? d[r][7] : d[r][b - 1], a[(r + 1) & 3][b], d[(r + 2) & 3][b]);
-                if (b == 1 || b == 3 || b == 4) v = x2(v, d[r][7]);
-                const int p = GCMX_AES_P(r, c, b);
-                o[p] = v * t[2 * p + 1] + t[2 * p];
-            }
-        }
-    }
-#pragma unroll
-    for (int p = 0; p < GCMX_AES_PLANES; ++p) st[p] = o[p];
-}
-
-/// ShiftRows + AddRoundKey (last round) with the round's (m, s) pairs at t.
-GCMX_AES_HD __forceinline__ void shift_add_t(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t* t) {
-    uint32_t o[GCMX_AES_PLANES];
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-            for (int b = 0; b < 8; ++b) {
-                const int p = GCMX_AES_P(r, c, b);
-                o[p] = st[GCMX_AES_P(r, (c + r) & 3, b)] * t[2 * p + 1] + t[2 * p];
-            }
-#pragma unroll
-    for (int p = 0; p < GCMX_AES_PLANES; ++p) st[p] = o[p];
-}
-
-/// Rounds 2..nr with round keys from the table (see shift_mix_add_t).
+/// Rounds 2..nr with round keys from the table (GcmxTblKey).
 GCMX_AES_HD __forceinline__ void rounds_t(uint32_t (&st)[GCMX_AES_PLANES], const uint32_t* tbl, uint32_t nr) {
 #pragma unroll 1
     for (uint32_t r = 2; r <= nr; ++r) {
         sub_bytes(st);
         const uint32_t* t = tbl + 2u * GCMX_AES_PLANES * r;
-        if (r < nr) shift_mix_add_t(st, t);
-        else shift_add_t(st, t);
+        if (r < nr) shift_mix_key(st, GcmxTblKey{t});
+        else shift_key(st, GcmxTblKey{t});
     }
 }
 

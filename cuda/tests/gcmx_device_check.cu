@@ -23,14 +23,7 @@
 
 #include <algorithm>
 
-#define CU(x)                                                                                              \
-    do {                                                                                                   \
-        cudaError_t e_ = (x);                                                                              \
-        if (e_ != cudaSuccess) {                                                                           \
-            fprintf(stderr, "CUDA error %s at %s:%d: %s\n", #x, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-            exit(2);                                                                                       \
-        }                                                                                                  \
-    } while (0)
+#include "cu_check.h"
 
 static uint8_t* dmalloc(size_t n)
 {

@@ -21,14 +21,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CU(x)                                                                                              \
-    do {                                                                                                   \
-        cudaError_t e_ = (x);                                                                              \
-        if (e_ != cudaSuccess) {                                                                           \
-            fprintf(stderr, "CUDA error %s at %s:%d: %s\n", #x, __FILE__, __LINE__, cudaGetErrorString(e_)); \
-            exit(2);                                                                                       \
-        }                                                                                                  \
-    } while (0)
+#include "cu_check.h"
 
 /// Bytes per GB (decimal, as the benchmark tables use).
 static const double GB = 1e9;
