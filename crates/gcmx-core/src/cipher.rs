@@ -27,6 +27,16 @@ pub const SERIAL_CHUNK: usize = 32 * 1024;
 /// Smallest chunk the parallel backend hands to one thread.
 pub const MIN_PARALLEL_CHUNK: usize = 16 * 1024;
 
+/// Whether this CPU runs gcmx-x86's stitched AES-GCM kernels (x86-64 with AES-NI and PCLMULQDQ):
+/// then AES keyed from raw bytes ([`Cipher::with_key`], `KeyMaterial::new`) takes that path.
+///
+/// ```
+/// let _fast = gcmx_core::cipher::stitched_supported();
+/// ```
+pub fn stitched_supported() -> bool {
+    StitchedKey::cpu_supported()
+}
+
 /// A block cipher keyed once, with `H = E_K(0)` in two forms: the `ghash` crate's fast hasher
 /// and the POLYVAL-domain [`HashKey`] that joins partial hashes; for AES keyed through
 /// [`Cipher::with_key`], also the stitched x86-64 kernels.

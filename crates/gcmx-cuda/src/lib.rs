@@ -56,9 +56,12 @@ pub fn available() -> bool {
 /// (cuMemHostRegister + Unregister of 8 GiB: 0.30 s + 0.12 s); PCIe itself allows ~49 GB/s, reached with a
 /// pre-registered buffer ([`PinnedRegion`]). See benches/gpu-notes.md.
 pub const GPU_HOST_PATH_BYTES_PER_S: f64 = 14e9;
-/// gcmx's own multi-core CPU engine per hardware thread, bytes per second (24.1 GB/s on the H200 host's
-/// 16 threads for 8 GiB, benches/gpu-notes.md).
+/// gcmx's own multi-core CPU engine per hardware thread on the generic path (the `aes` and `ghash`
+/// crates), bytes per second (24.1 GB/s on the H200 host's 16 threads for 8 GiB, benches/gpu-notes.md).
 pub const CPU_CORE_BYTES_PER_S: f64 = 1.5e9;
+/// The same with gcmx-x86's stitched kernels (47.4 GB/s on the H200 host's 16 threads for 8 GiB,
+/// 2026-12-01, benches/gpu-notes.md).
+pub const CPU_CORE_STITCHED_BYTES_PER_S: f64 = 2.9e9;
 /// Smallest message worth offloading when the GPU is faster at all: below this, launch and transfer
 /// latency dominate.
 pub const MIN_OFFLOAD: usize = 8 << 20;
@@ -68,7 +71,8 @@ pub const MIN_OFFLOAD: usize = 8 << 20;
 ///
 /// For data in host memory the GPU path is bounded by page-locking and PCIe (about 14 GB/s for ordinary
 /// buffers, 49 GB/s for pre-registered ones, on an H200 host); a many-core CPU can be faster. So: if all
-/// hardware threads are estimated to beat the GPU path ([`CPU_CORE_BYTES_PER_S`] × threads ≥
+/// hardware threads are estimated to beat the GPU path ([`CPU_CORE_BYTES_PER_S`], or
+/// [`CPU_CORE_STITCHED_BYTES_PER_S`] where the stitched x86-64 kernels run, × threads ≥
 /// [`GPU_HOST_PATH_BYTES_PER_S`]), `Some(usize::MAX)`: a device is present but host data should stay on
 /// the CPU (callers should not even build a GPU engine for `Auto`); else `Some(MIN_OFFLOAD)`.
 /// `GCMX_CUDA_OFFLOAD_MIN=<bytes>` overrides. Data already in GPU memory always belongs on the GPU
@@ -84,12 +88,21 @@ pub fn offload_threshold() -> Option<usize> {
         return Some(v);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Some(threshold_for(cores))
+    Some(threshold_for(
+        cores,
+        gcmx_core::cipher::stitched_supported(),
+    ))
 }
 
-/// [`offload_threshold`]'s rule for `cores` CPU cores.
-pub fn threshold_for(cores: usize) -> usize {
-    if cores as f64 * CPU_CORE_BYTES_PER_S >= GPU_HOST_PATH_BYTES_PER_S {
+/// [`offload_threshold`]'s rule for `cores` CPU cores, with (`stitched`) or without gcmx-x86's
+/// stitched kernels on this CPU.
+pub fn threshold_for(cores: usize, stitched: bool) -> usize {
+    let per_core = if stitched {
+        CPU_CORE_STITCHED_BYTES_PER_S
+    } else {
+        CPU_CORE_BYTES_PER_S
+    };
+    if cores as f64 * per_core >= GPU_HOST_PATH_BYTES_PER_S {
         usize::MAX
     } else {
         MIN_OFFLOAD
@@ -135,8 +148,11 @@ mod tests {
 
     #[test]
     fn threshold_rule() {
-        assert_eq!(threshold_for(1), MIN_OFFLOAD);
-        assert_eq!(threshold_for(4), MIN_OFFLOAD);
-        assert_eq!(threshold_for(16), usize::MAX);
+        assert_eq!(threshold_for(1, false), MIN_OFFLOAD);
+        assert_eq!(threshold_for(4, false), MIN_OFFLOAD);
+        assert_eq!(threshold_for(16, false), usize::MAX);
+        assert_eq!(threshold_for(4, true), MIN_OFFLOAD);
+        assert_eq!(threshold_for(5, true), usize::MAX);
+        assert_eq!(threshold_for(16, true), usize::MAX);
     }
 }
