@@ -465,6 +465,41 @@ fn mixed_msgs(rng: &mut Rng, n: usize) -> Vec<Msg> {
         .collect()
 }
 
+/// `gcm.encrypt_batch` over `msgs` into `bufs` / `tags` (one job per message).
+fn seal_all(
+    gcm: &Gcm,
+    msgs: &[Msg],
+    bufs: &mut [Vec<u8>],
+    tags: &mut [Vec<u8>],
+) -> Result<(), Error> {
+    let mut jobs: Vec<SealJob<'_>> = msgs
+        .iter()
+        .zip(bufs.iter_mut().zip(tags.iter_mut()))
+        .map(|(m, (b, tg))| SealJob {
+            nonce: &m.nonce,
+            aad: &m.aad,
+            buf: b,
+            tag: tg,
+        })
+        .collect();
+    gcm.encrypt_batch(&mut jobs)
+}
+
+/// `gcm.decrypt_batch` over `msgs`, `bufs` and `tags` (one job per message).
+fn open_all(gcm: &Gcm, msgs: &[Msg], bufs: &mut [Vec<u8>], tags: &[Vec<u8>]) -> Result<(), Error> {
+    let mut jobs: Vec<OpenJob<'_>> = msgs
+        .iter()
+        .zip(bufs.iter_mut().zip(tags.iter()))
+        .map(|(m, (b, tg))| OpenJob {
+            nonce: &m.nonce,
+            aad: &m.aad,
+            buf: b,
+            tag: tg,
+        })
+        .collect();
+    gcm.decrypt_batch(&mut jobs)
+}
+
 fn batches(t: &mut Tally, rng: &mut Rng, n: usize) {
     let (p0, f0) = (t.passed, t.failed);
     let key = rng.bytes(32);
@@ -477,33 +512,9 @@ fn batches(t: &mut Tally, rng: &mut Rng, n: usize) {
     let mut c_bufs = g_bufs.clone();
     let mut c_tags = g_tags.clone();
     let tg = Instant::now();
-    let rg = {
-        let mut jobs: Vec<SealJob<'_>> = msgs
-            .iter()
-            .zip(g_bufs.iter_mut().zip(g_tags.iter_mut()))
-            .map(|(m, (b, tg))| SealJob {
-                nonce: &m.nonce,
-                aad: &m.aad,
-                buf: b,
-                tag: tg,
-            })
-            .collect();
-        gpu.encrypt_batch(&mut jobs)
-    };
+    let rg = seal_all(&gpu, &msgs, &mut g_bufs, &mut g_tags);
     let gpu_s = tg.elapsed().as_secs_f64();
-    let rc = {
-        let mut jobs: Vec<SealJob<'_>> = msgs
-            .iter()
-            .zip(c_bufs.iter_mut().zip(c_tags.iter_mut()))
-            .map(|(m, (b, tg))| SealJob {
-                nonce: &m.nonce,
-                aad: &m.aad,
-                buf: b,
-                tag: tg,
-            })
-            .collect();
-        cpu.encrypt_batch(&mut jobs)
-    };
+    let rc = seal_all(&cpu, &msgs, &mut c_bufs, &mut c_tags);
     let same = rg.is_ok() && rc.is_ok() && g_bufs == c_bufs && g_tags == c_tags;
     let bad = g_bufs
         .iter()
@@ -512,19 +523,7 @@ fn batches(t: &mut Tally, rng: &mut Rng, n: usize) {
         .position(|((a, b), (c, d))| a != b || c != d);
     t.check(same, || format!("batch of {n} ({bytes} B) single key: GPU != CPU ({rg:?}); first differing message {bad:?}"));
     // open back
-    let ro = {
-        let mut jobs: Vec<OpenJob<'_>> = msgs
-            .iter()
-            .zip(g_bufs.iter_mut().zip(g_tags.iter()))
-            .map(|(m, (b, tg))| OpenJob {
-                nonce: &m.nonce,
-                aad: &m.aad,
-                buf: b,
-                tag: tg,
-            })
-            .collect();
-        gpu.decrypt_batch(&mut jobs)
-    };
+    let ro = open_all(&gpu, &msgs, &mut g_bufs, &g_tags);
     t.check(
         ro.is_ok() && g_bufs.iter().zip(&msgs).all(|(b, m)| *b == m.pt),
         || format!("batch decrypt ({ro:?})"),
@@ -532,19 +531,7 @@ fn batches(t: &mut Tally, rng: &mut Rng, n: usize) {
     // forged: one tag flipped -> all refused and wiped
     let victim = n / 2;
     g_tags[victim][0] ^= 0x80;
-    let rf = {
-        let mut jobs: Vec<OpenJob<'_>> = msgs
-            .iter()
-            .zip(c_bufs.iter_mut().zip(g_tags.iter()))
-            .map(|(m, (b, tg))| OpenJob {
-                nonce: &m.nonce,
-                aad: &m.aad,
-                buf: b,
-                tag: tg,
-            })
-            .collect();
-        gpu.decrypt_batch(&mut jobs)
-    };
+    let rf = open_all(&gpu, &msgs, &mut c_bufs, &g_tags);
     t.check(
         rf == Err(Error::Authentication) && c_bufs.iter().all(|b| b.iter().all(|&x| x == 0)),
         || format!("batch with one forged tag: not refused or not wiped ({rf:?})"),

@@ -391,37 +391,22 @@ impl CudaEngine {
             let enqueue = || -> Result<(), Error> {
                 for (i, c) in chunks.iter().enumerate() {
                     let s = i % nslots;
-                    let stream = &pipe.streams[s];
                     // SAFETY: c.offset + c.len <= len, inside the caller's exclusively borrowed buffer.
                     let hp = unsafe { host_ptr.add(c.offset) };
-                    let dev = pipe.slots[s].ptr();
-                    // SAFETY: FFI async copy of c.len bytes from the caller's buffer (in bounds, exclusively
-                    // borrowed by this call, page-locked by `whole`) into slot s (>= c.len bytes); every stream
-                    // is synchronised before `whole` is dropped and before this call returns.
-                    ck(
-                        unsafe {
-                            cu::cuMemcpyHtoDAsync_v2(dev, hp.cast(), c.len, stream.as_inner())
-                        },
-                        "cuMemcpyHtoDAsync",
-                    )?;
-                    let mut p = self.params(
-                        j0,
-                        dev,
-                        dev,
-                        c.len,
-                        partials + 16 * c.first_partial as u64,
-                        c.first_block,
-                    );
-                    let r = self.launch_fused(stream, dir, &p);
-                    p.key.zeroize();
-                    r?;
-                    // SAFETY: FFI async copy back into the same region of the caller's buffer; see above.
-                    ck(
-                        unsafe {
-                            cu::cuMemcpyDtoHAsync_v2(hp.cast(), dev, c.len, stream.as_inner())
-                        },
-                        "cuMemcpyDtoHAsync",
-                    )?;
+                    // SAFETY: that range of the caller's buffer is exclusively borrowed by this call and
+                    // page-locked by `whole`; every stream is synchronised before `whole` is dropped and
+                    // before this call returns. Slot s holds >= c.len bytes.
+                    unsafe {
+                        self.enqueue_chunk(
+                            &pipe.streams[s],
+                            dir,
+                            j0,
+                            hp,
+                            pipe.slots[s].ptr(),
+                            c,
+                            partials,
+                        )
+                    }?;
                 }
                 Ok(())
             };
@@ -457,30 +442,20 @@ impl CudaEngine {
                     buf[prev.offset..prev.offset + prev.len].copy_from_slice(&stage[..prev.len]);
                 }
                 stage[..c.len].copy_from_slice(&buf[c.offset..c.offset + c.len]);
-                let dev = pipe.slots[s].ptr();
-                let sp = stage.as_mut_ptr();
-                // SAFETY: FFI async copy from pinned staging buffer s (>= c.len bytes, owned by the pipeline,
-                // not touched by the host until the stream is synchronised) to slot s.
-                ck(
-                    unsafe { cu::cuMemcpyHtoDAsync_v2(dev, sp.cast(), c.len, stream.as_inner()) },
-                    "cuMemcpyHtoDAsync",
-                )?;
-                let mut p = self.params(
-                    j0,
-                    dev,
-                    dev,
-                    c.len,
-                    partials + 16 * c.first_partial as u64,
-                    c.first_block,
-                );
-                let r = self.launch_fused(stream, dir, &p);
-                p.key.zeroize();
-                r?;
-                // SAFETY: as above, back into the same staging buffer.
-                ck(
-                    unsafe { cu::cuMemcpyDtoHAsync_v2(sp.cast(), dev, c.len, stream.as_inner()) },
-                    "cuMemcpyDtoHAsync",
-                )?;
+                // SAFETY: pinned staging buffer s (>= c.len bytes) is owned by the pipeline and not touched
+                // by the host until this stream is synchronised (above, before its next use, or below).
+                // Slot s holds >= c.len bytes.
+                unsafe {
+                    self.enqueue_chunk(
+                        stream,
+                        dir,
+                        j0,
+                        stage.as_mut_ptr(),
+                        pipe.slots[s].ptr(),
+                        c,
+                        partials,
+                    )
+                }?;
                 pending[s] = Some(*c);
             }
             for (s, slot) in pending.iter_mut().enumerate() {
@@ -526,6 +501,49 @@ impl CudaEngine {
             .map_or(Ok(()), |p| p.download(0, &mut raw))?;
         let parts = plan::partials_of(&chunks, &u128s_from_le_bytes(&raw), abi::FUSED_SPAN);
         Ok(self.key.tag_from_partials(j0, aad, &parts, len))
+    }
+
+    /// Enqueue one chunk of the host pipeline on `stream`: upload `c.len` bytes from `host` into the
+    /// device slot `dev`, run the fused kernel over them in place (partials at `partials`, indexed by
+    /// the chunk's first partial), and download the result back to `host`.
+    ///
+    /// # Safety
+    /// `host` must be valid for reads and writes of `c.len` bytes and page-locked, and nothing else may
+    /// read, write or free that range until `stream` has been synchronised; `dev` must be a device
+    /// allocation of at least `c.len` bytes.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn enqueue_chunk(
+        &self,
+        stream: &Stream,
+        dir: Dir,
+        j0: &[u8; 16],
+        host: *mut u8,
+        dev: u64,
+        c: &plan::Chunk,
+        partials: u64,
+    ) -> Result<(), Error> {
+        // SAFETY: FFI async copy of c.len bytes from `host` to `dev`, both valid and reserved for this
+        // stream until it is synchronised (the caller's contract).
+        ck(
+            unsafe { cu::cuMemcpyHtoDAsync_v2(dev, host.cast(), c.len, stream.as_inner()) },
+            "cuMemcpyHtoDAsync",
+        )?;
+        let mut p = self.params(
+            j0,
+            dev,
+            dev,
+            c.len,
+            partials + 16 * c.first_partial as u64,
+            c.first_block,
+        );
+        let r = self.launch_fused(stream, dir, &p);
+        p.key.zeroize();
+        r?;
+        // SAFETY: as above, back into the same host range.
+        ck(
+            unsafe { cu::cuMemcpyDtoHAsync_v2(host.cast(), dev, c.len, stream.as_inner()) },
+            "cuMemcpyDtoHAsync",
+        )
     }
 
     fn batch_keys(&self) -> Result<MutexGuard<'_, Option<BatchKeys>>, Error> {
