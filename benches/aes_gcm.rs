@@ -129,7 +129,7 @@ fn memory_ceiling(c: &mut Criterion) {
     g.warm_up_time(std::time::Duration::from_millis(500));
     g.measurement_time(std::time::Duration::from_secs(3));
     let size = 64 * 1024 * 1024;
-    let chunk = gcmx_core::cipher::Cipher::<aes::Aes256>::parallel_chunk(size);
+    let chunk = gcmx_core::cipher::parallel_chunk(size);
     let mut buf = vec![0x5au8; size];
     g.throughput(Throughput::Bytes(size as u64));
     g.bench_with_input(BenchmarkId::new("xor-1-thread", size), &size, |b, _| {
@@ -158,7 +158,7 @@ fn parallel_ceiling(c: &mut Criterion) {
     g.measurement_time(std::time::Duration::from_secs(3));
     let serial = Gcm::with_backend(&KEY, Backend::Cpu).unwrap();
     let size = 64 * 1024 * 1024;
-    let chunk = gcmx_core::cipher::Cipher::<aes::Aes256>::parallel_chunk(size);
+    let chunk = gcmx_core::cipher::parallel_chunk(size);
     let mut buf = vec![0x5au8; size];
     g.throughput(Throughput::Bytes(size as u64));
     g.bench_with_input(

@@ -4,10 +4,27 @@
 //! NVIDIA GPU backend whose GHASH runs on the `clmad` carry-less multiply-accumulate instruction.
 //!
 //! Two ways in:
-//! - the typed API, a drop-in for the `aes-gcm` 0.11 crate: [`Aes128Gcm`], [`Aes192Gcm`],
-//!   [`Aes256Gcm`] and the generic [`AesGcm`], implementing the RustCrypto [`aead`] 0.6 traits;
+//! - the typed API, a drop-in for the `aes-gcm` 0.11 crate: [`Aes128Gcm`], [`Aes256Gcm`] (and
+//!   [`Aes192Gcm`]) and the generic [`AesGcm`], implementing the RustCrypto [`aead`] 0.6 traits,
+//!   with `aes-gcm`'s root items, feature names and behaviour;
 //! - the runtime-sized [`Gcm`], for key, nonce and tag sizes that are data, with a choice of
-//!   [`Backend`].
+//!   [`Backend`] and batches; its errors are [`GcmError`].
+//!
+//! ```
+//! # #[cfg(feature = "getrandom")] {
+//! use gcmx::{
+//!     aead::{Aead, AeadCore, Generate, Key, KeyInit},
+//!     Aes256Gcm, Nonce,
+//! };
+//!
+//! let key = Key::<Aes256Gcm>::generate();
+//! let cipher = Aes256Gcm::new(&key);
+//! let nonce = Nonce::generate(); // MUST be unique per message
+//! let ciphertext = cipher.encrypt(&nonce, b"plaintext message".as_ref()).unwrap();
+//! let plaintext = cipher.decrypt(&nonce, ciphertext.as_ref()).unwrap();
+//! assert_eq!(&plaintext, b"plaintext message");
+//! # }
+//! ```
 //!
 //! ```
 //! use gcmx::{Backend, Gcm};
@@ -18,44 +35,60 @@
 //! gcm.encrypt_detached(&nonce, b"header", &mut buf, &mut tag)?;
 //! gcm.decrypt_detached(&nonce, b"header", &mut buf, &tag)?;
 //! assert_eq!(&buf, b"attack at dawn");
-//! # Ok::<(), gcmx::Error>(())
+//! # Ok::<(), gcmx::GcmError>(())
+//! ```
+//!
+//! ## Safety of the API
+//!
+//! Nothing here exports key bytes, raw AES blocks, the GHASH key or unauthenticated plaintext.
+//! A failed decryption returns an error and leaves the buffer holding the ciphertext it was
+//! given. Short tags (4 and 8 bytes) need the `hazmat` feature, as in `aes-gcm`.
+//!
+//! A key type cannot be copied, so its round keys are wiped exactly once, when it is dropped:
+//!
+//! ```compile_fail
+//! fn needs_copy<T: Copy>() {}
+//! needs_copy::<gcmx::Aes256Gcm>();
+//! ```
+//!
+//! Without `hazmat`, a 4-byte tag does not compile in the typed API:
+//!
+#![cfg_attr(not(feature = "hazmat"), doc = "```compile_fail")]
+#![cfg_attr(feature = "hazmat", doc = "```")]
+//! use gcmx::aead::consts::{U4, U12};
+//! use gcmx::aead::KeyInit;
+//! let c = gcmx::AesGcm::<gcmx::aes::Aes128, U12, U4>::new(&[0u8; 16].into());
+//! let _ = gcmx::aead::AeadInOut::encrypt_inout_detached(&c, &[0u8; 12].into(), b"", (&mut [0u8; 0][..]).into());
 //! ```
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 use std::sync::Arc;
 
-use gcmx_core::engine::{AutoCpuEngine, ParallelEngine, SerialEngine};
-pub use gcmx_core::{
-    Aes128Gcm, Aes192Gcm, Aes256Gcm, AesGcm, Error, GcmEngine, Key, KeyMaterial, Nonce, OpenJob,
-    SealJob, Tag, TagSize, aead, aes,
-};
+pub use aead::{self, AeadCore, AeadInOut, Error, Key, KeyInit, KeySizeUser};
+#[cfg(feature = "aes")]
+pub use gcmx_core::aes;
+pub use gcmx_core::{A_MAX, AesGcm, Nonce, P_MAX, Tag, TagSize};
+#[cfg(feature = "aes")]
+pub use gcmx_core::{Aes128Gcm, Aes192Gcm, Aes256Gcm};
+pub use gcmx_core::{DeviceError, Error as GcmError, OpenJob, SealJob};
 
-/// The CUDA backend: device information, device-resident and batch APIs.
+mod backend;
+pub use backend::Backend;
+
+use gcmx_core::KeyMaterial;
+use gcmx_core::engine::{GcmEngine, ParallelEngine, SerialEngine};
+
+/// The CUDA backend: device information, device-resident buffers, keyrings and batches.
 #[cfg(feature = "cuda")]
-pub use gcmx_cuda as cuda;
-
-/// Where the bulk work of a [`Gcm`] runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Backend {
-    /// The CPU, serially below a measured size and on all cores above it; with the `cuda`
-    /// feature, messages above the GPU's offload threshold go to the GPU when one is present.
-    #[default]
-    Auto,
-    /// One CPU thread.
-    Cpu,
-    /// All CPU cores (rayon).
-    CpuParallel,
-    /// The GPU (feature `cuda`): an error at construction when there is no driver or device.
-    #[cfg(feature = "cuda")]
-    Cuda,
+pub mod cuda {
+    pub use gcmx_cuda::*;
 }
 
 /// AES-GCM with sizes chosen at run time: a 16-, 24- or 32-byte key, any nonce of at least one
-/// byte (12 is the fast path), tags of 4, 8, 12, 13, 14, 15 or 16 bytes.
+/// byte (12 is the fast path), tags of 12 to 16 bytes (also 4 and 8 with the `hazmat` feature).
 ///
-/// Key material is zeroized on drop. Decryption compares tags in constant time and never leaves
-/// unauthenticated plaintext in the buffer.
+/// Key material is wiped on drop. Decryption compares tags in constant time; on a wrong tag the
+/// buffer is given back holding its ciphertext, never plaintext.
 pub struct Gcm {
     key: Arc<KeyMaterial>,
     engine: Box<dyn GcmEngine>,
@@ -67,27 +100,29 @@ impl Gcm {
     ///
     /// ```
     /// assert!(gcmx::Gcm::new(&[0u8; 16]).is_ok());
-    /// assert_eq!(gcmx::Gcm::new(&[0u8; 17]).err(), Some(gcmx::Error::KeyLength(17)));
+    /// assert_eq!(gcmx::Gcm::new(&[0u8; 17]).err(), Some(gcmx::GcmError::KeyLength(17)));
     /// ```
-    pub fn new(key: &[u8]) -> Result<Gcm, Error> {
+    pub fn new(key: &[u8]) -> Result<Gcm, GcmError> {
         Gcm::with_backend(key, Backend::Auto)
     }
 
-    /// A `Gcm` on the given backend.
+    /// A `Gcm` on the given backend. [`GcmError::KeyLength`] for a key that is not 16, 24 or 32
+    /// bytes; [`GcmError::BackendUnavailable`] when the backend cannot run here.
     ///
     /// ```
     /// use gcmx::{Backend, Gcm};
     /// let gcm = Gcm::with_backend(&[1u8; 24], Backend::CpuParallel).unwrap();
     /// assert_eq!(gcm.backend(), Backend::CpuParallel);
     /// ```
-    pub fn with_backend(key: &[u8], backend: Backend) -> Result<Gcm, Error> {
-        let key = Arc::new(KeyMaterial::new(key)?);
+    pub fn with_backend(key: &[u8], backend: Backend) -> Result<Gcm, GcmError> {
+        let raw = key;
+        let key = Arc::new(KeyMaterial::new(raw)?);
         let engine: Box<dyn GcmEngine> = match backend {
             Backend::Cpu => Box::new(SerialEngine::new(key.clone())),
             Backend::CpuParallel => Box::new(ParallelEngine::new(key.clone())),
-            Backend::Auto => auto_engine(&key),
+            Backend::Auto => backend::auto_engine(&key, raw),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => Box::new(gcmx_cuda::CudaEngine::new(&key)?),
+            Backend::Cuda => Box::new(gcmx_cuda::CudaEngine::new(raw)?),
         };
         Ok(Gcm {
             key,
@@ -108,31 +143,35 @@ impl Gcm {
 
     /// Encrypt `buf` in place and write the tag; `tag.len()` chooses the tag length.
     ///
-    /// Errors: [`Error::NonceLength`], [`Error::TagLength`], [`Error::PlaintextTooLong`],
-    /// [`Error::AadTooLong`], or a backend failure (then `buf` is zeroed).
+    /// Errors: [`GcmError::NonceLength`], [`GcmError::TagLength`],
+    /// [`GcmError::PlaintextTooLong`], [`GcmError::AadTooLong`] (then nothing was touched), or a
+    /// device failure ([`GcmError::Device`]; then `buf` is zeroed, as it may hold part-encrypted
+    /// data).
     pub fn encrypt_detached(
         &self,
         nonce: &[u8],
         aad: &[u8],
         buf: &mut [u8],
         tag: &mut [u8],
-    ) -> Result<(), Error> {
+    ) -> Result<(), GcmError> {
         gcmx_core::frame::seal(&self.key, self.engine.as_ref(), nonce, aad, buf, tag)
     }
 
     /// Decrypt `buf` in place after checking `tag` (its length is the tag length).
     ///
-    /// On a wrong tag this returns [`Error::Authentication`] and `buf` is zeroed: it never holds
-    /// unauthenticated plaintext.
+    /// On a wrong tag this returns [`GcmError::Authentication`] and `buf` holds the ciphertext
+    /// it was given, so another key can be tried on it. On a device failure `buf` is zeroed.
+    /// It never holds unauthenticated plaintext.
     ///
     /// ```
     /// let gcm = gcmx::Gcm::new(&[3u8; 16]).unwrap();
     /// let mut buf = *b"secret";
     /// let mut tag = [0u8; 12];
     /// gcm.encrypt_detached(b"nonce", b"", &mut buf, &mut tag).unwrap();
+    /// let ct = buf;
     /// tag[0] ^= 1;
-    /// assert_eq!(gcm.decrypt_detached(b"nonce", b"", &mut buf, &tag), Err(gcmx::Error::Authentication));
-    /// assert_eq!(buf, [0u8; 6]);
+    /// assert_eq!(gcm.decrypt_detached(b"nonce", b"", &mut buf, &tag), Err(gcmx::GcmError::Authentication));
+    /// assert_eq!(buf, ct);
     /// ```
     pub fn decrypt_detached(
         &self,
@@ -140,7 +179,7 @@ impl Gcm {
         aad: &[u8],
         buf: &mut [u8],
         tag: &[u8],
-    ) -> Result<(), Error> {
+    ) -> Result<(), GcmError> {
         gcmx_core::frame::open(&self.key, self.engine.as_ref(), nonce, aad, buf, tag)
     }
 
@@ -158,66 +197,14 @@ impl Gcm {
     /// ];
     /// gcm.encrypt_batch(&mut jobs).unwrap();
     /// ```
-    pub fn encrypt_batch(&self, jobs: &mut [SealJob<'_>]) -> Result<(), Error> {
+    pub fn encrypt_batch(&self, jobs: &mut [SealJob<'_>]) -> Result<(), GcmError> {
         gcmx_core::frame::seal_batch(&self.key, self.engine.as_ref(), jobs)
     }
 
-    /// Decrypt many messages: all or nothing. If any tag is wrong, every buffer is zeroed and
-    /// the call returns [`Error::Authentication`].
-    pub fn decrypt_batch(&self, jobs: &mut [OpenJob<'_>]) -> Result<(), Error> {
+    /// Decrypt many messages: all or nothing. If any tag is wrong, every buffer holds its
+    /// ciphertext again and the call returns [`GcmError::Authentication`].
+    pub fn decrypt_batch(&self, jobs: &mut [OpenJob<'_>]) -> Result<(), GcmError> {
         gcmx_core::frame::open_batch(&self.key, self.engine.as_ref(), jobs)
-    }
-}
-
-#[cfg(not(feature = "cuda"))]
-fn auto_engine(key: &Arc<KeyMaterial>) -> Box<dyn GcmEngine> {
-    Box::new(AutoCpuEngine::new(key.clone()))
-}
-
-#[cfg(feature = "cuda")]
-fn auto_engine(key: &Arc<KeyMaterial>) -> Box<dyn GcmEngine> {
-    let cpu = AutoCpuEngine::new(key.clone());
-    match gcmx_cuda::offload_threshold() {
-        // A device is present, but this host's cores beat the GPU on host data: stay on the CPU.
-        Some(usize::MAX) => Box::new(cpu),
-        Some(threshold) => match gcmx_cuda::CudaEngine::new(key) {
-            Ok(gpu) => Box::new(Offload {
-                cpu,
-                gpu,
-                threshold,
-            }),
-            Err(_) => Box::new(cpu),
-        },
-        None => Box::new(cpu),
-    }
-}
-
-/// `Auto` with a GPU: messages of `threshold` bytes or more go to the GPU.
-#[cfg(feature = "cuda")]
-struct Offload {
-    cpu: AutoCpuEngine,
-    gpu: gcmx_cuda::CudaEngine,
-    threshold: usize,
-}
-
-#[cfg(feature = "cuda")]
-impl GcmEngine for Offload {
-    fn name(&self) -> &'static str {
-        "auto-offload"
-    }
-    fn seal(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        if buf.len() >= self.threshold {
-            self.gpu.seal(j0, aad, buf)
-        } else {
-            self.cpu.seal(j0, aad, buf)
-        }
-    }
-    fn open(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        if buf.len() >= self.threshold {
-            self.gpu.open(j0, aad, buf)
-        } else {
-            self.cpu.open(j0, aad, buf)
-        }
     }
 }
 

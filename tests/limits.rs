@@ -8,7 +8,7 @@
 mod common;
 
 use common::{backends, gcm};
-use gcmx::Error;
+use gcmx::GcmError;
 use gcmx_core::frame::{A_MAX, P_MAX, check_lengths};
 
 #[test]
@@ -27,11 +27,14 @@ fn check_lengths_boundaries() {
     let a = usize::try_from(A_MAX).unwrap();
     assert_eq!(check_lengths(0, 0), Ok(()));
     assert_eq!(check_lengths(0, p), Ok(()));
-    assert_eq!(check_lengths(0, p + 1), Err(Error::PlaintextTooLong));
-    assert_eq!(check_lengths(0, usize::MAX), Err(Error::PlaintextTooLong));
+    assert_eq!(check_lengths(0, p + 1), Err(GcmError::PlaintextTooLong));
+    assert_eq!(
+        check_lengths(0, usize::MAX),
+        Err(GcmError::PlaintextTooLong)
+    );
     assert_eq!(check_lengths(a, 0), Ok(()));
-    assert_eq!(check_lengths(a + 1, 0), Err(Error::AadTooLong));
-    assert_eq!(check_lengths(usize::MAX, 0), Err(Error::AadTooLong));
+    assert_eq!(check_lengths(a + 1, 0), Err(GcmError::AadTooLong));
+    assert_eq!(check_lengths(usize::MAX, 0), Err(GcmError::AadTooLong));
     assert_eq!(check_lengths(a, p), Ok(()));
     assert!(check_lengths(a + 1, p + 1).is_err());
 }
@@ -51,12 +54,12 @@ fn plaintext_one_byte_over_the_limit() {
         let mut tag = [0u8; 16];
         assert_eq!(
             g.encrypt_detached(&[1u8; 12], &[], &mut big, &mut tag),
-            Err(Error::PlaintextTooLong),
+            Err(GcmError::PlaintextTooLong),
             "[{backend:?}] encrypt"
         );
         assert_eq!(
             g.decrypt_detached(&[1u8; 12], &[], &mut big, &tag),
-            Err(Error::PlaintextTooLong),
+            Err(GcmError::PlaintextTooLong),
             "[{backend:?}] decrypt"
         );
     }

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use common::{all_zero, backends, gcm, hx};
+use common::{TAG_LENGTHS, backends, gcm, hx};
 use gcmx::aead::{self, AeadInOut, KeyInit};
-use gcmx::{Aes128Gcm, Aes192Gcm, Aes256Gcm, Backend, Error};
+use gcmx::{Aes128Gcm, Aes192Gcm, Aes256Gcm, Backend, GcmError};
 
 /// 6 files x 7,875 vectors (3 IV lengths x 5 PT lengths x 5 AAD lengths x 7 tag lengths x 15).
 const EXPECTED_TOTAL: usize = 47_250;
@@ -310,12 +310,31 @@ struct Counts {
     encrypt_ok: usize,
     decrypt_pass_ok: usize,
     decrypt_fail_rejected: usize,
+    /// 4- and 8-byte tags in a build without `hazmat`: refused with `TagLength`, nothing touched.
+    short_tag_refused: usize,
     failures: usize,
 }
 
 /// Runs one vector on `backend`; returns a description of the first mismatch, if any.
 fn check_vector(v: &Vector, backend: Backend, counts: &mut Counts) -> Result<(), String> {
     let g = gcm(&v.key, backend);
+    if !TAG_LENGTHS.contains(&v.tag.len()) {
+        let want = Err(GcmError::TagLength(v.tag.len()));
+        let mut buf = v.ct.clone();
+        let r = g.decrypt_detached(&v.iv, &v.aad, &mut buf, &v.tag);
+        if r != want || buf != v.ct {
+            return Err(format!("short tag without hazmat: decrypt gave {r:?}"));
+        }
+        if let Some(pt) = &v.pt {
+            let mut buf = pt.clone();
+            let r = g.encrypt_detached(&v.iv, &v.aad, &mut buf, &mut vec![0u8; v.tag.len()]);
+            if r != want || &buf != pt {
+                return Err(format!("short tag without hazmat: encrypt gave {r:?}"));
+            }
+        }
+        counts.short_tag_refused += 1;
+        return Ok(());
+    }
     match &v.pt {
         Some(pt) => {
             // Encrypt: ciphertext and tag must match.
@@ -342,15 +361,15 @@ fn check_vector(v: &Vector, backend: Backend, counts: &mut Counts) -> Result<(),
             }
         }
         None => {
-            // A FAIL vector: Authentication error and no plaintext left in the buffer.
+            // A FAIL vector: Authentication error and the ciphertext given back unchanged.
             let mut buf = v.ct.clone();
             match g.decrypt_detached(&v.iv, &v.aad, &mut buf, &v.tag) {
-                Err(Error::Authentication) => {}
+                Err(GcmError::Authentication) => {}
                 Err(e) => return Err(format!("FAIL vector gave Err({e:?}), want Authentication")),
                 Ok(()) => return Err(format!("FAIL vector accepted, output {}", hx(&buf))),
             }
-            if !all_zero(&buf) {
-                return Err(format!("rejected, but buffer not zeroed: {}", hx(&buf)));
+            if buf != v.ct {
+                return Err(format!("rejected, but the buffer changed: {}", hx(&buf)));
             }
             counts.decrypt_fail_rejected += 1;
         }
@@ -377,13 +396,20 @@ fn runtime_api_all_backends() {
             }
         }
         println!(
-            "[{backend:?}] encrypt OK {}, decrypt PASS OK {}, decrypt FAIL rejected {}, failures {}",
+            "[{backend:?}] encrypt OK {}, decrypt PASS OK {}, decrypt FAIL rejected {}, short tags refused (no hazmat) {}, failures {}",
             counts.encrypt_ok,
             counts.decrypt_pass_ok,
             counts.decrypt_fail_rejected,
+            counts.short_tag_refused,
             counts.failures
         );
-        let checked = counts.encrypt_ok + counts.decrypt_pass_ok + counts.decrypt_fail_rejected;
+        let checked = counts.encrypt_ok
+            + counts.decrypt_pass_ok
+            + counts.decrypt_fail_rejected
+            + counts.short_tag_refused;
+        if cfg!(feature = "hazmat") {
+            assert_eq!(counts.short_tag_refused, 0);
+        }
         assert_eq!(checked + counts.failures, EXPECTED_TOTAL);
         total_failures += counts.failures;
         report.push((backend, counts));
@@ -392,7 +418,7 @@ fn runtime_api_all_backends() {
 }
 
 /// Typed API: encrypt and decrypt through `AeadInOut`; a FAIL vector must be rejected and the
-/// buffer must not hold anything but the untouched ciphertext or zeros.
+/// buffer must hold the untouched ciphertext.
 fn check_typed<C: KeyInit + AeadInOut>(v: &Vector) -> Result<(), String> {
     let cipher = C::new_from_slice(&v.key).map_err(|e| format!("new_from_slice: {e:?}"))?;
     let nonce =
@@ -418,7 +444,7 @@ fn check_typed<C: KeyInit + AeadInOut>(v: &Vector) -> Result<(), String> {
         (Some(_), Ok(())) => Err(format!("typed decrypt gave {}", hx(&buf))),
         (Some(_), Err(e)) => Err(format!("typed decrypt rejected a valid vector: {e:?}")),
         (None, Ok(())) => Err("typed decrypt accepted a FAIL vector".into()),
-        (None, Err(_)) if buf == v.ct || all_zero(&buf) => Ok(()),
+        (None, Err(_)) if buf == v.ct => Ok(()),
         (None, Err(_)) => Err(format!("typed decrypt rejected but left {}", hx(&buf))),
     }
 }

@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{all_zero, backends, gcm, hx, unhex};
+use common::{backends, gcm, hx, unhex};
 use gcmx::aead::consts::{U8, U12, U60};
 use gcmx::aead::{self, AeadInOut, KeyInit};
-use gcmx::{AesGcm, Error};
+use gcmx::{AesGcm, GcmError};
 
 // The block-cipher types `gcmx::AesGcm` is generic over.
 use aes_gcm::aes::{Aes128, Aes192, Aes256};
@@ -104,7 +104,7 @@ fn spec_cases_all_backends() {
             assert_eq!(hx(&tag), hx(&c.tag), "{ctx}: tag");
 
             // Truncated tags are prefixes of the full tag.
-            for t in common::TAG_LENGTHS {
+            for &t in common::TAG_LENGTHS {
                 let mut buf = c.pt.clone();
                 let mut tag = vec![0u8; t];
                 g.encrypt_detached(&c.iv, &c.aad, &mut buf, &mut tag)
@@ -121,7 +121,7 @@ fn spec_cases_all_backends() {
                 .unwrap_or_else(|e| panic!("{ctx}: decrypt: {e}"));
             assert_eq!(hx(&buf), hx(&c.pt), "{ctx}: plaintext");
 
-            // Every single-bit change of the tag is refused, and the buffer is wiped.
+            // Every single-bit change of the tag is refused, and the buffer given back unchanged.
             for bit in 0..128 {
                 let mut bad = c.tag.clone();
                 bad[bit / 8] ^= 0x80 >> (bit % 8);
@@ -129,10 +129,10 @@ fn spec_cases_all_backends() {
                 let r = g.decrypt_detached(&c.iv, &c.aad, &mut buf, &bad);
                 assert_eq!(
                     r,
-                    Err(Error::Authentication),
+                    Err(GcmError::Authentication),
                     "{ctx}: tag bit {bit} flipped"
                 );
-                assert!(all_zero(&buf), "{ctx}: tag bit {bit}: buffer not zeroed");
+                assert_eq!(buf, c.ct, "{ctx}: tag bit {bit}: buffer changed");
             }
         }
         println!("[{backend:?}] 18 GCM-spec cases OK");
@@ -162,11 +162,7 @@ fn typed<C: KeyInit + AeadInOut>(c: &Case) {
         "case {}: typed decrypt accepted a bad tag",
         c.n
     );
-    assert!(
-        buf == c.ct || all_zero(&buf),
-        "case {}: typed reject leaked",
-        c.n
-    );
+    assert!(buf == c.ct, "case {}: typed reject changed the buffer", c.n);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The typed API: `AesGcm<Aes, NonceSize, TagSize>` implementing the RustCrypto `aead` 0.6
-//! traits, named and shaped like the `aes-gcm` 0.11 crate's so that only the import changes.
+//! traits, named, bounded and behaving like the `aes-gcm` 0.11 crate's so that code written for
+//! `aes-gcm` changes only its dependency line.
 
 use core::marker::PhantomData;
 
@@ -9,17 +10,17 @@ use aead::inout::InOutBuf;
 use aead::{AeadCore, AeadInOut, KeyInit, KeySizeUser, TagPosition};
 use aes::cipher::{BlockCipherEncrypt, BlockSizeUser};
 use aes::{Aes128, Aes192, Aes256};
+use zeroize::Zeroize;
 
-use crate::cipher::Cipher;
-use crate::engine::AUTO_PARALLEL_MIN;
-use crate::frame::{check_lengths, verify_or_wipe};
+use crate::cipher::{Cipher, parallel_chunk};
+use crate::direction::Direction;
+use crate::engine::parallel_pays;
+use crate::frame::{check_lengths, tag_matches};
 
 /// AES-GCM nonce.
 pub type Nonce<NonceSize> = Array<u8, NonceSize>;
 /// AES-GCM tag.
 pub type Tag<TagSize = U16> = Array<u8, TagSize>;
-/// AES-GCM key.
-pub type Key<B> = aead::Key<B>;
 
 /// AES-128-GCM with a 96-bit nonce and a 128-bit tag.
 pub type Aes128Gcm = AesGcm<Aes128, U12>;
@@ -28,7 +29,8 @@ pub type Aes192Gcm = AesGcm<Aes192, U12>;
 /// AES-256-GCM with a 96-bit nonce and a 128-bit tag.
 pub type Aes256Gcm = AesGcm<Aes256, U12>;
 
-/// Tag sizes SP 800-38D allows: 4, 8, 12, 13, 14, 15 or 16 bytes. Sealed.
+/// Tag sizes: `U12` to `U16`; with the crate feature `hazmat` also `U4` and `U8` (SP 800-38D
+/// appendix C: a key must then not be used for more decryptions than its tables allow). Sealed.
 pub trait TagSize: private::SealedTagSize {}
 impl<T: private::SealedTagSize> TagSize for T {}
 
@@ -36,7 +38,9 @@ mod private {
     use aead::array::ArraySize;
     use aead::consts;
     pub trait SealedTagSize: ArraySize + aead::array::typenum::Unsigned {}
+    #[cfg(feature = "hazmat")]
     impl SealedTagSize for consts::U4 {}
+    #[cfg(feature = "hazmat")]
     impl SealedTagSize for consts::U8 {}
     impl SealedTagSize for consts::U12 {}
     impl SealedTagSize for consts::U13 {}
@@ -45,13 +49,22 @@ mod private {
     impl SealedTagSize for consts::U16 {}
 }
 
+/// The parallel loop, instantiated where `Aes: Sync` is known ([`AesGcm::with_multicore`]), so
+/// the trait impls below need no `Sync` bound.
+type ParallelFn<Aes> = fn(&Cipher<Aes>, Direction, &[u8; 16], &[u8], &mut [u8], usize) -> [u8; 16];
+
 /// AES-GCM, generic over the AES implementation, the nonce size and the tag size.
 ///
-/// Messages of [`AUTO_PARALLEL_MIN`] bytes or more run on all cores (rayon); output is
-/// byte-identical either way.
+/// Every message runs on the calling thread, as in `aes-gcm`, unless
+/// [`AesGcm::with_multicore`] opts in to rayon for large messages. Output is byte-identical
+/// either way. Keyed through [`KeyInit`] on an x86-64 CPU with AES-NI and PCLMULQDQ, the work
+/// runs in gcmx's stitched kernels; through `From<Aes>` (no raw key) on the given cipher.
+///
+/// A failed decryption returns `Err(aead::Error)` and leaves the buffer as it was given: the
+/// ciphertext, never plaintext.
 ///
 /// ```
-/// use gcmx_core::{Aes256Gcm, Nonce, aead::{Aead, AeadCore, KeyInit}};
+/// use gcmx_core::{Aes256Gcm, Nonce, aead::{Aead, KeyInit}};
 /// let cipher = Aes256Gcm::new(&[7u8; 32].into());
 /// let nonce = Nonce::<aead::consts::U12>::from([1u8; 12]); // unique per message!
 /// let ct = cipher.encrypt(&nonce, b"hello".as_ref()).unwrap();
@@ -60,8 +73,55 @@ mod private {
 #[derive(Clone)]
 pub struct AesGcm<Aes, NonceSize, TagSize = U16> {
     cipher: Cipher<Aes>,
+    parallel: Option<ParallelFn<Aes>>,
     nonce_size: PhantomData<NonceSize>,
     tag_size: PhantomData<TagSize>,
+}
+
+impl<Aes, N, T> AesGcm<Aes, N, T>
+where
+    Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt + Sync,
+{
+    /// Run messages of at least 256 KiB on all threads of rayon's global pool (chunks joined by
+    /// the powers-of-H tree); smaller ones stay on the calling thread. Off by default, so a
+    /// service's own threads are not taken without asking.
+    ///
+    /// ```
+    /// use gcmx_core::{Aes128Gcm, aead::{Aead, KeyInit}};
+    /// let cipher = Aes128Gcm::new(&[1u8; 16].into()).with_multicore();
+    /// let big = vec![0u8; 1 << 20];
+    /// let ct = cipher.encrypt(&[0u8; 12].into(), big.as_slice()).unwrap();
+    /// assert_eq!(ct.len(), big.len() + 16);
+    /// ```
+    #[must_use]
+    pub fn with_multicore(mut self) -> Self {
+        self.parallel = Some(Cipher::<Aes>::crypt_parallel);
+        self
+    }
+}
+
+impl<Aes, N, T> AesGcm<Aes, N, T>
+where
+    Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt,
+{
+    fn from_cipher(cipher: Cipher<Aes>) -> Self {
+        AesGcm {
+            cipher,
+            parallel: None,
+            nonce_size: PhantomData,
+            tag_size: PhantomData,
+        }
+    }
+
+    /// One pass over `buf` in direction `dir`; the full tag.
+    fn run(&self, dir: Direction, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+        match self.parallel {
+            Some(par) if parallel_pays(buf.len()) => {
+                par(&self.cipher, dir, j0, aad, buf, parallel_chunk(buf.len()))
+            }
+            _ => self.cipher.crypt(dir, j0, aad, buf),
+        }
+    }
 }
 
 impl<Aes, N, T> KeySizeUser for AesGcm<Aes, N, T>
@@ -72,17 +132,13 @@ where
 }
 
 /// Keyed from the raw key, AES-128/192/256 run the stitched x86-64 kernels where the CPU has
-/// them ([`Cipher::with_key`]); `From<Aes>` (no raw key) runs the generic path.
+/// them ([`Cipher::with_key`]); `From<Aes>` (no raw key) runs the given cipher.
 impl<Aes, N, T> KeyInit for AesGcm<Aes, N, T>
 where
-    Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt + KeyInit + 'static,
+    Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt + KeyInit,
 {
     fn new(key: &aead::Key<Self>) -> Self {
-        AesGcm {
-            cipher: Cipher::with_key(Aes::new(key), key),
-            nonce_size: PhantomData,
-            tag_size: PhantomData,
-        }
+        Self::from_cipher(Cipher::with_key(Aes::new(key), key))
     }
 }
 
@@ -91,11 +147,7 @@ where
     Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt,
 {
     fn from(cipher: Aes) -> Self {
-        AesGcm {
-            cipher: Cipher::new(cipher),
-            nonce_size: PhantomData,
-            tag_size: PhantomData,
-        }
+        Self::from_cipher(Cipher::new(cipher))
     }
 }
 
@@ -111,7 +163,7 @@ where
 
 impl<Aes, N, T> AeadInOut for AesGcm<Aes, N, T>
 where
-    Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt + Sync,
+    Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt,
     N: ArraySize,
     T: TagSize,
 {
@@ -125,39 +177,62 @@ where
         if nonce.is_empty() {
             return Err(aead::Error);
         }
-        let j0 = self.cipher.j0(nonce);
+        let mut j0 = self.cipher.j0(nonce);
         let buf = buffer.into_out_with_copied_in();
-        let full = if buf.len() >= AUTO_PARALLEL_MIN && rayon::current_num_threads() > 1 {
-            let chunk = Cipher::<Aes>::parallel_chunk(buf.len());
-            self.cipher.seal_parallel(&j0, associated_data, buf, chunk)
-        } else {
-            self.cipher.seal_serial(&j0, associated_data, buf)
-        };
-        Tag::<T>::try_from(&full[..T::USIZE]).map_err(|_| aead::Error)
+        let mut full = self.run(Direction::Seal, &j0, associated_data, buf);
+        let tag = Tag::<T>::try_from(&full[..T::USIZE]).map_err(|_| aead::Error);
+        full.zeroize();
+        j0.zeroize();
+        tag
     }
 
+    /// Verifies the tag; on success `buffer`'s output holds the plaintext. On failure it is left
+    /// as it was given (in place: the ciphertext; with a separate output: untouched).
     fn decrypt_inout_detached(
         &self,
         nonce: &Nonce<N>,
         associated_data: &[u8],
-        buffer: InOutBuf<'_, '_, u8>,
+        mut buffer: InOutBuf<'_, '_, u8>,
         tag: &Tag<T>,
     ) -> aead::Result<()> {
         check_lengths(associated_data.len(), buffer.len())?;
         if nonce.is_empty() {
             return Err(aead::Error);
         }
-        let j0 = self.cipher.j0(nonce);
-        let buf = buffer.into_out_with_copied_in();
-        let expected = if buf.len() >= AUTO_PARALLEL_MIN && rayon::current_num_threads() > 1 {
-            let chunk = Cipher::<Aes>::parallel_chunk(buf.len());
-            self.cipher.open_parallel(&j0, associated_data, buf, chunk)
+        let mut j0 = self.cipher.j0(nonce);
+        let in_place = buffer.get_in().as_ptr() == buffer.get_out().as_ptr();
+        let ok = if in_place {
+            // One fused pass; on a mismatch a second pass of the keystream restores the
+            // ciphertext before returning.
+            let buf = buffer.get_out();
+            let mut expected = self.run(Direction::Open, &j0, associated_data, buf);
+            let ok = tag_matches(&expected, tag);
+            expected.zeroize();
+            if !ok {
+                let mut again = self.run(Direction::Seal, &j0, associated_data, buf);
+                again.zeroize();
+            }
+            ok
         } else {
-            self.cipher.open_serial(&j0, associated_data, buf)
+            // The output is another buffer: check the input first, write only if it is authentic.
+            let mut expected = self.cipher.tag_of(&j0, associated_data, buffer.get_in());
+            let ok = tag_matches(&expected, tag);
+            expected.zeroize();
+            if ok {
+                let buf = buffer.into_out_with_copied_in();
+                let mut full = self.run(Direction::Open, &j0, associated_data, buf);
+                full.zeroize();
+            }
+            ok
         };
-        Ok(verify_or_wipe(&expected, tag, buf)?)
+        j0.zeroize();
+        if ok { Ok(()) } else { Err(aead::Error) }
     }
 }
+
+/// Keys, H and the round keys are wiped when an `AesGcm` is dropped (the `aes` cipher by the
+/// `aes` crate's `zeroize` feature, the hash keys and the stitched kernels' keys by gcmx).
+impl<Aes, N, T> zeroize::ZeroizeOnDrop for AesGcm<Aes, N, T> where Aes: zeroize::ZeroizeOnDrop {}
 
 impl<Aes, N, T> core::fmt::Debug for AesGcm<Aes, N, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -189,6 +264,49 @@ mod tests {
             let cb = b.encrypt(&nonce, pt.as_slice()).unwrap();
             assert_eq!(ca, cb, "len {len}");
             assert_eq!(b.decrypt(&nonce, ca.as_slice()).unwrap(), pt);
+        }
+    }
+
+    /// A failed decryption leaves the buffer exactly as given, in place and out of place, on
+    /// both paths, serial and multi-core.
+    #[test]
+    fn failed_decrypt_leaves_buffers_untouched() {
+        let key = [0x11u8; 16];
+        let nonce = Nonce::<U12>::from([9u8; 12]);
+        for cipher in [
+            Aes128Gcm::new(&key.into()),
+            Aes128Gcm::from(Aes128::new(&key.into())),
+            Aes128Gcm::new(&key.into()).with_multicore(),
+        ] {
+            for len in [0usize, 17, 4096, 300_000] {
+                let pt: Vec<u8> = (0..len).map(|i| (i * 13) as u8).collect();
+                let mut ct = pt.clone();
+                let mut tag = cipher
+                    .encrypt_inout_detached(&nonce, b"ad", ct.as_mut_slice().into())
+                    .unwrap();
+                tag[3] ^= 1;
+                let mut buf = ct.clone();
+                assert!(
+                    cipher
+                        .decrypt_inout_detached(&nonce, b"ad", buf.as_mut_slice().into(), &tag)
+                        .is_err()
+                );
+                assert_eq!(buf, ct, "in place, len {len}");
+                let mut out = vec![0xEEu8; len];
+                let io = InOutBuf::new(ct.as_slice(), out.as_mut_slice()).unwrap();
+                assert!(
+                    cipher
+                        .decrypt_inout_detached(&nonce, b"ad", io, &tag)
+                        .is_err()
+                );
+                assert!(out.iter().all(|&b| b == 0xEE), "out of place, len {len}");
+                tag[3] ^= 1;
+                let io = InOutBuf::new(ct.as_slice(), out.as_mut_slice()).unwrap();
+                cipher
+                    .decrypt_inout_detached(&nonce, b"ad", io, &tag)
+                    .unwrap();
+                assert_eq!(out, pt);
+            }
         }
     }
 }

@@ -8,16 +8,17 @@
 //! cipher's own CTR backend and the `ghash` crate. The path is chosen in one place,
 //! `Cipher::hasher`; every loop below is written once for both.
 
-use core::any::TypeId;
-
 use aes::cipher::{Block, BlockCipherEncrypt, BlockSizeUser, consts::U16};
 use gcmx_x86::StitchedKey;
 use ghash::GHash;
 use ghash::universal_hash::UniversalHash;
 use rayon::prelude::*;
 
+use zeroize::Zeroize;
+
 use crate::combine::{Partial, tree_reduce};
 use crate::ctr::apply_keystream;
+use crate::direction::Direction;
 use crate::field::HashKey;
 
 /// Bytes per step of the serial loop: CTR over a chunk, then GHASH over it while it is in L1/L2
@@ -42,20 +43,20 @@ pub fn stitched_supported() -> bool {
 /// [`Cipher::with_key`], also the stitched x86-64 kernels.
 ///
 /// ```
-/// use gcmx_core::cipher::Cipher;
+/// use gcmx_core::{cipher::Cipher, Direction};
 /// use aes::cipher::KeyInit;
 /// let key = [0u8; 16];
 /// let c = Cipher::with_key(aes::Aes128::new(&key.into()), &key);
 /// let mut buf = *b"sixteen byte msg";
 /// let j0 = c.j0(&[0u8; 12]);
-/// let tag = c.seal_serial(&j0, b"", &mut buf);
+/// let tag = c.crypt(Direction::Seal, &j0, b"", &mut buf);
 /// let mut back = buf;
-/// assert_eq!(c.open_serial(&j0, b"", &mut back), tag);
+/// assert_eq!(c.crypt(Direction::Open, &j0, b"", &mut back), tag);
 /// assert_eq!(&back, b"sixteen byte msg");
 /// // the generic path gives the same bytes
 /// let g = Cipher::new(aes::Aes128::new(&key.into()));
 /// let mut again = *b"sixteen byte msg";
-/// assert_eq!(g.seal_serial(&j0, b"", &mut again), tag);
+/// assert_eq!(g.crypt(Direction::Seal, &j0, b"", &mut again), tag);
 /// assert_eq!(again, buf);
 /// ```
 #[derive(Clone)]
@@ -105,39 +106,24 @@ where
         Self::build(cipher, None)
     }
 
-    /// Like [`Cipher::new`], and when `C` is `aes::Aes128`, `Aes192` or `Aes256` (or their
-    /// encrypt-only `…Enc` forms), `key` is the
-    /// key `cipher` was made from, and the CPU has AES-NI and PCLMULQDQ: the stitched x86-64
-    /// kernels too (see `gcmx_x86::StitchedKey::new`). As a guard, the kernels' `E_K(0^128)` must equal the cipher's, else the
-    /// generic path is kept.
-    pub fn with_key(cipher: C, key: &[u8]) -> Self
-    where
-        C: 'static,
-    {
-        let t = TypeId::of::<C>();
-        let aes = match key.len() {
-            16 => t == TypeId::of::<aes::Aes128>() || t == TypeId::of::<aes::Aes128Enc>(),
-            24 => t == TypeId::of::<aes::Aes192>() || t == TypeId::of::<aes::Aes192Enc>(),
-            32 => t == TypeId::of::<aes::Aes256>() || t == TypeId::of::<aes::Aes256Enc>(),
-            _ => false,
-        };
-        Self::build(cipher, if aes { StitchedKey::new(key) } else { None })
+    /// Like [`Cipher::new`], and where the CPU has AES-NI and PCLMULQDQ and `key` is the AES
+    /// key `cipher` was made from (16, 24 or 32 bytes), the stitched x86-64 kernels too (see
+    /// `gcmx_x86::StitchedKey::new`). The kernels are used only if their AES agrees with
+    /// `cipher` on two test blocks, so a cipher that is not AES under `key` keeps the generic path.
+    pub fn with_key(cipher: C, key: &[u8]) -> Self {
+        Self::build(cipher, StitchedKey::new(key))
     }
 
     fn build(cipher: C, stitched: Option<StitchedKey>) -> Self {
         let mut h = Block::<C>::default();
         cipher.encrypt_block(&mut h);
-        let mut hb: [u8; 16] = h.into();
+        let mut hb = [0u8; 16];
+        hb.copy_from_slice(&h);
+        h.as_mut_slice().zeroize();
         let ghash = GHash::new(&hb.into());
         let hk = HashKey::new(hb);
-        let stitched = stitched.filter(|k| {
-            let mut h2 = [0u8; 16];
-            k.encrypt_block(&mut h2);
-            let same = subtle::ConstantTimeEq::ct_eq(&h2[..], &hb[..]).into();
-            zeroize::Zeroize::zeroize(&mut h2);
-            same
-        });
-        zeroize::Zeroize::zeroize(&mut hb);
+        let stitched = stitched.filter(|k| agrees(&cipher, k, &hb));
+        hb.zeroize();
         Cipher {
             cipher,
             ghash,
@@ -189,50 +175,61 @@ where
         g.finalize().to_be_bytes()
     }
 
-    /// Serial seal: CTR-encrypt `buf` in place and return the full tag.
+    /// Seal or open `buf` in place on one thread; returns the full tag (computed over the
+    /// ciphertext written when sealing, over the ciphertext read when opening).
     #[inline]
-    pub fn seal_serial(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+    pub fn crypt(&self, dir: Direction, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
         let mut g = self.hasher();
         g.update_padded(aad);
-        self.fused_run(&mut g, j0, 0, buf, true);
+        self.fused_run(&mut g, j0, 0, buf, dir);
         self.finish(j0, g, aad.len(), buf.len())
     }
 
-    /// Serial open: hash the ciphertext, decrypt `buf` in place, return the expected full tag.
-    #[inline]
-    pub fn open_serial(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+    /// The full tag of ciphertext `ct` under `j0` and `aad`, without decrypting: what an open
+    /// of `ct` expects (for callers whose output is not their input buffer).
+    pub fn tag_of(&self, j0: &[u8; 16], aad: &[u8], ct: &[u8]) -> [u8; 16] {
         let mut g = self.hasher();
         g.update_padded(aad);
-        self.fused_run(&mut g, j0, 0, buf, false);
-        self.finish(j0, g, aad.len(), buf.len())
+        g.update_padded(ct);
+        self.finish(j0, g, aad.len(), ct.len())
     }
 
     /// The fused loop every CPU path runs. `buf` starts at keystream block `first`. Stitched:
     /// one kernel call, AES-CTR and GHASH of the ciphertext interleaved. Generic: per
-    /// [`SERIAL_CHUNK`], CTR then GHASH of the ciphertext (`seal`), or GHASH of the ciphertext
+    /// [`SERIAL_CHUNK`], CTR then GHASH of the ciphertext (seal), or GHASH of the ciphertext
     /// then CTR (open).
     #[inline]
-    fn fused_run(&self, g: &mut Hasher<'_>, j0: &[u8; 16], first: u64, buf: &mut [u8], seal: bool) {
+    fn fused_run(
+        &self,
+        g: &mut Hasher<'_>,
+        j0: &[u8; 16],
+        first: u64,
+        buf: &mut [u8],
+        dir: Direction,
+    ) {
         let g = match g {
             Hasher::Stitched(k, y) => {
-                let ctr = counter_block(j0, first);
-                if seal {
-                    k.seal(&ctr, y, buf);
-                } else {
-                    k.open(&ctr, y, buf);
+                let mut ctr = counter_block(j0, first);
+                match dir {
+                    Direction::Seal => k.seal(&ctr, y, buf),
+                    Direction::Open => k.open(&ctr, y, buf),
                 }
+                ctr.zeroize();
                 return;
             }
             Hasher::Generic(g) => g,
         };
         let mut block = first;
         for chunk in buf.chunks_mut(SERIAL_CHUNK) {
-            if seal {
-                apply_keystream(&self.cipher, j0, block, chunk);
-                g.update_padded(chunk);
-            } else {
-                g.update_padded(chunk);
-                apply_keystream(&self.cipher, j0, block, chunk);
+            match dir {
+                Direction::Seal => {
+                    apply_keystream(&self.cipher, j0, block, chunk);
+                    g.update_padded(chunk);
+                }
+                Direction::Open => {
+                    g.update_padded(chunk);
+                    apply_keystream(&self.cipher, j0, block, chunk);
+                }
             }
             block += (SERIAL_CHUNK / 16) as u64;
         }
@@ -240,14 +237,19 @@ where
 
     fn finish(&self, j0: &[u8; 16], mut g: Hasher<'_>, aad_len: usize, ct_len: usize) -> [u8; 16] {
         g.update_padded(&length_block(aad_len, ct_len));
-        self.mask(j0, g.finalize())
+        let mut s = g.finalize();
+        let tag = self.mask(j0, s);
+        s.zeroize();
+        tag
     }
 
     /// Tag = S XOR E_K(J0).
     fn mask(&self, j0: &[u8; 16], s: u128) -> [u8; 16] {
         let mut m = *j0;
         self.encrypt_block(&mut m);
-        (s ^ u128::from_be_bytes(m)).to_be_bytes()
+        let tag = (s ^ u128::from_be_bytes(m)).to_be_bytes();
+        m.zeroize();
+        tag
     }
 
     /// The GHASH value of one run of bytes (zero-padded to whole blocks) as a [`Partial`].
@@ -277,69 +279,79 @@ where
             value: self.hk.absorb(0, len),
             blocks: 1,
         });
-        self.mask(j0, tree_reduce(&self.hk, &parts).value)
+        let mut s = tree_reduce(&self.hk, &parts).value;
+        for p in parts.iter_mut() {
+            p.value.zeroize();
+        }
+        let tag = self.mask(j0, s);
+        s.zeroize();
+        tag
     }
+}
+
+/// Chunk size the parallel backend uses for `len` bytes: about four chunks per thread, at
+/// least [`MIN_PARALLEL_CHUNK`], a whole number of blocks.
+pub fn parallel_chunk(len: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    let c = len.div_ceil(threads * 4).max(MIN_PARALLEL_CHUNK);
+    c.div_ceil(16) * 16
 }
 
 impl<C> Cipher<C>
 where
     C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16> + Sync,
 {
-    /// Chunk size the parallel backend uses for `len` bytes: about four chunks per thread, at
-    /// least [`MIN_PARALLEL_CHUNK`], a whole number of blocks.
-    pub fn parallel_chunk(len: usize) -> usize {
-        let threads = rayon::current_num_threads().max(1);
-        let c = len.div_ceil(threads * 4).max(MIN_PARALLEL_CHUNK);
-        c.div_ceil(16) * 16
-    }
-
-    /// Parallel seal over chunks of `chunk` bytes (a positive multiple of 16): each chunk is
-    /// CTR-encrypted from its own counter offset and hashed alone; the hashes join by the tree.
-    pub fn seal_parallel(
+    /// Seal or open over chunks of `chunk` bytes (rounded down to whole blocks, at least one)
+    /// on rayon's threads: each chunk is CTR-processed from its own counter offset and hashed
+    /// alone; the hashes join by the powers-of-H tree. Same output as [`Cipher::crypt`].
+    pub fn crypt_parallel(
         &self,
+        dir: Direction,
         j0: &[u8; 16],
         aad: &[u8],
         buf: &mut [u8],
         chunk: usize,
-    ) -> [u8; 16] {
-        self.parallel(j0, aad, buf, chunk, true)
-    }
-
-    /// Parallel open (see [`Cipher::seal_parallel`]); returns the expected full tag.
-    pub fn open_parallel(
-        &self,
-        j0: &[u8; 16],
-        aad: &[u8],
-        buf: &mut [u8],
-        chunk: usize,
-    ) -> [u8; 16] {
-        self.parallel(j0, aad, buf, chunk, false)
-    }
-
-    fn parallel(
-        &self,
-        j0: &[u8; 16],
-        aad: &[u8],
-        buf: &mut [u8],
-        chunk: usize,
-        seal: bool,
     ) -> [u8; 16] {
         let chunk = chunk.max(16) / 16 * 16;
         let ct_len = buf.len();
-        let parts: Vec<Partial> = buf
+        let mut parts: Vec<Partial> = buf
             .par_chunks_mut(chunk)
             .enumerate()
             .map(|(i, c)| {
                 let mut g = self.hasher();
-                self.fused_run(&mut g, j0, (i * (chunk / 16)) as u64, c, seal);
+                self.fused_run(&mut g, j0, (i * (chunk / 16)) as u64, c, dir);
                 Partial {
                     value: g.finalize(),
                     blocks: c.len().div_ceil(16) as u64,
                 }
             })
             .collect();
-        self.tag_from_partials(j0, aad, &parts, ct_len)
+        let tag = self.tag_from_partials(j0, aad, &parts, ct_len);
+        for p in parts.iter_mut() {
+            p.value.zeroize();
+        }
+        tag
     }
+}
+
+/// Whether the stitched kernels' AES equals `cipher` on two blocks: `0^128` (whose image `h`
+/// the caller already has) and `1^128`. Compared in constant time; temporaries wiped.
+fn agrees<C>(cipher: &C, k: &StitchedKey, h: &[u8; 16]) -> bool
+where
+    C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16>,
+{
+    use subtle::ConstantTimeEq;
+    let mut a = [0u8; 16];
+    k.encrypt_block(&mut a);
+    let mut b = Block::<C>::from([0xFF; 16]);
+    cipher.encrypt_block(&mut b);
+    let mut c = [0xFFu8; 16];
+    k.encrypt_block(&mut c);
+    let same = a.ct_eq(h) & c[..].ct_eq(&b[..]);
+    a.zeroize();
+    c.zeroize();
+    b.as_mut_slice().zeroize();
+    same.into()
 }
 
 /// The counter block of keystream block `first` (block 0 uses `J0 + 1`): inc32 arithmetic,
@@ -416,23 +428,26 @@ mod tests {
         let j0 = s.j0(&nonce);
         assert_eq!(j0, g.j0(&nonce), "j0, nonce {nonce_len}");
         let (mut a, mut b) = (pt.clone(), pt.clone());
-        let ta = s.seal_serial(&j0, &aad, &mut a);
-        let tb = g.seal_serial(&j0, &aad, &mut b);
+        let ta = s.crypt(Direction::Seal, &j0, &aad, &mut a);
+        let tb = g.crypt(Direction::Seal, &j0, &aad, &mut b);
         assert_eq!((&a, ta), (&b, tb), "seal, len {len}");
         assert_eq!(s.hash_run(&a), g.hash_run(&b), "hash_run, len {len}");
-        let to = s.open_serial(&j0, &aad, &mut a);
+        let to = s.crypt(Direction::Open, &j0, &aad, &mut a);
         assert_eq!(to, ta, "open tag, len {len}");
         assert_eq!(a, pt, "open, len {len}");
         // parallel chunks of 1, 3 and 17 blocks, each hashed from zero by its own path
         for chunk in [16, 48, 272] {
             let mut c = pt.clone();
             assert_eq!(
-                s.seal_parallel(&j0, &aad, &mut c, chunk),
+                s.crypt_parallel(Direction::Seal, &j0, &aad, &mut c, chunk),
                 ta,
                 "par tag {len}/{chunk}"
             );
             assert_eq!(c, b, "par ct {len}/{chunk}");
-            assert_eq!(s.open_parallel(&j0, &aad, &mut c, chunk), ta);
+            assert_eq!(
+                s.crypt_parallel(Direction::Open, &j0, &aad, &mut c, chunk),
+                ta
+            );
             assert_eq!(c, pt);
         }
     }
@@ -474,9 +489,9 @@ mod tests {
                 j0[12..].copy_from_slice(&start.to_be_bytes());
                 let pt = rng.bytes(len);
                 let (mut a, mut b, mut c) = (pt.clone(), pt.clone(), pt.clone());
-                let ta = s.seal_serial(&j0, b"aad", &mut a);
-                let tb = g.seal_serial(&j0, b"aad", &mut b);
-                let tc = s.seal_parallel(&j0, b"aad", &mut c, 64);
+                let ta = s.crypt(Direction::Seal, &j0, b"aad", &mut a);
+                let tb = g.crypt(Direction::Seal, &j0, b"aad", &mut b);
+                let tc = s.crypt_parallel(Direction::Seal, &j0, b"aad", &mut c, 64);
                 assert_eq!((&a, ta), (&b, tb), "start {start:#x} len {len}");
                 assert_eq!((&c, tc), (&b, tb), "parallel, start {start:#x} len {len}");
             }
@@ -501,8 +516,8 @@ mod tests {
         let (mut a, mut b) = ([1u8; 100], [1u8; 100]);
         let j0 = right.j0(&[2u8; 12]);
         assert_eq!(
-            right.seal_serial(&j0, b"", &mut a),
-            enc.seal_serial(&j0, b"", &mut b)
+            right.crypt(Direction::Seal, &j0, b"", &mut a),
+            enc.crypt(Direction::Seal, &j0, b"", &mut b)
         );
         assert_eq!(a, b);
     }

@@ -3,71 +3,120 @@
 use std::sync::Arc;
 
 use rayon::prelude::*;
+use zeroize::Zeroize;
 
 use crate::Error;
+use crate::direction::Direction;
 use crate::key::{KeyMaterial, with_cipher};
 
-/// One message for an engine: J0 already derived from the nonce.
-#[derive(Debug)]
-pub struct EngineJob<'a> {
-    /// The pre-counter block.
-    pub j0: [u8; 16],
-    /// Associated data.
-    pub aad: &'a [u8],
-    /// The message, transformed in place.
-    pub buf: &'a mut [u8],
-    /// Set by the engine: the full 16-byte tag (computed, or expected when opening).
-    pub full_tag: [u8; 16],
+/// One message as gcmx-core's framing hands it to an engine: J0 derived from the nonce, the
+/// associated data, and the buffer to transform in place.
+///
+/// Only the framing ([`crate::frame`]) creates a `Message`: it checks the inputs first, and
+/// after an engine has opened a message it compares the tag and, on a mismatch, turns the
+/// buffer back into the ciphertext before it returns. So no code outside gcmx-core can run an
+/// engine on its own, and no engine can release unauthenticated plaintext. J0 (secret for
+/// nonces that are not 12 bytes) is wiped when the message is dropped.
+pub struct Message<'a> {
+    j0: [u8; 16],
+    aad: &'a [u8],
+    buf: &'a mut [u8],
+}
+
+impl<'a> Message<'a> {
+    pub(crate) fn new(j0: [u8; 16], aad: &'a [u8], buf: &'a mut [u8]) -> Self {
+        Message { j0, aad, buf }
+    }
+
+    /// The pre-counter block J0 (the first keystream block uses `inc32(J0)`).
+    pub fn j0(&self) -> &[u8; 16] {
+        &self.j0
+    }
+
+    /// The associated data.
+    pub fn aad(&self) -> &'a [u8] {
+        self.aad
+    }
+
+    /// The message bytes, transformed in place.
+    pub fn buf(&mut self) -> &mut [u8] {
+        self.buf
+    }
+
+    /// The message length in bytes.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether the message is empty.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// J0, the associated data and the buffer at once.
+    pub fn parts(&mut self) -> (&[u8; 16], &'a [u8], &mut [u8]) {
+        (&self.j0, self.aad, self.buf)
+    }
+
+    /// Wipe the buffer (after an engine failure, when its contents cannot be trusted).
+    pub(crate) fn wipe(&mut self) {
+        self.buf.zeroize();
+    }
+}
+
+impl Drop for Message<'_> {
+    fn drop(&mut self) {
+        self.j0.zeroize();
+    }
+}
+
+impl core::fmt::Debug for Message<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Message")
+            .field("aad_len", &self.aad.len())
+            .field("len", &self.buf.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A GCM backend bound to one key.
 ///
 /// An engine does the bulk work only: CTR and GHASH. The framing (limits, J0, tag truncation,
-/// constant-time comparison, wiping on failure) lives in [`crate::frame`], once for all engines.
+/// the constant-time comparison, and what a failed authentication leaves in the buffer) lives
+/// in [`crate::frame`], once for all engines, and only the framing can call an engine (see
+/// [`Message`]).
 ///
-/// ```
-/// use gcmx_core::{GcmEngine, KeyMaterial, engine::SerialEngine};
-/// use std::sync::Arc;
-/// let key = Arc::new(KeyMaterial::new(&[0u8; 16]).unwrap());
-/// let e = SerialEngine::new(key.clone());
-/// let j0 = key.j0(&[0u8; 12]);
-/// let mut buf = [0u8; 16];
-/// let tag = e.seal(&j0, b"", &mut buf).unwrap();
-/// // GCM specification, test case 2
-/// assert_eq!(buf, [0x03, 0x88, 0xda, 0xce, 0x60, 0xb6, 0xa3, 0x92, 0xf3, 0x28, 0xc2, 0xb9, 0x71, 0xb2, 0xfe, 0x78]);
-/// assert_eq!(tag[..4], [0xab, 0x6e, 0x47, 0xd4]);
-/// ```
+/// `crypt` with [`Direction::Seal`] CTR-encrypts the buffer (counter blocks `inc32(J0)`,
+/// `inc32²(J0)`, …) and returns the full tag `GHASH_H(aad, ciphertext) XOR AES_K(J0)`; with
+/// [`Direction::Open`] it returns the same full tag computed over the ciphertext it was given
+/// and decrypts the buffer. Sealing a buffer a second time undoes the first: the framing relies
+/// on that to restore the ciphertext after a failed authentication.
 pub trait GcmEngine: Send + Sync {
     /// A short name for diagnostics.
     fn name(&self) -> &'static str;
 
-    /// CTR-encrypt `buf` in place (counter blocks J0+1, J0+2, … with inc32) and return the full
-    /// tag `GHASH_H(aad, ciphertext) XOR AES_K(J0)`.
-    fn seal(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error>;
+    /// Seal or open one message in place; returns the full 16-byte tag (computed when sealing,
+    /// expected when opening).
+    fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error>;
 
-    /// Decrypt `buf` in place and return the full tag computed over the ciphertext. The caller
-    /// compares it and wipes `buf` on a mismatch.
-    fn open(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error>;
-
-    /// Seal many messages; sets each job's `full_tag`. Default: rayon over [`GcmEngine::seal`].
-    fn seal_batch(&self, jobs: &mut [EngineJob<'_>]) -> Result<(), Error> {
-        jobs.par_iter_mut().try_for_each(|j| {
-            j.full_tag = self.seal(&j.j0, j.aad, j.buf)?;
-            Ok(())
-        })
-    }
-
-    /// Open many messages; sets each job's `full_tag` to the expected tag. Default: rayon over
-    /// [`GcmEngine::open`].
-    fn open_batch(&self, jobs: &mut [EngineJob<'_>]) -> Result<(), Error> {
-        jobs.par_iter_mut().try_for_each(|j| {
-            j.full_tag = self.open(&j.j0, j.aad, j.buf)?;
-            Ok(())
-        })
+    /// Seal or open many messages; `tags[i]` receives message `i`'s full tag. Default: rayon
+    /// over [`GcmEngine::crypt`].
+    fn crypt_batch(
+        &self,
+        dir: Direction,
+        msgs: &mut [Message<'_>],
+        tags: &mut [[u8; 16]],
+    ) -> Result<(), Error> {
+        msgs.par_iter_mut()
+            .zip(tags.par_iter_mut())
+            .try_for_each(|(m, t)| {
+                *t = self.crypt(dir, m)?;
+                Ok(())
+            })
     }
 }
 
-/// One thread: CTR and GHASH fused per [`crate::cipher::SERIAL_CHUNK`] bytes so the data is hashed while in cache.
+/// One thread: the fused CTR+GHASH loop of [`crate::cipher::Cipher`].
 #[derive(Debug, Clone)]
 pub struct SerialEngine {
     key: Arc<KeyMaterial>,
@@ -84,11 +133,9 @@ impl GcmEngine for SerialEngine {
     fn name(&self) -> &'static str {
         "cpu"
     }
-    fn seal(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        Ok(with_cipher!(self.key.cipher(), c => c.seal_serial(j0, aad, buf)))
-    }
-    fn open(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        Ok(with_cipher!(self.key.cipher(), c => c.open_serial(j0, aad, buf)))
+    fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
+        let (j0, aad, buf) = msg.parts();
+        Ok(with_cipher!(self.key.cipher(), c => c.crypt(dir, j0, aad, buf)))
     }
 }
 
@@ -114,24 +161,18 @@ impl ParallelEngine {
             chunk: Some((chunk / 16).max(1) * 16),
         }
     }
-
-    fn chunk(&self, len: usize) -> usize {
-        self.chunk
-            .unwrap_or_else(|| crate::cipher::Cipher::<aes::Aes128>::parallel_chunk(len))
-    }
 }
 
 impl GcmEngine for ParallelEngine {
     fn name(&self) -> &'static str {
         "cpu-parallel"
     }
-    fn seal(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        let chunk = self.chunk(buf.len());
-        Ok(with_cipher!(self.key.cipher(), c => c.seal_parallel(j0, aad, buf, chunk)))
-    }
-    fn open(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        let chunk = self.chunk(buf.len());
-        Ok(with_cipher!(self.key.cipher(), c => c.open_parallel(j0, aad, buf, chunk)))
+    fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
+        let chunk = self
+            .chunk
+            .unwrap_or_else(|| crate::cipher::parallel_chunk(msg.len()));
+        let (j0, aad, buf) = msg.parts();
+        Ok(with_cipher!(self.key.cipher(), c => c.crypt_parallel(dir, j0, aad, buf, chunk)))
     }
 }
 
@@ -145,6 +186,11 @@ pub struct AutoCpuEngine {
 /// Message size from which `Auto` runs on all cores (see README for the measurement).
 pub const AUTO_PARALLEL_MIN: usize = 256 * 1024;
 
+/// Whether a message of `len` bytes is worth splitting over rayon's threads.
+pub fn parallel_pays(len: usize) -> bool {
+    len >= AUTO_PARALLEL_MIN && rayon::current_num_threads() > 1
+}
+
 impl AutoCpuEngine {
     /// An engine for `key`.
     pub fn new(key: Arc<KeyMaterial>) -> Self {
@@ -153,31 +199,27 @@ impl AutoCpuEngine {
             parallel: ParallelEngine::new(key),
         }
     }
-    fn pick(&self, len: usize) -> &dyn GcmEngine {
-        if len >= AUTO_PARALLEL_MIN && rayon::current_num_threads() > 1 {
-            &self.parallel
-        } else {
-            &self.serial
-        }
-    }
 }
 
 impl GcmEngine for AutoCpuEngine {
     fn name(&self) -> &'static str {
         "auto-cpu"
     }
-    fn seal(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        self.pick(buf.len()).seal(j0, aad, buf)
+    fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
+        if parallel_pays(msg.len()) {
+            self.parallel.crypt(dir, msg)
+        } else {
+            self.serial.crypt(dir, msg)
+        }
     }
-    fn open(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> Result<[u8; 16], Error> {
-        self.pick(buf.len()).open(j0, aad, buf)
-    }
-    fn seal_batch(&self, jobs: &mut [EngineJob<'_>]) -> Result<(), Error> {
+    fn crypt_batch(
+        &self,
+        dir: Direction,
+        msgs: &mut [Message<'_>],
+        tags: &mut [[u8; 16]],
+    ) -> Result<(), Error> {
         // Messages of a batch already run in parallel: each one serially.
-        self.serial.seal_batch(jobs)
-    }
-    fn open_batch(&self, jobs: &mut [EngineJob<'_>]) -> Result<(), Error> {
-        self.serial.open_batch(jobs)
+        self.serial.crypt_batch(dir, msgs, tags)
     }
 }
 
@@ -189,6 +231,16 @@ mod tests {
         (0..n)
             .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
             .collect()
+    }
+
+    fn run(
+        e: &dyn GcmEngine,
+        dir: Direction,
+        j0: [u8; 16],
+        aad: &[u8],
+        buf: &mut [u8],
+    ) -> [u8; 16] {
+        e.crypt(dir, &mut Message::new(j0, aad, buf)).unwrap()
     }
 
     /// The parallel engine, split into chunks of one, two, three or 64 blocks, gives the serial
@@ -207,10 +259,10 @@ mod tests {
                             let aad = bytes(aad_len, 3);
                             let pt = bytes(len, 4);
                             let (mut a, mut b) = (pt.clone(), pt.clone());
-                            let ta = serial.seal(&j0, &aad, &mut a).unwrap();
-                            let tb = par.seal(&j0, &aad, &mut b).unwrap();
+                            let ta = run(&serial, Direction::Seal, j0, &aad, &mut a);
+                            let tb = run(&par, Direction::Seal, j0, &aad, &mut b);
                             assert_eq!((&a, ta), (&b, tb), "len {len} chunk {chunk} aad {aad_len}");
-                            let tc = par.open(&j0, &aad, &mut b).unwrap();
+                            let tc = run(&par, Direction::Open, j0, &aad, &mut b);
                             assert_eq!(tc, ta);
                             assert_eq!(b, pt);
                         }
@@ -228,12 +280,30 @@ mod tests {
         let mut j0 = [0xAB; 16];
         j0[12..].copy_from_slice(&0xFFFF_FFFEu32.to_be_bytes());
         let mut buf = vec![0u8; 64];
-        e.seal(&j0, b"", &mut buf).unwrap();
+        run(&e, Direction::Seal, j0, b"", &mut buf);
         for (i, ctr) in [0xFFFF_FFFFu32, 0, 1, 2].into_iter().enumerate() {
             let mut blk = j0;
             blk[12..].copy_from_slice(&ctr.to_be_bytes());
             key.encrypt_block(&mut blk);
             assert_eq!(&buf[16 * i..16 * i + 16], &blk, "block {i}");
+        }
+    }
+
+    /// Sealing twice gives the input back: the framing restores ciphertext this way.
+    #[test]
+    fn seal_is_an_involution_on_the_buffer() {
+        let key = Arc::new(KeyMaterial::new(&[4u8; 32]).unwrap());
+        for e in [
+            &SerialEngine::new(key.clone()) as &dyn GcmEngine,
+            &ParallelEngine::with_chunk(key.clone(), 64),
+        ] {
+            let pt = bytes(1000, 9);
+            let mut b = pt.clone();
+            let j0 = key.j0(&[1u8; 12]);
+            run(e, Direction::Seal, j0, b"a", &mut b);
+            assert_ne!(b, pt);
+            run(e, Direction::Seal, j0, b"a", &mut b);
+            assert_eq!(b, pt);
         }
     }
 }

@@ -2,28 +2,31 @@
 
 use aes::cipher::KeyInit;
 use aes::{Aes128, Aes192, Aes256};
-use zeroize::Zeroizing;
 
 use crate::Error;
 use crate::cipher::Cipher;
 use crate::field::HashKey;
 
-/// An AES key of 16, 24 or 32 bytes with its GHASH key. Zeroized on drop (the AES round keys
-/// by the `aes` crate, H by [`HashKey`], the raw key bytes here).
+/// An AES key of 16, 24 or 32 bytes expanded, with its GHASH key: what the backends run on.
+/// Zeroized on drop (the AES round keys by the `aes` crate and `gcmx-x86`, H by [`HashKey`]).
+///
+/// It is made only from the raw key and gives no key bytes, no AES block and no H back to its
+/// holder: the values backends need ([`KeyMaterial::j0`], [`KeyMaterial::tag_from_partials`],
+/// the powers of H through [`KeyMaterial::hash_key`]) are functions a holder of the raw key could
+/// compute anyway, and no public gcmx type hands out its `KeyMaterial`.
 ///
 /// ```
 /// let k = gcmx_core::KeyMaterial::new(&[1u8; 32]).unwrap();
-/// assert_eq!(k.key_bytes().len(), 32);
+/// assert_eq!(k.key_len(), 32);
 /// assert!(gcmx_core::KeyMaterial::new(&[1u8; 20]).is_err());
 /// ```
 pub struct KeyMaterial {
-    raw: Zeroizing<Vec<u8>>,
     cipher: AnyCipher,
 }
 
 /// The keyed cipher, by key size.
 #[derive(Clone, Debug)]
-pub enum AnyCipher {
+pub(crate) enum AnyCipher {
     /// AES-128.
     Aes128(Cipher<Aes128>),
     /// AES-192.
@@ -61,8 +64,7 @@ impl KeyMaterial {
         fn make<C>(c: C, key: &[u8], stitched: bool) -> Cipher<C>
         where
             C: aes::cipher::BlockCipherEncrypt
-                + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>
-                + 'static,
+                + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>,
         {
             if stitched {
                 Cipher::with_key(c, key)
@@ -88,15 +90,16 @@ impl KeyMaterial {
             )),
             n => return Err(Error::KeyLength(n)),
         };
-        Ok(KeyMaterial {
-            raw: Zeroizing::new(key.to_vec()),
-            cipher,
-        })
+        Ok(KeyMaterial { cipher })
     }
 
-    /// The raw AES key, for backends that expand it themselves (the GPU). Handle with care.
-    pub fn key_bytes(&self) -> &[u8] {
-        &self.raw
+    /// The AES key length in bytes: 16, 24 or 32.
+    pub fn key_len(&self) -> usize {
+        match self.cipher {
+            AnyCipher::Aes128(_) => 16,
+            AnyCipher::Aes192(_) => 24,
+            AnyCipher::Aes256(_) => 32,
+        }
     }
 
     /// Whether the CPU backends run the stitched x86-64 kernels for this key.
@@ -105,7 +108,7 @@ impl KeyMaterial {
     }
 
     /// The keyed cipher.
-    pub fn cipher(&self) -> &AnyCipher {
+    pub(crate) fn cipher(&self) -> &AnyCipher {
         &self.cipher
     }
 
@@ -115,7 +118,8 @@ impl KeyMaterial {
     }
 
     /// `AES_K(block)` in place, on the CPU.
-    pub fn encrypt_block(&self, block: &mut [u8; 16]) {
+    #[cfg(test)]
+    pub(crate) fn encrypt_block(&self, block: &mut [u8; 16]) {
         with_cipher!(&self.cipher, c => c.encrypt_block(block))
     }
 
@@ -139,15 +143,15 @@ impl KeyMaterial {
 
 impl core::fmt::Debug for KeyMaterial {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "KeyMaterial {{ AES-{} }}", self.raw.len() * 8)
+        write!(f, "KeyMaterial {{ AES-{} }}", self.key_len() * 8)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::GcmEngine;
-    use crate::engine::{ParallelEngine, SerialEngine};
+    use crate::Direction;
+    use crate::engine::{GcmEngine, Message, ParallelEngine, SerialEngine};
     use std::sync::Arc;
 
     /// `new` takes the stitched kernels where the CPU has them, `new_generic` never; the
@@ -167,15 +171,13 @@ mod tests {
                 for len in [0usize, 15, 16, 255, 256, 257, 5000, 100_000] {
                     let pt: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
                     let (mut a, mut b, mut c) = (pt.clone(), pt.clone(), pt.clone());
-                    let ta = SerialEngine::new(s.clone())
-                        .seal(&j0, b"hdr", &mut a)
-                        .unwrap();
-                    let tb = SerialEngine::new(g.clone())
-                        .seal(&j0, b"hdr", &mut b)
-                        .unwrap();
-                    let tc = ParallelEngine::with_chunk(s.clone(), 4096)
-                        .seal(&j0, b"hdr", &mut c)
-                        .unwrap();
+                    let seal = |e: &dyn GcmEngine, buf: &mut [u8]| {
+                        e.crypt(Direction::Seal, &mut Message::new(j0, b"hdr", buf))
+                            .unwrap()
+                    };
+                    let ta = seal(&SerialEngine::new(s.clone()), &mut a);
+                    let tb = seal(&SerialEngine::new(g.clone()), &mut b);
+                    let tc = seal(&ParallelEngine::with_chunk(s.clone(), 4096), &mut c);
                     assert_eq!((&a, ta), (&b, tb), "AES-{} len {len}", n * 8);
                     assert_eq!((&c, tc), (&b, tb), "parallel AES-{} len {len}", n * 8);
                 }
