@@ -8,7 +8,7 @@ mod common;
 
 use aes_gcm::aes::cipher::{BlockCipherEncrypt, BlockSizeUser};
 use aes_gcm::aes::{Aes128, Aes192, Aes256};
-use common::{TAG_LENGTHS, backends, gcm, hx};
+use common::{TAG_LENGTHS, backends, gcm, hx, nonce_for_j0};
 use gcmx::aead::consts::{U1, U8, U12, U16, U60, U128};
 use gcmx::aead::{self, AeadInOut, KeyInit};
 use gcmx::{Backend, Gcm, GcmError};
@@ -248,45 +248,6 @@ fn large_messages() {
         backends.len(),
         start.elapsed()
     );
-}
-
-/// GHASH-field product (SP 800-38D, Algorithm 1): blocks as big-endian u128, x^0 = MSB.
-fn gf_mul(x: u128, y: u128) -> u128 {
-    let (mut z, mut v) = (0u128, y);
-    for i in 0..128 {
-        if (x >> (127 - i)) & 1 == 1 {
-            z ^= v;
-        }
-        let lsb = v & 1;
-        v >>= 1;
-        if lsb == 1 {
-            v ^= 0xe1 << 120;
-        }
-    }
-    z
-}
-
-/// a^-1 = a^(2^128 - 2).
-fn gf_inv(a: u128) -> u128 {
-    let mut r = 1u128 << 127; // the field's 1
-    for _ in 0..127 {
-        r = gf_mul(gf_mul(r, r), a);
-    }
-    gf_mul(r, r)
-}
-
-/// A 16-byte nonce whose J0 = GHASH_H(nonce || 0^64 || [128]_64) is exactly `j0`:
-/// J0 = (N*H ^ L)*H, so N = (J0*H^-1 ^ L)*H^-1.
-fn nonce_for_j0(key: &[u8; 16], j0: u128) -> [u8; 16] {
-    use aes_gcm::aes::cipher::KeyInit as _;
-    let aes = Aes128::new(&(*key).into());
-    let mut h = aes_gcm::aes::Block::default();
-    aes.encrypt_block(&mut h);
-    let h = u128::from_be_bytes(h.into());
-    let hi = gf_inv(h);
-    assert_eq!(gf_mul(h, hi), 1u128 << 127, "field inverse");
-    let l = 128u128; // 0^64 || [len(N) in bits]_64
-    (gf_mul(gf_mul(j0, hi) ^ l, hi)).to_be_bytes()
 }
 
 /// inc32 wraps within the low 32 bits of the counter block (SP 800-38D 6.2). A 96-bit nonce
