@@ -1,3 +1,3 @@
 //! The parts of the `gcmx` library this tool uses.
 
-pub use gcmx::{Backend, Error as GcmError, Gcm, OpenJob, SealJob};
+pub use gcmx::{Backend, Gcm, GcmError, OpenJob, SealJob};
