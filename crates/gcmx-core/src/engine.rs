@@ -17,6 +17,13 @@ use crate::key::{KeyMaterial, with_cipher};
 /// buffer back into the ciphertext before it returns. So no code outside gcmx-core can run an
 /// engine on its own, and no engine can release unauthenticated plaintext. J0 (secret for
 /// nonces that are not 12 bytes) is wiped when the message is dropped.
+///
+/// Code outside gcmx-core cannot make one, so it cannot run an engine's open on its own:
+///
+/// ```compile_fail
+/// let mut buf = [0u8; 16];
+/// let msg = gcmx_core::Message::new([0u8; 16], b"", &mut buf);
+/// ```
 pub struct Message<'a> {
     j0: [u8; 16],
     aad: &'a [u8],
