@@ -28,7 +28,8 @@
 //    Kernels whose thread block shares one key (gcm_fused.cu, aes_ctr.cu) precompute the pairs
 //    (mask, 2 mask + 1) of rounds 2..nr once per block in shared memory (gcmx_aes_fill_masks,
 //    15 KiB) and read them with warp-uniform addresses (broadcast, public index): one IMAD per
-//    plane and round instead of four, which measured +22 % (gpu-notes.md, 2026-12-01).
+//    plane and round instead of four (the measured gain is in benches/gpu-notes.md).  The table
+//    is key material: those kernels clear it before they exit.
 //  * Counter input: block j = prefix(12 bytes) || be32(ctr_first + j*ctr_stride).  Bytes
 //    0..11 are the same in all 32 blocks, so round 1 computes their 12 S-boxes once (one
 //    byte-parallel SWAR circuit pass) and, after ShiftRows, each column has one varying byte:
@@ -37,15 +38,11 @@
 //    transpose) or a 32x32 transpose of the counters for other strides.
 //  * Output: four 32x32 transposes, one per state word, give ks[j] in memory byte order.
 //
-// Cost (SASS for sm_90, nvcc 13.5, one call = 32 blocks, stride 32; cuda/tests/run_host_checks.sh
-// prints it): ALU-pipe ops (LOP3/PRMT/...) per 16-byte block: AES-128 431, AES-192 521,
-// AES-256 610, plus ~180-240 IMADs per block on the FMA pipe.  At 1.64e13 LOP3/s (H200)
-// that bounds AES-128-CTR at ~609 GB/s and AES-256-CTR at ~430 GB/s.  The kernels that call
-// it use 255 registers on sm_90 (2 blocks of 128 threads per SM), no local memory; measured
-// (ncu, 2026-12-01) they issue at ~0.5 instructions per cycle per scheduler, stalled mostly on
-// fixed-latency dependencies with 2 warps per scheduler, the ALU pipe ~70 % busy.  The last round
-// runs inside the round loop so that the 16 S-box circuits exist once in the code (the
-// instruction-cache misses of two copies cost ~10 % of the AES-CTR rate).
+// Cost: cuda/tests/run_host_checks.sh counts the ALU-pipe (LOP3/PRMT/...) and FMA-pipe (IMAD)
+// instructions per 16-byte block in the SASS of one call and prints the bound they set; the
+// counts, that bound and the profile of the kernels that call this are in benches/gpu-notes.md.
+// The last round runs inside the round loop so that the 16 S-box circuits exist once in the code
+// (two copies cost instruction-cache misses).
 //
 // Key: struct GcmxAesKey { uint32_t rk[60]; uint32_t nr; } holds the FIPS-197 expanded key
 // words w[i] (w[0] = key bytes 0..3 read big-endian) and nr = 10/12/14.

@@ -21,15 +21,22 @@
 // lane's Horner state is still 0 there, since padding precedes every real block). Then, per group of 4
 // blocks: load, XOR, one Horner step (stride 32, powers Q_32..Q_128 read from shared memory); the
 // stores come after all loads of the chunk (encrypt) or of each half (decrypt, which holds more values):
-// `in` may equal `out`, so a store between loads would serialize the loads on memory latency (measured:
-// 338 -> 414 GB/s for AES-128, benches/gpu-notes.md 2026-12-01).
+// `in` may equal `out`, so a store between loads would serialize the loads on memory latency (the
+// measurement is in benches/gpu-notes.md).
 // With SPAN = 16384 blocks (256 KiB) and 128-thread blocks (gcmx_abi.h GCMX_FUSED_*): thread t = 32w + l
 // ends with dot(acc, Q_e(t)), e(t) = (3-w)*4096 + 32 - l (power table entry 4 + t), and the block
 // XOR-reduces the 128 terms into partials[j].
 //
-// AES: `gcmx_aes_ctr_x32` from the AES helper's aes_bs.cuh (bitsliced, table-free, constant-time). It is
+// AES: `gcmx_aes_ctr_x32` from aes_bs.cuh (bitsliced, table-free, constant-time). It is
 // called once per lane per chunk by every lane of a warp at the same point (warp-uniform control flow),
 // but it must not rely on warp-collective operations (the batch kernel calls it per lane).
+// Secrets: the expanded key and the counter block (J0 words, first counter) are read from device memory
+// (GcmxGcmParams.key, .ctr), copied once per thread block into shared memory, and the AddRoundKey mask
+// table is built there from the key (gcmx_aes_fill_masks). After the block's last use of them (the
+// __syncthreads inside gcmx_block_xor follows every thread's AES and GHASH work) every thread clears its
+// share of the key, the counter block, the mask table and the stride powers of H; gcmx_block_xor clears
+// the per-warp partial sums. ptxas reports no spills for these kernels (registers and the rest of the
+// resource report: benches/gpu-notes.md), so no secret is written to local memory.
 // Launch: grid = ceil(nblocks / GCMX_FUSED_SPAN), block = GCMX_FUSED_THREADS, params GcmxGcmParams.
 #include "ghash.cuh"
 #include "aes_bs.cuh"
@@ -45,15 +52,21 @@ struct GcmxDevAesCtr {
     }
 };
 
-/// The same with AddRoundKey from the thread block's shared mask table (gcmx_aes_fill_masks).
-struct GcmxDevAesCtrTbl {
-    const GcmxAesKey* key;
-    const uint32_t* tbl;
-    uint32_t p0, p1, p2;
+/// The fused kernels' callable: key, J0 words and AddRoundKey masks all in the block's shared memory.
+struct GcmxDevAesCtrSmem {
+    const GcmxAesKey* key;  // shared
+    const uint32_t* tbl;    // shared mask table (gcmx_aes_fill_masks), or null without GCMX_FUSED_SMEM_KEYS
+    const GcmxGcmCtr* ctr;  // shared
     __device__ __forceinline__ void operator()(uint32_t ctr_first, uint32_t ctr_stride,
                                                uint4 (&ks)[GCMX_AES_BLOCKS_PER_CALL]) const
     {
-        gcmx_aes_ctr_x32_tbl(*key, tbl, p0, p1, p2, ctr_first, ctr_stride, ks);
+#if GCMX_FUSED_SMEM_KEYS
+        gcmx_aes_ctr_x32_tbl(*key, tbl, ctr->j0_prefix[0], ctr->j0_prefix[1], ctr->j0_prefix[2], ctr_first,
+                             ctr_stride, ks);
+#else
+        gcmx_aes_ctr_x32(*key, ctr->j0_prefix[0], ctr->j0_prefix[1], ctr->j0_prefix[2], ctr_first, ctr_stride,
+                         ks);
+#endif
     }
 };
 
@@ -66,23 +79,42 @@ struct GcmxDevAesFactory {
     }
 };
 
+/// Words of the expanded key (GcmxAesKey is 61 32-bit words).
+#define GCMX_AES_KEY_WORDS (sizeof(GcmxAesKey) / 4u)
+
 template <bool DECRYPT> __device__ __forceinline__ void gcmx_gcm_kernel_body(const GcmxGcmParams& p)
 {
     __shared__ GcmxU128 stride_pow[GCMX_BLOCKS_PER_REDUCTION];
+    __shared__ GcmxAesKey skey;
+    __shared__ GcmxGcmCtr sctr;
     const GcmxU128* powers = reinterpret_cast<const GcmxU128*>(p.powers);
+    const GcmxAesKey* gkey = reinterpret_cast<const GcmxAesKey*>(p.key);
+    {
+        const uint32_t* src = reinterpret_cast<const uint32_t*>(gkey);
+        uint32_t* dst = reinterpret_cast<uint32_t*>(&skey);
+        for (uint32_t i = threadIdx.x; i < GCMX_AES_KEY_WORDS; i += blockDim.x) dst[i] = src[i];
+        if (threadIdx.x < 4u) {
+            reinterpret_cast<uint32_t*>(&sctr)[threadIdx.x] = reinterpret_cast<const uint32_t*>(p.ctr)[threadIdx.x];
+        }
+    }
 #if GCMX_FUSED_SMEM_KEYS
     __shared__ uint32_t aes_masks[GCMX_AES_MASK_WORDS];
-    gcmx_aes_fill_masks(p.key, aes_masks, threadIdx.x, blockDim.x);  // ordered by the sync below
-    const GcmxSmemPowers pw = gcmx_load_stride_powers(stride_pow, powers);
-    const GcmxDevAesCtrTbl aes = {&p.key, aes_masks, p.j0_prefix[0], p.j0_prefix[1], p.j0_prefix[2]};
+    gcmx_aes_fill_masks(*gkey, aes_masks, threadIdx.x, blockDim.x);  // ordered by the sync below
+    const GcmxDevAesCtrSmem aes = {&skey, aes_masks, &sctr};
 #else
-    const GcmxSmemPowers pw = gcmx_load_stride_powers(stride_pow, powers);
-    const GcmxDevAesCtr aes = {&p.key, p.j0_prefix[0], p.j0_prefix[1], p.j0_prefix[2]};
+    const GcmxDevAesCtrSmem aes = {&skey, nullptr, &sctr};
 #endif
+    const GcmxSmemPowers pw = gcmx_load_stride_powers(stride_pow, powers);  // __syncthreads
     const GcmxU128 term = gcmx_gcm_thread<GCMX_DEFAULT_CLMAD, DECRYPT>(
-        aes, reinterpret_cast<const uint8_t*>(p.in), reinterpret_cast<uint8_t*>(p.out), p.nbytes, p.ctr_first,
+        aes, reinterpret_cast<const uint8_t*>(p.in), reinterpret_cast<uint8_t*>(p.out), p.nbytes, sctr.ctr_first,
         powers, pw, blockIdx.x, gridDim.x, threadIdx.x);
-    const GcmxU128 z = gcmx_block_xor<GCMX_FUSED_WARPS>(term);
+    const GcmxU128 z = gcmx_block_xor<GCMX_FUSED_WARPS>(term);  // every thread's work is done past this
+#if GCMX_FUSED_SMEM_KEYS
+    gcmx_smem_wipe(aes_masks, GCMX_AES_MASK_WORDS);
+#endif
+    gcmx_smem_wipe(&skey, GCMX_AES_KEY_WORDS);
+    gcmx_smem_wipe(&sctr, sizeof sctr / 4u);
+    gcmx_smem_wipe(stride_pow, sizeof stride_pow / 4u);
     if (threadIdx.x == 0u) reinterpret_cast<GcmxU128*>(p.partials)[blockIdx.x] = z;
 }
 
