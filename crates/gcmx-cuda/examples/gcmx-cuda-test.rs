@@ -418,7 +418,7 @@ fn wrapping_nonce(key: &[u8], lo: u64, hi: u64, seed: u64) -> (Vec<u8>, u64) {
 fn counter_wrap(t: &mut Tally, rng: &mut Rng, quick: bool) {
     let (p0, f0) = (t.passed, t.failed);
     let mib = 1u64 << 20;
-    let mut cases: Vec<(usize, u64, u64)> = vec![(70_000 * 16 + 5, 0, 16), (70_000 * 16 + 5, 16, 70_000)];
+    let mut cases: Vec<(usize, u64, u64)> = vec![(70_000 * 16 + 5, 0, 1024), (70_000 * 16 + 5, 1024, 70_000)];
     if !quick {
         // pipeline chunks are 64 MiB (4 Mi blocks): wrap in the second chunk of a 100 MiB message
         cases.push(((100 * mib + 5) as usize, 4 * mib + 3, 6 * mib));
