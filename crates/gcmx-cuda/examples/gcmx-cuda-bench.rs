@@ -214,7 +214,9 @@ fn main() -> Result<(), Error> {
         let m = (64 << 20).min(n);
         let sub = DeviceBuf::from_host(&host[..m])?;
         let (cl_soft, cl_cpu) = gh.check(&sub, &host[..m])?;
-        println!("  check: GHASH clmad == soft over 64 MiB: {cl_soft}; clmad == CPU over 64 MiB: {cl_cpu}");
+        println!(
+            "  check: GHASH clmad == soft over 64 MiB: {cl_soft}; clmad == CPU over 64 MiB: {cl_cpu}"
+        );
     } else {
         row(
             &mut rows,
@@ -438,32 +440,31 @@ fn host_sections(
         let mut tags = vec![[0u8; 16]; count];
         let cpu_b = Gcm::with_backend(&[0x22; 32], Backend::Cpu)?;
         let gpu_b = Gcm::with_backend(&[0x22; 32], Backend::Cuda)?;
-        let go =
-            |g: &Gcm, data: &mut [u8], tags: &mut [[u8; 16]]| -> Result<(f64, f64), Error> {
-                let mut wall = Vec::new();
-                let mut cpus = Vec::new();
-                for i in 0..=3 {
-                    let mut jobs: Vec<SealJob<'_>> = data
-                        .chunks_mut(msg)
-                        .zip(tags.iter_mut())
-                        .zip(&nonces)
-                        .map(|((b, t), n)| SealJob {
-                            nonce: n,
-                            aad: b"hdr",
-                            buf: b,
-                            tag: t,
-                        })
-                        .collect();
-                    let c0 = cpu_time();
-                    let t = Instant::now();
-                    g.encrypt_batch(&mut jobs)?;
-                    if i > 0 {
-                        wall.push(t.elapsed().as_secs_f64());
-                        cpus.push(cpu_time() - c0);
-                    }
+        let go = |g: &Gcm, data: &mut [u8], tags: &mut [[u8; 16]]| -> Result<(f64, f64), Error> {
+            let mut wall = Vec::new();
+            let mut cpus = Vec::new();
+            for i in 0..=3 {
+                let mut jobs: Vec<SealJob<'_>> = data
+                    .chunks_mut(msg)
+                    .zip(tags.iter_mut())
+                    .zip(&nonces)
+                    .map(|((b, t), n)| SealJob {
+                        nonce: n,
+                        aad: b"hdr",
+                        buf: b,
+                        tag: t,
+                    })
+                    .collect();
+                let c0 = cpu_time();
+                let t = Instant::now();
+                g.encrypt_batch(&mut jobs)?;
+                if i > 0 {
+                    wall.push(t.elapsed().as_secs_f64());
+                    cpus.push(cpu_time() - c0);
                 }
-                Ok((median(wall), median(cpus)))
-            };
+            }
+            Ok((median(wall), median(cpus)))
+        };
         let (wg, cg) = go(&gpu_b, &mut data, &mut tags)?;
         let (wc, cc) = go(&cpu_b, &mut data, &mut tags)?;
         let bytes = (msg * count) as f64;

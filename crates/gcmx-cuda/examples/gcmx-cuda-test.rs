@@ -12,7 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use gcmx::cuda::{self as gc, CudaEngine, CudaKeyring, DeviceBuf, KeyedOpenJob, KeyedSealJob, PinnedRegion};
+use gcmx::cuda::{
+    self as gc, CudaEngine, CudaKeyring, DeviceBuf, KeyedOpenJob, KeyedSealJob, PinnedRegion,
+};
 use gcmx::{Backend, Gcm, GcmError as Error, OpenJob, SealJob};
 use rayon::prelude::*;
 
@@ -191,7 +193,9 @@ fn nist(t: &mut Tally, dir: &Path, quick: bool) {
                 let res = g.decrypt_detached(&r.iv, &r.aad, &mut buf, &r.tag);
                 if r.fail {
                     t.check(res == Err(Error::Authentication) && buf == r.ct, || {
-                        format!("{f} #{i}: FAIL record accepted or ciphertext not given back ({res:?})")
+                        format!(
+                            "{f} #{i}: FAIL record accepted or ciphertext not given back ({res:?})"
+                        )
                     });
                 } else {
                     let pt = r.pt.clone().unwrap_or_default();
@@ -418,7 +422,8 @@ fn wrapping_nonce(key: &[u8], lo: u64, hi: u64, seed: u64) -> (Vec<u8>, u64) {
 fn counter_wrap(t: &mut Tally, rng: &mut Rng, quick: bool) {
     let (p0, f0) = (t.passed, t.failed);
     let mib = 1u64 << 20;
-    let mut cases: Vec<(usize, u64, u64)> = vec![(70_000 * 16 + 5, 0, 1024), (70_000 * 16 + 5, 1024, 70_000)];
+    let mut cases: Vec<(usize, u64, u64)> =
+        vec![(70_000 * 16 + 5, 0, 1024), (70_000 * 16 + 5, 1024, 70_000)];
     if !quick {
         // pipeline chunks are 64 MiB (4 Mi blocks): wrap in the second chunk of a 100 MiB message
         cases.push(((100 * mib + 5) as usize, 4 * mib + 3, 6 * mib));
@@ -436,7 +441,10 @@ fn counter_wrap(t: &mut Tally, rng: &mut Rng, quick: bool) {
         let ra = cpu.encrypt_detached(&nonce, b"wrap", &mut a, &mut ta);
         let rb = gpu.encrypt_detached(&nonce, b"wrap", &mut b, &mut tb);
         t.check(ra.is_ok() && rb.is_ok() && a == b && ta == tb, || {
-            format!("counter wrap at block {w} of {len} B, AES-{}: host path != CPU ({rb:?})", klen * 8)
+            format!(
+                "counter wrap at block {w} of {len} B, AES-{}: host path != CPU ({rb:?})",
+                klen * 8
+            )
         });
         // the device-resident path over the same message
         let eng = CudaEngine::new(&key).expect("engine");
@@ -445,22 +453,35 @@ fn counter_wrap(t: &mut Tally, rng: &mut Rng, quick: bool) {
             eng.seal_device(&nonce, b"wrap", &mut d, &mut tag)?;
             Ok((d.to_vec()?, tag))
         });
-        t.check(r.as_ref().is_ok_and(|(c, tag)| *c == a && *tag == ta), || {
-            format!("counter wrap at block {w} of {len} B: device path != CPU ({:?})", r.as_ref().err())
-        });
+        t.check(
+            r.as_ref().is_ok_and(|(c, tag)| *c == a && *tag == ta),
+            || {
+                format!(
+                    "counter wrap at block {w} of {len} B: device path != CPU ({:?})",
+                    r.as_ref().err()
+                )
+            },
+        );
     }
     // batches: one message of 64 KiB whose counter wraps inside it, among ordinary ones
     let key = rng.bytes(32);
     let (nonce, w) = wrapping_nonce(&key, 1, 4096, rng.next());
     let msgs: Vec<Msg> = (0..50)
         .map(|i| Msg {
-            nonce: if i == 17 { nonce.clone() } else { rng.bytes(12) },
+            nonce: if i == 17 {
+                nonce.clone()
+            } else {
+                rng.bytes(12)
+            },
             aad: rng.rbytes(0, 40),
             pt: rng.bytes(if i == 17 { 65_536 } else { 100 + 37 * i }),
             tag_len: 16,
         })
         .collect();
-    let (gpu, cpu) = (cuda(&key).expect("cuda"), Gcm::with_backend(&key, Backend::Cpu).expect("cpu"));
+    let (gpu, cpu) = (
+        cuda(&key).expect("cuda"),
+        Gcm::with_backend(&key, Backend::Cpu).expect("cpu"),
+    );
     let mut g: Vec<Vec<u8>> = msgs.iter().map(|m| m.pt.clone()).collect();
     let mut c = g.clone();
     let mut gt: Vec<Vec<u8>> = vec![vec![0u8; 16]; msgs.len()];
@@ -710,7 +731,11 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
             }
         };
         let cpu = Gcm::with_backend(&key, Backend::CpuParallel).unwrap();
-        let nonce = if i % 2 == 1 { rng.bytes(12) } else { rng.rbytes(1, 40) };
+        let nonce = if i % 2 == 1 {
+            rng.bytes(12)
+        } else {
+            rng.rbytes(1, 40)
+        };
         let aad = rng.bytes(33);
         let mut pt = vec![0u8; len];
         par_fill(&mut pt, rng.next());
@@ -747,7 +772,11 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
         t.check(
             r == Err(Error::Authentication)
                 && got.as_ref().is_ok_and(|g| g.iter().all(|&b| b == 0)),
-            || format!("device decrypt {len} B with a forged tag: not refused or not wiped ({r:?})"),
+            || {
+                format!(
+                    "device decrypt {len} B with a forged tag: not refused or not wiped ({r:?})"
+                )
+            },
         );
     }
     // Caller mistakes are errors, not panics, and leave the buffer alone.
@@ -773,7 +802,10 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
     // working after it.
     let oom = DeviceBuf::new(1usize << 50);
     t.check(matches!(oom, Err(Error::Device(_))), || {
-        format!("1 PiB allocation did not fail with Error::Device ({:?})", oom.err())
+        format!(
+            "1 PiB allocation did not fail with Error::Device ({:?})",
+            oom.err()
+        )
     });
     let key = rng.bytes(16);
     let g = cuda(&key).expect("cuda after OOM");
@@ -803,7 +835,8 @@ fn pinned_region(t: &mut Tally, rng: &mut Rng) {
     let expect = |pt: &[u8], nonce: &[u8; 12]| {
         let mut c = pt.to_vec();
         let mut tg = [0u8; 16];
-        cpu.encrypt_detached(nonce, b"pin", &mut c, &mut tg).unwrap();
+        cpu.encrypt_detached(nonce, b"pin", &mut c, &mut tg)
+            .unwrap();
         (c, tg)
     };
     let mut same_address = 0;
@@ -818,7 +851,9 @@ fn pinned_region(t: &mut Tally, rng: &mut Rng) {
         same_address += usize::from(addr == prev_addr);
         prev_addr = addr;
         let mut tag = [0u8; 16];
-        let r = PinnedRegion::scope(&mut v, |region| gpu.encrypt_detached(&nonce, b"pin", region, &mut tag));
+        let r = PinnedRegion::scope(&mut v, |region| {
+            gpu.encrypt_detached(&nonce, b"pin", region, &mut tag)
+        });
         let (c, tg) = expect(&pt, &nonce);
         t.check(matches!(r, Ok(Ok(()))) && v == c && tag == tg, || {
             format!("round {round}: encrypt inside a PinnedRegion != CPU ({r:?})")

@@ -429,10 +429,7 @@ mod tests {
             ("GCMX_BW_THREADS", u64::from(BW_THREADS)),
             ("GCMX_BW_COPY_SPAN", BW_COPY_SPAN),
             ("GCMX_ABI_INFO_WORDS", ABI_INFO_WORDS as u64),
-            (
-                "GCMX_Q0_HI",
-                (gcmx_core::field::MONT_ONE >> 64) as u64,
-            ),
+            ("GCMX_Q0_HI", (gcmx_core::field::MONT_ONE >> 64) as u64),
             ("GCMX_Q0_LO", gcmx_core::field::MONT_ONE as u64),
         ];
         for (name, v) in mine {

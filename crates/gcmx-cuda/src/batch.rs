@@ -85,7 +85,11 @@ fn round16(n: usize) -> usize {
 }
 
 /// A device buffer of at least `n` bytes in `slot` (grown only: buffers are kept between calls).
-fn ensure(gpu: &Arc<Gpu>, slot: &mut Option<Arc<DeviceMem>>, n: usize) -> Result<Arc<DeviceMem>, Error> {
+fn ensure(
+    gpu: &Arc<Gpu>,
+    slot: &mut Option<Arc<DeviceMem>>,
+    n: usize,
+) -> Result<Arc<DeviceMem>, Error> {
     if slot.as_ref().is_none_or(|d| d.len() < n) {
         *slot = None;
         *slot = Some(DeviceMem::new(gpu, n.max(64))?);
@@ -137,7 +141,16 @@ pub(crate) fn run(
             if let Some(f) = flight[s].take() {
                 finish(&mut st.sets[s], f, jobs, dir)?;
             }
-            flight[s] = Some(launch(gpu, keys, powers, &mut st.sets[s], jobs, start, end, dir)?);
+            flight[s] = Some(launch(
+                gpu,
+                keys,
+                powers,
+                &mut st.sets[s],
+                jobs,
+                start,
+                end,
+                dir,
+            )?);
         }
         for k in cuts.len()..cuts.len() + 2 {
             let s = k % 2;
@@ -246,12 +259,16 @@ fn launch(
         let mut outs: Vec<&mut [u8]> = rest[..abi::BATCH_MSG_BYTES * n]
             .chunks_mut(abi::BATCH_MSG_BYTES)
             .collect();
-        par_each(&mut outs, copy_threads(abi::BATCH_MSG_BYTES * n), |i, out| {
-            let mut b = [0u8; abi::BATCH_MSG_BYTES];
-            msgs[i].encode(&mut b);
-            out.copy_from_slice(&b);
-            b.zeroize();
-        });
+        par_each(
+            &mut outs,
+            copy_threads(abi::BATCH_MSG_BYTES * n),
+            |i, out| {
+                let mut b = [0u8; abi::BATCH_MSG_BYTES];
+                msgs[i].encode(&mut b);
+                out.copy_from_slice(&b);
+                b.zeroize();
+            },
+        );
     }
     msgs.iter_mut().for_each(|m| m.j0.zeroize());
     let data = ensure(gpu, &mut set.data, data_total)?;
@@ -264,7 +281,12 @@ fn launch(
         .as_mut()
         .ok_or_else(|| crate::runtime::internal("batch lane".into()))?;
     lane.upload(STAGE_META, 0, At::start(&aad), aad_total)?;
-    lane.upload(STAGE_META, msgs_at, At::start(&dmsgs), abi::BATCH_MSG_BYTES * n)?;
+    lane.upload(
+        STAGE_META,
+        msgs_at,
+        At::start(&dmsgs),
+        abi::BATCH_MSG_BYTES * n,
+    )?;
     lane.upload(STAGE_DATA, 0, At::start(&data), data_total)?;
     let args = BatchArgs {
         data: At::start(&data),

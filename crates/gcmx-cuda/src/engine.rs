@@ -9,9 +9,9 @@ use gcmx_core::{Direction, Error, GcmEngine, KeyMaterial, Message};
 
 use crate::batch::{self, Job};
 use crate::keys::{BatchPowers, DeviceKeys, FusedPowers, Keyed};
+use crate::pipeline;
 use crate::resident::{self, DeviceBuf};
 use crate::runtime::{DeviceInfo, Gpu};
-use crate::pipeline;
 
 /// Messages at least this large go through the host pipeline rather than the batch kernels, also inside
 /// a batch (the batch path stages whole sub-batches in page-locked memory).

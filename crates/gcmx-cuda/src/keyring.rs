@@ -45,7 +45,12 @@ pub struct CudaKeyring {
 
 impl core::fmt::Debug for CudaKeyring {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "CudaKeyring {{ {} keys, device {} }}", self.keys.len(), self.gpu.info().ordinal)
+        write!(
+            f,
+            "CudaKeyring {{ {} keys, device {} }}",
+            self.keys.len(),
+            self.gpu.info().ordinal
+        )
     }
 }
 
@@ -78,6 +83,9 @@ pub struct KeyedOpenJob<'a> {
     /// The tag to check.
     pub tag: &'a [u8],
 }
+
+/// One job's key index, nonce, AAD, buffer and tag length.
+type JobParts<'a> = (usize, &'a [u8], &'a [u8], &'a mut [u8], usize);
 
 impl CudaKeyring {
     /// Upload `keys` (each 16, 24 or 32 bytes) to the default device, expand them there and compute
@@ -119,25 +127,45 @@ impl CudaKeyring {
         }
     }
 
+    /// The batch jobs for (key index, nonce, AAD, buffer, tag length), each checked first (lengths,
+    /// tag length, key index) so that nothing runs on a batch with a bad job.
+    fn jobs<'a>(&self, parts: Vec<JobParts<'a>>) -> Result<Vec<Job<'a>>, Error> {
+        for &(key, nonce, aad, ref buf, tag_len) in &parts {
+            gcmx_core::frame::check(nonce, aad, buf.len(), tag_len)?;
+            self.key(key)?;
+        }
+        parts
+            .into_iter()
+            .map(|(key, nonce, aad, buf, _)| {
+                let (km, key) = self.key(key)?;
+                Ok(Job {
+                    key,
+                    j0: km.j0(nonce),
+                    aad,
+                    buf,
+                    tag: [0; 16],
+                })
+            })
+            .collect()
+    }
+
     /// Seal every job. Every job is checked before any work (lengths, tag length, key index); if the
     /// device fails, every buffer is zeroed and no tag is written.
     pub fn seal(&self, jobs: &mut [KeyedSealJob<'_>]) -> Result<(), Error> {
-        for j in jobs.iter() {
-            gcmx_core::frame::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
-            self.key(j.key)?;
-        }
-        let mut work = Vec::with_capacity(jobs.len());
-        for j in jobs.iter_mut() {
-            let (km, key) = self.key(j.key)?;
-            work.push(Job {
-                key,
-                j0: km.j0(j.nonce),
-                aad: j.aad,
-                buf: &mut *j.buf,
-                tag: [0; 16],
-            });
-        }
-        batch::run(&self.gpu, &self.dev, &self.powers, &mut work, Direction::Seal)?;
+        let tag_lens: Vec<usize> = jobs.iter().map(|j| j.tag.len()).collect();
+        let parts = jobs
+            .iter_mut()
+            .zip(&tag_lens)
+            .map(|(j, &t)| (j.key, j.nonce, j.aad, &mut *j.buf, t))
+            .collect();
+        let mut work = self.jobs(parts)?;
+        batch::run(
+            &self.gpu,
+            &self.dev,
+            &self.powers,
+            &mut work,
+            Direction::Seal,
+        )?;
         let mut tags: Vec<[u8; 16]> = work.iter().map(|w| w.tag).collect();
         drop(work);
         for (j, t) in jobs.iter_mut().zip(&tags) {
@@ -152,23 +180,19 @@ impl CudaKeyring {
     /// is wrong has its buffer zeroed, so no buffer ever holds unauthenticated plaintext. Every job is
     /// checked before any work; if the device fails, every buffer is zeroed and the call fails.
     pub fn open(&self, jobs: &mut [KeyedOpenJob<'_>]) -> Result<Vec<bool>, Error> {
-        for j in jobs.iter() {
-            gcmx_core::frame::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
-            self.key(j.key)?;
-        }
         let given: Vec<&[u8]> = jobs.iter().map(|j| j.tag).collect();
-        let mut work = Vec::with_capacity(jobs.len());
-        for j in jobs.iter_mut() {
-            let (km, key) = self.key(j.key)?;
-            work.push(Job {
-                key,
-                j0: km.j0(j.nonce),
-                aad: j.aad,
-                buf: &mut *j.buf,
-                tag: [0; 16],
-            });
-        }
-        batch::run(&self.gpu, &self.dev, &self.powers, &mut work, Direction::Open)?;
+        let parts = jobs
+            .iter_mut()
+            .map(|j| (j.key, j.nonce, j.aad, &mut *j.buf, j.tag.len()))
+            .collect();
+        let mut work = self.jobs(parts)?;
+        batch::run(
+            &self.gpu,
+            &self.dev,
+            &self.powers,
+            &mut work,
+            Direction::Open,
+        )?;
         let mut ok = Vec::with_capacity(work.len());
         for (w, t) in work.iter_mut().zip(&given) {
             let good = gcmx_core::frame::tag_matches(&w.tag, t);

@@ -101,7 +101,10 @@ mod tests {
                     CudaEngine::new(&[7u8; 16]),
                     Err(Error::BackendUnavailable(_))
                 ));
-                assert_eq!(CudaEngine::new(&[7u8; 15]).err(), Some(Error::KeyLength(15)));
+                assert_eq!(
+                    CudaEngine::new(&[7u8; 15]).err(),
+                    Some(Error::KeyLength(15))
+                );
                 assert!(matches!(
                     CudaKeyring::new(&[&[1u8; 16]]),
                     Err(Error::BackendUnavailable(_))

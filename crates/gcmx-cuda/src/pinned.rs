@@ -71,7 +71,10 @@ impl PinnedRegion<'_> {
     /// Page-lock `buf` (for every device), run `f` with it as a region, and unregister it when `f`
     /// returns or panics; `f`'s result. `Error::BackendUnavailable` without a usable device and
     /// `Error::Device` when the driver refuses to page-lock `buf` (then `f` does not run).
-    pub fn scope<R>(buf: &mut [u8], f: impl FnOnce(&mut PinnedRegion<'_>) -> R) -> Result<R, Error> {
+    pub fn scope<R>(
+        buf: &mut [u8],
+        f: impl FnOnce(&mut PinnedRegion<'_>) -> R,
+    ) -> Result<R, Error> {
         let gpu = Gpu::get(0)?;
         pin_scope(&gpu, buf, |buf| f(&mut PinnedRegion { buf }))
     }

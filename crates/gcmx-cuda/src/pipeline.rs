@@ -144,14 +144,30 @@ pub(crate) fn crypt(
             Some(r) => r?,
             None => {
                 staged = true;
-                stage(lanes, k, dir, &chunks, buf, slot_bytes, &slots[..], &metas[..])?;
+                stage(
+                    lanes,
+                    k,
+                    dir,
+                    &chunks,
+                    buf,
+                    slot_bytes,
+                    &slots[..],
+                    &metas[..],
+                )?;
             }
         }
         gather(lanes, &chunks, nlanes)
     })();
     // Wipe what held secrets (J0, partial hashes) and, after an open or a failure, plaintext.
     let plaintext = dir == Direction::Open || result.is_err();
-    let wiped = wipe(&mut st, nlanes, slot_bytes, meta_bytes, plaintext, staged && plaintext);
+    let wiped = wipe(
+        &mut st,
+        nlanes,
+        slot_bytes,
+        meta_bytes,
+        plaintext,
+        staged && plaintext,
+    );
     let mut parts = result?;
     wiped?;
     let tag = k.host.tag_from_partials(j0, aad, &parts, buf.len());
@@ -213,8 +229,12 @@ fn enqueue_direct(
     io.lane(s)?.launch(fused(k, dir, c, slot, meta, at))?;
     io.download(s, At::start(slot), c.offset, c.len)?;
     let p = at + abi::GCM_CTR_BYTES;
-    io.lane(s)?
-        .download(At { mem: meta, off: p }, STAGE_META, p, 16 * c.grid as usize)
+    io.lane(s)?.download(
+        At { mem: meta, off: p },
+        STAGE_META,
+        p,
+        16 * c.grid as usize,
+    )
 }
 
 /// The staged path: each lane copies its next chunk into its page-locked buffer while earlier chunks
@@ -254,7 +274,12 @@ fn stage(
         lane.launch(fused(k, dir, c, slot, meta, at))?;
         lane.download(At::start(slot), STAGE_DATA, 0, c.len)?;
         let p = at + abi::GCM_CTR_BYTES;
-        lane.download(At { mem: meta, off: p }, STAGE_META, p, 16 * c.grid as usize)?;
+        lane.download(
+            At { mem: meta, off: p },
+            STAGE_META,
+            p,
+            16 * c.grid as usize,
+        )?;
         pending[s] = Some(*c);
     }
     for (lane, slot) in lanes.iter_mut().zip(pending.iter_mut()) {
@@ -273,15 +298,10 @@ fn gather(lanes: &mut [Lane], chunks: &[Chunk], nlanes: usize) -> Result<Vec<Par
         let (s, at) = place(i, nlanes);
         let meta = lanes[s].host(STAGE_META)?;
         let from = &meta[at + abi::GCM_CTR_BYTES..at + abi::GCM_CTR_BYTES + 16 * c.grid as usize];
-        for (v, b) in values[c.first_partial..c.first_partial + c.grid as usize]
-            .iter_mut()
-            .zip(from.chunks_exact(16))
-        {
-            let mut le = [0u8; 16];
-            le.copy_from_slice(b);
-            *v = u128::from_le_bytes(le);
-            le.zeroize();
-        }
+        plan::read_partials(
+            from,
+            &mut values[c.first_partial..c.first_partial + c.grid as usize],
+        );
     }
     Ok(plan::partials_of(chunks, &values, abi::FUSED_SPAN))
 }
@@ -307,7 +327,12 @@ fn wipe(
         slots,
         metas,
     } = st;
-    for ((lane, slot), meta) in lanes.iter_mut().zip(slots.iter()).zip(metas.iter()).take(nlanes) {
+    for ((lane, slot), meta) in lanes
+        .iter_mut()
+        .zip(slots.iter())
+        .zip(metas.iter())
+        .take(nlanes)
+    {
         keep(lane.memset(At::start(meta), meta_bytes.min(meta.len())));
         if slots_too {
             keep(lane.memset(At::start(slot), slot_bytes.min(slot.len())));

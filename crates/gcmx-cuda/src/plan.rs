@@ -8,6 +8,7 @@
 //! `gcmx_core::KeyMaterial::tag_from_partials`, which joins them with `gcmx_core::combine::tree_reduce`.
 
 use gcmx_core::combine::Partial;
+use zeroize::Zeroize;
 
 /// One chunk of a message in the host-resident pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +85,16 @@ pub(crate) fn partials_of(chunks: &[Chunk], values: &[u128], span: u64) -> Vec<P
         }
     }
     out
+}
+
+/// Partial hashes as the kernels write them (`GcmxU128`: lo then hi, little-endian words) into `out`.
+pub(crate) fn read_partials(bytes: &[u8], out: &mut [u128]) {
+    for (v, b) in out.iter_mut().zip(bytes.chunks_exact(16)) {
+        let mut le = [0u8; 16];
+        le.copy_from_slice(b);
+        *v = u128::from_le_bytes(le);
+        le.zeroize();
+    }
 }
 
 /// Counter of block `first_block` of a message whose J0 is `j0`: `ctr0 + 1 + first_block` mod 2^32.

@@ -141,7 +141,12 @@ impl Ghash {
         self.gpu.info().ghash_variant == crate::GhashVariant::Clmad
     }
 
-    fn launch<'a>(&'a self, clmad: bool, buf: &'a DeviceBuf, parts: &'a Arc<DeviceMem>) -> Launch<'a> {
+    fn launch<'a>(
+        &'a self,
+        clmad: bool,
+        buf: &'a DeviceBuf,
+        parts: &'a Arc<DeviceMem>,
+    ) -> Launch<'a> {
         Launch::Ghash {
             clmad,
             data: At::start(&buf.mem),
@@ -168,7 +173,8 @@ impl Ghash {
     pub fn check(&self, buf: &DeviceBuf, host: &[u8]) -> Result<(bool, bool), Error> {
         let value = |clmad: bool| -> Result<u128, Error> {
             let parts = self.partials(buf)?;
-            self.gpu.with_lane(|l| l.launch(self.launch(clmad, buf, &parts)))?;
+            self.gpu
+                .with_lane(|l| l.launch(self.launch(clmad, buf, &parts)))?;
             let mut raw = vec![0u8; parts.len()];
             parts.download(0, &mut raw)?;
             let chunk = plan::Chunk {
@@ -178,10 +184,8 @@ impl Ghash {
                 first_partial: 0,
                 grid: (raw.len() / 16) as u32,
             };
-            let vals: Vec<u128> = raw
-                .chunks_exact(16)
-                .map(|c| u128::from_le_bytes(c.try_into().unwrap_or([0; 16])))
-                .collect();
+            let mut vals = vec![0u128; raw.len() / 16];
+            plan::read_partials(&raw, &mut vals);
             let list = plan::partials_of(&[chunk], &vals, abi::GHASH_SPAN);
             Ok(gcmx_core::combine::tree_reduce(self.key.hash_key(), &list).value)
         };
@@ -240,7 +244,11 @@ pub fn time_fused(
     let j0 = k.host.j0(nonce);
     let grid = plan::grid_for(plan::blocks(buf.len()), abi::FUSED_SPAN) as usize;
     let meta = DeviceMem::new(gpu, abi::GCM_CTR_BYTES + 16 * grid)?;
-    let dir = if seal { Direction::Seal } else { Direction::Open };
+    let dir = if seal {
+        Direction::Seal
+    } else {
+        Direction::Open
+    };
     gpu.with_lane(|lane| {
         lane.reserve_host(0, abi::GCM_CTR_BYTES)?;
         lane.host(0)?[..abi::GCM_CTR_BYTES].copy_from_slice(&abi::gcm_ctr_bytes(&j0, 0));

@@ -218,15 +218,7 @@ fn launch(
             lane.download(parts, 0, abi::GCM_CTR_BYTES, 16 * grid)?;
             let h = lane.host(0)?;
             let mut values = Zeroizing::new(vec![0u128; grid]);
-            for (v, b) in values
-                .iter_mut()
-                .zip(h[abi::GCM_CTR_BYTES..meta_len].chunks_exact(16))
-            {
-                let mut le = [0u8; 16];
-                le.copy_from_slice(b);
-                *v = u128::from_le_bytes(le);
-                le.zeroize();
-            }
+            plan::read_partials(&h[abi::GCM_CTR_BYTES..meta_len], &mut values);
             Ok(values)
         })();
         let wiped = lane.host(0).map(|h| h[..meta_len].zeroize());

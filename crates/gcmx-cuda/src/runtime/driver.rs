@@ -46,7 +46,10 @@ fn check(r: cu::CUresult, what: &'static str) -> Result<(), Error> {
     if r == cu::CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(Error::Device(DeviceError::with_source(what, DriverError(r))))
+        Err(Error::Device(DeviceError::with_source(
+            what,
+            DriverError(r),
+        )))
     }
 }
 
@@ -132,8 +135,8 @@ impl Gpu {
         let total_memory = dev
             .total_memory()
             .map_err(|e| unavailable(format!("device memory: {e}")))?;
-        let version = cust::CudaApiVersion::get()
-            .map_err(|e| unavailable(format!("driver version: {e}")))?;
+        let version =
+            cust::CudaApiVersion::get().map_err(|e| unavailable(format!("driver version: {e}")))?;
         let module = Module::from_fatbin(FATBIN, &[]).map_err(|e| {
             unavailable(format!(
                 "the gcmx kernels do not load on {name} (sm_{major}{minor}): {e} (the fatbin holds sm_80..sm_120 and PTX 12.0)"
@@ -244,9 +247,9 @@ impl Gpu {
 
 /// Launch `gcmx_abi_info` once and read its words (start-up, before the device is shared).
 fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
-    let out = DeviceBuffer::from_slice(&[0u32; abi::ABI_INFO_WORDS]).map_err(dev_err("cuMemAlloc"))?;
-    let stream =
-        Stream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
+    let out =
+        DeviceBuffer::from_slice(&[0u32; abi::ABI_INFO_WORDS]).map_err(dev_err("cuMemAlloc"))?;
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
     let f = module
         .get_function("gcmx_abi_info")
         .map_err(dev_err("kernel gcmx_abi_info"))?;
@@ -256,9 +259,7 @@ fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
     // `out` holds that many and outlives the synchronisation below.
     let launched = unsafe { stream.launch(&f, GridSize::x(1), BlockSize::x(1), 0, &args) };
     launched.map_err(dev_err("launch gcmx_abi_info"))?;
-    stream
-        .synchronize()
-        .map_err(dev_err("gcmx_abi_info"))?;
+    stream.synchronize().map_err(dev_err("gcmx_abi_info"))?;
     let v = out.as_host_vec().map_err(dev_err("cuMemcpyDtoH"))?;
     let mut words = [0u32; abi::ABI_INFO_WORDS];
     for (w, x) in words.iter_mut().zip(v) {
@@ -348,7 +349,15 @@ impl DeviceMem {
             let r = (|| -> Result<(), Error> {
                 for (k, piece) in src.chunks(step).enumerate() {
                     lane.host(0)?[..piece.len()].copy_from_slice(piece);
-                    lane.upload(0, 0, At { mem: self, off: off + k * step }, piece.len())?;
+                    lane.upload(
+                        0,
+                        0,
+                        At {
+                            mem: self,
+                            off: off + k * step,
+                        },
+                        piece.len(),
+                    )?;
                 }
                 Ok(())
             })();
@@ -368,7 +377,15 @@ impl DeviceMem {
             lane.reserve_host(0, step)?;
             let r = (|| -> Result<(), Error> {
                 for (k, piece) in dst.chunks_mut(step).enumerate() {
-                    lane.download(At { mem: self, off: off + k * step }, 0, 0, piece.len())?;
+                    lane.download(
+                        At {
+                            mem: self,
+                            off: off + k * step,
+                        },
+                        0,
+                        0,
+                        piece.len(),
+                    )?;
                     piece.copy_from_slice(&lane.host(0)?[..piece.len()]);
                 }
                 Ok(())
@@ -383,7 +400,8 @@ impl DeviceMem {
         if self.len == 0 {
             return Ok(());
         }
-        self.gpu.with_lane(|lane| lane.memset(At::start(self), self.len))
+        self.gpu
+            .with_lane(|lane| lane.memset(At::start(self), self.len))
     }
 }
 
@@ -400,8 +418,9 @@ impl Drop for DeviceMem {
             // SAFETY: `addr` came from cuda_malloc in `new` and is freed once, here; no work on it is
             // pending (module docs: every lane that used it held this Arc until it had waited) and the
             // wipe above has been waited for.
-            let freed =
-                unsafe { cust::memory::cuda_free(cust::memory::DevicePointer::<u8>::from_raw(addr)) };
+            let freed = unsafe {
+                cust::memory::cuda_free(cust::memory::DevicePointer::<u8>::from_raw(addr))
+            };
             let _ = freed;
         }
     }
@@ -484,10 +503,11 @@ impl Lane {
     pub(crate) fn wait(&mut self) -> Result<(), Error> {
         let mut r = Ok(());
         if self.busy {
-            r = self
-                .gpu
-                .enter()
-                .and_then(|()| self.stream.synchronize().map_err(dev_err("cuStreamSynchronize")));
+            r = self.gpu.enter().and_then(|()| {
+                self.stream
+                    .synchronize()
+                    .map_err(dev_err("cuStreamSynchronize"))
+            });
             self.busy = false;
         }
         self.keep.clear();
@@ -513,7 +533,9 @@ impl Lane {
         self.wait()?;
         match self.host.get_mut(i) {
             Some(h) => Ok(h.bytes()),
-            None => Err(internal(format!("lane staging buffer {i} was never reserved"))),
+            None => Err(internal(format!(
+                "lane staging buffer {i} was never reserved"
+            ))),
         }
     }
 
@@ -533,28 +555,17 @@ impl Lane {
         dst: At<'_>,
         n: usize,
     ) -> Result<(), Error> {
-        self.same_device(&dst)?;
-        let d = dst.mem.range(dst.off, n, "upload")?;
-        let stream = self.stream.as_inner();
         let src = match self.host.get(i).and_then(|h| h.0.as_ref()) {
             Some(b) => b.as_slice().get(host_off..host_off.wrapping_add(n)),
             None => None,
         };
-        let Some(src) = src else {
+        let Some(src) = src.map(<[u8]>::as_ptr) else {
             return Err(internal(format!("upload of {n} bytes from staging {i}")));
         };
-        if n == 0 {
-            return Ok(());
-        }
-        self.gpu.enter()?;
-        self.keep.push(dst.mem.clone());
-        self.busy = true;
-        // SAFETY: copies n bytes from this lane's own page-locked buffer (bounds checked by the slice
-        // above) to a device range checked by `range`; the host reaches that buffer only through
-        // `host()`/`reserve_host()`, which wait for this stream first, and the device buffer is held in
-        // `keep` until then. A dropped lane waits; a leaked one never frees either buffer.
-        let r = unsafe { cu::cuMemcpyHtoDAsync_v2(d, src.as_ptr().cast(), n, stream) };
-        check(r, "cuMemcpyHtoDAsync")
+        // SAFETY: the source is this lane's own page-locked buffer (the range checked by the slice
+        // above), which the host reaches only through `host()`/`reserve_host()`, both of which wait for
+        // this stream first; a dropped lane waits, a leaked one never frees it.
+        unsafe { self.htod(src, dst, n) }
     }
 
     /// Enqueue `n` bytes from `src` to staging buffer `i` at `host_off`.
@@ -565,26 +576,55 @@ impl Lane {
         host_off: usize,
         n: usize,
     ) -> Result<(), Error> {
-        self.same_device(&src)?;
-        let s = src.mem.range(src.off, n, "download")?;
-        let stream = self.stream.as_inner();
         let dst = match self.host.get_mut(i).and_then(|h| h.0.as_mut()) {
             Some(b) => b.as_mut_slice().get_mut(host_off..host_off.wrapping_add(n)),
             None => None,
         };
-        let Some(dst) = dst else {
+        let Some(dst) = dst.map(<[u8]>::as_mut_ptr) else {
             return Err(internal(format!("download of {n} bytes to staging {i}")));
         };
+        // SAFETY: as in `upload`: the destination is this lane's own page-locked buffer, which the host
+        // cannot reach until this stream has been waited for.
+        unsafe { self.dtoh(src, dst, n) }
+    }
+
+    /// Enqueue a copy of `n` host bytes at `src` to `dst` (checked, and held until the lane waits).
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `n` bytes and page-locked, and nothing may write those bytes or
+    /// free them until this lane has waited.
+    unsafe fn htod(&mut self, src: *const u8, dst: At<'_>, n: usize) -> Result<(), Error> {
+        self.same_device(&dst)?;
+        let d = dst.mem.range(dst.off, n, "upload")?;
         if n == 0 {
             return Ok(());
         }
-        let dst = dst.as_mut_ptr();
+        self.gpu.enter()?;
+        self.keep.push(dst.mem.clone());
+        self.busy = true;
+        // SAFETY: the host side by this function's contract; the device range was checked above and its
+        // buffer is held in `keep` until the lane waits.
+        let r = unsafe { cu::cuMemcpyHtoDAsync_v2(d, src.cast(), n, self.stream.as_inner()) };
+        check(r, "cuMemcpyHtoDAsync")
+    }
+
+    /// Enqueue a copy of `n` bytes from `src` to host memory at `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `n` bytes and page-locked, and nothing may read, write or free
+    /// those bytes until this lane has waited.
+    unsafe fn dtoh(&mut self, src: At<'_>, dst: *mut u8, n: usize) -> Result<(), Error> {
+        self.same_device(&src)?;
+        let s = src.mem.range(src.off, n, "download")?;
+        if n == 0 {
+            return Ok(());
+        }
         self.gpu.enter()?;
         self.keep.push(src.mem.clone());
         self.busy = true;
-        // SAFETY: as in `upload`, in the other direction: the destination is this lane's own page-locked
-        // buffer, which the host cannot reach until this stream has been waited for.
-        let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.cast(), s, n, stream) };
+        // SAFETY: the host side by this function's contract; the device range was checked above and its
+        // buffer is held in `keep` until the lane waits.
+        let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.cast(), s, n, self.stream.as_inner()) };
         check(r, "cuMemcpyDtoHAsync")
     }
 
@@ -752,7 +792,10 @@ impl Lane {
         self.busy = true;
         // SAFETY: forwarded from this function's contract; cuLaunchKernel copies the argument values at
         // launch time, so they need only live through this call.
-        let r = unsafe { self.stream.launch(&f, GridSize::x(grid), BlockSize::x(block), 0, &args) };
+        let r = unsafe {
+            self.stream
+                .launch(&f, GridSize::x(grid), BlockSize::x(block), 0, &args)
+        };
         r.map_err(dev_err(format!("launch {name}<<<{grid}, {block}>>>")))
     }
 
@@ -886,7 +929,12 @@ pub(crate) struct DirectIo<'a> {
 
 impl core::fmt::Debug for DirectIo<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "DirectIo({} bytes, {} lanes)", self.len, self.lanes.len())
+        write!(
+            f,
+            "DirectIo({} bytes, {} lanes)",
+            self.len,
+            self.lanes.len()
+        )
     }
 }
 
@@ -919,19 +967,10 @@ impl DirectIo<'_> {
     ) -> Result<(), Error> {
         let src = self.host_range(host_off, n)?;
         let lane = self.lane(i)?;
-        lane.same_device(&dst)?;
-        let d = dst.mem.range(dst.off, n, "upload")?;
-        if n == 0 {
-            return Ok(());
-        }
-        lane.gpu.enter()?;
-        lane.keep.push(dst.mem.clone());
-        lane.busy = true;
         // SAFETY: the source is inside the caller's buffer, which `direct_io` borrows exclusively and
-        // keeps page-locked until every lane of the call has waited for its work (also when the
-        // closure fails or panics); the destination range was checked and is held in `keep`.
-        let r = unsafe { cu::cuMemcpyHtoDAsync_v2(d, src.cast_const().cast(), n, lane.stream.as_inner()) };
-        check(r, "cuMemcpyHtoDAsync")
+        // keeps page-locked until every lane of the call has waited for its work (also when the closure
+        // fails or panics).
+        unsafe { lane.htod(src.cast_const(), dst, n) }
     }
 
     /// Enqueue on lane `i`: `n` bytes from `src` to the caller's buffer at `host_off`.
@@ -944,18 +983,9 @@ impl DirectIo<'_> {
     ) -> Result<(), Error> {
         let dst = self.host_range(host_off, n)?;
         let lane = self.lane(i)?;
-        lane.same_device(&src)?;
-        let s = src.mem.range(src.off, n, "download")?;
-        if n == 0 {
-            return Ok(());
-        }
-        lane.gpu.enter()?;
-        lane.keep.push(src.mem.clone());
-        lane.busy = true;
         // SAFETY: as in `upload`, in the other direction: nothing reads or writes the caller's buffer
         // until `direct_io` has waited for every lane.
-        let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.cast(), s, n, lane.stream.as_inner()) };
-        check(r, "cuMemcpyDtoHAsync")
+        unsafe { lane.dtoh(src, dst, n) }
     }
 }
 
@@ -1032,9 +1062,7 @@ pub(crate) fn pin_scope<R>(
     let ptr = buf.as_mut_ptr().cast::<c_void>();
     // SAFETY: page-locks the live range that `buf` borrows for this whole call; the guard below
     // unregisters it before the call returns (or unwinds).
-    let r = unsafe {
-        cu::cuMemHostRegister_v2(ptr, buf.len(), cu::CU_MEMHOSTREGISTER_PORTABLE)
-    };
+    let r = unsafe { cu::cuMemHostRegister_v2(ptr, buf.len(), cu::CU_MEMHOSTREGISTER_PORTABLE) };
     check(r, "cuMemHostRegister")?;
     lock(&PINNED).push((ptr as usize, buf.len()));
     let guard = ScopeGuard {

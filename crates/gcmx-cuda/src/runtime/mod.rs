@@ -247,10 +247,7 @@ impl Launch<'_> {
                 ctr,
                 partials,
             } => {
-                let grid = grid_u32(
-                    plan::grid_for(plan::blocks(len), abi::FUSED_SPAN),
-                    "fused",
-                )?;
+                let grid = grid_u32(plan::grid_for(plan::blocks(len), abi::FUSED_SPAN), "fused")?;
                 data.check(len, 16, "fused data")?;
                 key.check(abi::AES_KEY_BYTES, 4, "fused key")?;
                 powers.check(U128 * abi::FUSED_POW_COUNT as usize, 16, "fused powers")?;
@@ -310,10 +307,7 @@ impl Launch<'_> {
                 powers,
                 partials,
             } => {
-                let grid = grid_u32(
-                    plan::grid_for(plan::blocks(len), abi::GHASH_SPAN),
-                    "ghash",
-                )?;
+                let grid = grid_u32(plan::grid_for(plan::blocks(len), abi::GHASH_SPAN), "ghash")?;
                 data.check(len, 16, "ghash data")?;
                 powers.check(U128 * abi::GHASH_POW_COUNT as usize, 16, "ghash powers")?;
                 partials.check(U128 * grid as usize, 16, "ghash partials")?;
@@ -394,7 +388,10 @@ impl BatchArgs<'_> {
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 fn region_covers(regions: &[(usize, usize)], start: usize, len: usize) -> bool {
     regions.iter().any(|&(s, l)| {
-        start >= s && start.checked_add(len).is_some_and(|e| s.checked_add(l).is_some_and(|re| e <= re))
+        start >= s
+            && start
+                .checked_add(len)
+                .is_some_and(|e| s.checked_add(l).is_some_and(|re| e <= re))
     })
 }
 
