@@ -154,10 +154,6 @@ typedef struct GcmxAesKey {
 #ifndef GCMX_FUSED_DECRYPT_GROUP
 #define GCMX_FUSED_DECRYPT_GROUP 16u
 #endif
-/** 1: the fused kernels key AES rounds 2..nr from a per-block shared-memory mask table. */
-#ifndef GCMX_FUSED_SMEM_KEYS
-#define GCMX_FUSED_SMEM_KEYS 1
-#endif
 #ifndef GCMX_FUSED_CHUNKS_PER_WARP
 #define GCMX_FUSED_CHUNKS_PER_WARP 4u
 #endif
@@ -216,6 +212,9 @@ typedef struct GcmxGcmParams {
     uint64_t partials;  /* GcmxU128[grid] out */
     uint64_t key;       /* const GcmxAesKey*, 4-byte aligned */
     uint64_t ctr;       /* const GcmxGcmCtr*, 16-byte aligned */
+    uint32_t nr;        /* the key's rounds, = key->nr (10/12/14: the key length, not secret); from here the
+                           compiler sees the round loop as uniform across the block */
+    uint32_t _pad0;     /* zero */
 } GcmxGcmParams;
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -400,8 +399,9 @@ typedef struct GcmxBwParams {
  *   gcmx_ghash_soft(GcmxGhashParams)      always
  *   gcmx_gcm_encrypt(GcmxGcmParams), gcmx_gcm_decrypt(GcmxGcmParams)
  *   gcmx_aes_expand_keys(GcmxExpandParams)
- *   gcmx_aes_ctr(uint64_t key, uint32_t j0w0, uint32_t j0w1, uint32_t j0w2, uint32_t ctr0, uint64_t data,
- *                uint64_t nbytes)     keystream only, for the benchmark (aes_ctr.cu); key = const GcmxAesKey*
+ *   gcmx_aes_ctr(uint64_t key, uint32_t nr, uint32_t j0w0, uint32_t j0w1, uint32_t j0w2, uint32_t ctr0,
+ *                uint64_t data, uint64_t nbytes)   keystream only, for the benchmark (aes_ctr.cu);
+ *                key = const GcmxAesKey*, nr = its rounds
  *   gcmx_batch_key_powers(GcmxBatchParams), gcmx_batch_units(GcmxBatchParams), gcmx_batch_tags(GcmxBatchParams)
  *   gcmx_fill_powers(GcmxFillPowersParams)
  *   gcmx_bw_read(GcmxBwParams), gcmx_bw_copy(GcmxBwParams)
@@ -418,7 +418,7 @@ GCMX_STATIC_ASSERT(sizeof(GcmxU128) == 16, "GcmxU128 size");
 GCMX_STATIC_ASSERT(sizeof(GcmxAesKey) == 244, "GcmxAesKey size");
 GCMX_STATIC_ASSERT(sizeof(GcmxGhashParams) == 32, "GcmxGhashParams size");
 GCMX_STATIC_ASSERT(sizeof(GcmxGcmCtr) == 16, "GcmxGcmCtr size");
-GCMX_STATIC_ASSERT(sizeof(GcmxGcmParams) == 56, "GcmxGcmParams size");
+GCMX_STATIC_ASSERT(sizeof(GcmxGcmParams) == 64, "GcmxGcmParams size");
 GCMX_STATIC_ASSERT(sizeof(GcmxRawKey) == 36, "GcmxRawKey size");
 GCMX_STATIC_ASSERT(sizeof(GcmxExpandParams) == 24, "GcmxExpandParams size");
 GCMX_STATIC_ASSERT(sizeof(GcmxKeyPowers) == 2560, "GcmxKeyPowers size");

@@ -221,6 +221,8 @@ const OFFSETS: &[(&str, &str)] = &[
     ("GcmxGcmParams", "partials"),
     ("GcmxGcmParams", "key"),
     ("GcmxGcmParams", "ctr"),
+    ("GcmxGcmParams", "nr"),
+    ("GcmxGcmParams", "_pad0"),
     ("GcmxRawKey", "key"),
     ("GcmxRawKey", "len"),
     ("GcmxExpandParams", "raw"),

@@ -159,6 +159,7 @@ static std::vector<GcmxU128> dev_fused(bool decrypt, const GcmxAesKey& key, cons
     uint8_t* dctr = dupload(&ctr, sizeof ctr);
     p.key = A(dkey);
     p.ctr = A(dctr);
+    p.nr = key.nr;
     if (decrypt) gcmx_gcm_decrypt<<<grid, GCMX_FUSED_THREADS>>>(p);
     else gcmx_gcm_encrypt<<<grid, GCMX_FUSED_THREADS>>>(p);
     CU(cudaGetLastError());
@@ -428,6 +429,7 @@ static void bench(uint64_t gib)
         uint8_t* dctr = dupload(&ctr, sizeof ctr);
         p.key = A(dkey);
         p.ctr = A(dctr);
+        p.nr = g.key.nr;
         GcmxGcmParams q = p;
         q.in = A(dout);
         q.out = A(din);

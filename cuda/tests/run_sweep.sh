@@ -11,7 +11,6 @@ arch="${GCMX_SWEEP_ARCH:-90}"
 dir="${2:-$root/.device/sweep}"
 CONFIGS=(
   "smem:"
-  "nosmem:-DGCMX_FUSED_SMEM_KEYS=0"
 )
 case "${1:-}" in
   build)

@@ -104,7 +104,7 @@ int main(int argc, char** argv)
         CU(cudaMalloc(&dctr, sizeof ctr));
         CU(cudaMemcpy(dctr, &ctr, sizeof ctr, cudaMemcpyHostToDevice));
         const double t_ctr = median_ms(reps, [&] {
-            gcmx_aes_ctr<<<ctr_grid, GCMX_AES_CTR_THREADS>>>((uint64_t)(uintptr_t)dkey, 0x03020100u, 0x07060504u,
+            gcmx_aes_ctr<<<ctr_grid, GCMX_AES_CTR_THREADS>>>((uint64_t)(uintptr_t)dkey, key.nr, 0x03020100u, 0x07060504u,
                                                              0x0b0a0908u, 1u, din, n);
         });
         GcmxGcmParams p;
@@ -116,6 +116,7 @@ int main(int argc, char** argv)
         p.partials = (uint64_t)(uintptr_t)dpart;
         p.key = (uint64_t)(uintptr_t)dkey;
         p.ctr = (uint64_t)(uintptr_t)dctr;
+        p.nr = key.nr;
         const double t_enc = median_ms(reps, [&] { gcmx_gcm_encrypt<<<fused_grid, GCMX_FUSED_THREADS>>>(p); });
         const double t_dec = median_ms(reps, [&] { gcmx_gcm_decrypt<<<fused_grid, GCMX_FUSED_THREADS>>>(p); });
         printf("AES-%u: ctr %7.1f GB/s (grid %u) | fused encrypt %7.1f GB/s | fused decrypt %7.1f GB/s (grid %u)\n",

@@ -874,9 +874,12 @@ fn pinned_region(t: &mut Tally, rng: &mut Rng) {
     // a scope whose closure panics: the registration still ends, and the address is usable afterwards
     let mut v = vec![0u8; len];
     let addr = v.as_ptr() as usize;
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {})); // the panic below is the test's own
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _ = PinnedRegion::scope(&mut v, |_| panic!("inside a region"));
     }));
+    std::panic::set_hook(hook);
     drop(v);
     let mut w = vec![0u8; len];
     par_fill(&mut w, rng.next());

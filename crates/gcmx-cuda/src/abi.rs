@@ -67,6 +67,11 @@ pub(crate) const KEY_POWERS_BYTES: usize = 16 * (KEY_POW_LINEAR + KEY_POW_POW2);
 pub(crate) const RAW_KEY_BYTES: usize = 36;
 /// Bytes of a `GcmxGcmCtr`: J0 words 0..2 and the first counter.
 pub(crate) const GCM_CTR_BYTES: usize = 16;
+/// AES rounds for a key of `key_len` bytes (16, 24, 32: 10, 12, 14).
+pub(crate) fn rounds(key_len: usize) -> u32 {
+    (key_len / 4 + 6) as u32
+}
+
 /// Bytes of a `GcmxBatchMsg`.
 pub(crate) const BATCH_MSG_BYTES: usize = 64;
 
@@ -103,6 +108,10 @@ pub(crate) struct GcmxGcmParams {
     pub(crate) key: u64,
     /// Device address of the launch's `GcmxGcmCtr`.
     pub(crate) ctr: u64,
+    /// The key's rounds (10, 12 or 14: its length, not secret).
+    pub(crate) nr: u32,
+    /// Padding, zero.
+    pub(crate) _pad0: u32,
 }
 
 /// Parameters of `gcmx_aes_expand_keys`.
@@ -335,7 +344,9 @@ mod tests {
                 (powers, "powers"),
                 (partials, "partials"),
                 (key, "key"),
-                (ctr, "ctr")
+                (ctr, "ctr"),
+                (nr, "nr"),
+                (_pad0, "_pad0")
             ]
         );
         check_struct!(

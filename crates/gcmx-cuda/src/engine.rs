@@ -88,6 +88,7 @@ impl CudaEngine {
     fn keyed(&self) -> Keyed<'_> {
         Keyed {
             key: self.keys.key(0),
+            nr: crate::abi::rounds(self.host.key_len()),
             powers: self.powers.at(),
             host: &self.host,
         }

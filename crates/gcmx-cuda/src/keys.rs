@@ -18,6 +18,8 @@ use crate::runtime::{At, DeviceMem, Gpu, Launch};
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Keyed<'a> {
     pub(crate) key: At<'a>,
+    /// The key's rounds (public: its length).
+    pub(crate) nr: u32,
     pub(crate) powers: At<'a>,
     pub(crate) host: &'a KeyMaterial,
 }

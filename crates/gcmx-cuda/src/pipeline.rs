@@ -196,6 +196,7 @@ fn fused<'a>(
         data: At::start(slot),
         len: c.len,
         key: k.key,
+        nr: k.nr,
         powers: k.powers,
         ctr: At { mem: meta, off: at },
         partials: At {

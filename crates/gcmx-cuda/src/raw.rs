@@ -218,6 +218,7 @@ pub fn time_aes_ctr(key: &[u8], buf: &mut DeviceBuf, reps: usize) -> Result<Vec<
         timed(lane, reps, |l| {
             l.launch(Launch::AesCtr {
                 key: keys.key(0),
+                nr: abi::rounds(key.len()),
                 j0: [9u8; 16],
                 data: At::start(&buf.mem),
                 len: buf.len(),
@@ -259,6 +260,7 @@ pub fn time_fused(
                 data: At::start(&buf.mem),
                 len: buf.len(),
                 key: k.key,
+                nr: k.nr,
                 powers: k.powers,
                 ctr: At::start(&meta),
                 partials: At {

@@ -211,6 +211,7 @@ fn launch(
                 data: At::start(mem),
                 len,
                 key: k.key,
+                nr: k.nr,
                 powers: k.powers,
                 ctr: At::start(&meta),
                 partials: parts,

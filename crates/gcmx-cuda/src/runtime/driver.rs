@@ -660,6 +660,7 @@ impl Lane {
                 data,
                 len,
                 key,
+                nr,
                 powers,
                 ctr,
                 partials,
@@ -673,6 +674,8 @@ impl Lane {
                     partials: a(partials),
                     key: a(key),
                     ctr: a(ctr),
+                    nr,
+                    _pad0: 0,
                 };
                 self.hold(&[data, key, powers, ctr, partials])?;
                 self.launch_struct(name, grid, block, &p)
@@ -735,13 +738,19 @@ impl Lane {
             }
             #[cfg(feature = "bench")]
             Launch::AesCtr {
-                key, j0, data, len, ..
+                key,
+                nr,
+                j0,
+                data,
+                len,
+                ..
             } => {
                 let w = abi::le_words(&j0);
                 let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
                 let (k, d, n) = (a(key), a(data), len as u64);
-                let args: [*const c_void; 7] = [
+                let args: [*const c_void; 8] = [
                     (&k as *const u64).cast(),
+                    (&nr as *const u32).cast(),
                     (&w[0] as *const u32).cast(),
                     (&w[1] as *const u32).cast(),
                     (&w[2] as *const u32).cast(),
@@ -750,8 +759,8 @@ impl Lane {
                     (&n as *const u64).cast(),
                 ];
                 self.hold(&[key, data])?;
-                // SAFETY: the argument list matches gcmx_aes_ctr(uint64_t key, u32, u32, u32, u32,
-                // uint8_t* data, uint64_t nbytes) (cuda/aes_ctr.cu); the key and data ranges were checked
+                // SAFETY: the argument list matches gcmx_aes_ctr(uint64_t key, uint32_t nr, u32, u32, u32,
+                // u32, uint8_t* data, uint64_t nbytes) (cuda/aes_ctr.cu); the key and data ranges were checked
                 // and are held until the lane waits; the driver copies the argument values at launch.
                 unsafe { self.launch_args(name, grid, block, &args) }
             }

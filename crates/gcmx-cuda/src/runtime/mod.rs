@@ -171,6 +171,7 @@ pub(crate) enum Launch<'a> {
         data: At<'a>,
         len: usize,
         key: At<'a>,
+        nr: u32,
         powers: At<'a>,
         ctr: At<'a>,
         partials: At<'a>,
@@ -218,6 +219,7 @@ pub(crate) enum Launch<'a> {
     #[cfg(feature = "bench")]
     AesCtr {
         key: At<'a>,
+        nr: u32,
         j0: [u8; 16],
         data: At<'a>,
         len: usize,
@@ -228,6 +230,14 @@ pub(crate) enum Launch<'a> {
 /// Threads per block of `gcmx_aes_ctr` (`GCMX_AES_CTR_THREADS` in cuda/aes_ctr.cu).
 #[cfg(feature = "bench")]
 pub(crate) const AES_CTR_THREADS: u32 = 128;
+
+fn check_rounds(nr: u32) -> Result<(), Error> {
+    if matches!(nr, 10 | 12 | 14) {
+        Ok(())
+    } else {
+        Err(internal(format!("{nr} AES rounds")))
+    }
+}
 
 fn grid_u32(grid: u64, what: &str) -> Result<u32, Error> {
     u32::try_from(grid).map_err(|_| internal(format!("{what}: grid of {grid} blocks")))
@@ -243,10 +253,12 @@ impl Launch<'_> {
                 data,
                 len,
                 key,
+                nr,
                 powers,
                 ctr,
                 partials,
             } => {
+                check_rounds(nr)?;
                 let grid = grid_u32(plan::grid_for(plan::blocks(len), abi::FUSED_SPAN), "fused")?;
                 data.check(len, 16, "fused data")?;
                 key.check(abi::AES_KEY_BYTES, 4, "fused key")?;
@@ -347,11 +359,13 @@ impl Launch<'_> {
             #[cfg(feature = "bench")]
             Launch::AesCtr {
                 key,
+                nr,
                 data,
                 len,
                 grid,
                 ..
             } => {
+                check_rounds(nr)?;
                 key.check(abi::AES_KEY_BYTES, 4, "aes_ctr key")?;
                 data.check(len, 16, "aes_ctr data")?;
                 Ok(("gcmx_aes_ctr", grid.max(1), AES_CTR_THREADS))
