@@ -15,7 +15,7 @@
 //   of 1 KiB and 16 KiB messages (device-resident).
 // Memory layout: one input and one output buffer of the benchmark size plus a copy of the input.
 //
-// Build (here, then carry the binary; it links the CUDA runtime statically): cuda/tests/run_device_check.sh
+// Build (on any x86-64 machine; the binary links the CUDA runtime statically and runs on any CUDA machine): cuda/tests/run_device_check.sh
 // Run: gcmx_device_check [GiB, default 4] [quick]   ("quick": correctness only)
 #define GCMX_HOST_CHECK_NO_MAIN
 #include "ghash_host_check.cu"
