@@ -28,7 +28,8 @@
 //    Kernels whose thread block shares one key (gcm_fused.cu, aes_ctr.cu) precompute the pairs
 //    (mask, 2 mask + 1) of rounds 2..nr once per block in shared memory (gcmx_aes_fill_masks,
 //    15 KiB) and read them with warp-uniform addresses (broadcast, public index): one IMAD per
-//    plane and round instead of four, which measured +22 % (gpu-notes.md, 2026-12-01).
+//    plane and round instead of four (the measured gain is in benches/gpu-notes.md).  The table
+//    is key material: those kernels clear it before they exit.
 //  * Counter input: block j = prefix(12 bytes) || be32(ctr_first + j*ctr_stride).  Bytes
 //    0..11 are the same in all 32 blocks, so round 1 computes their 12 S-boxes once (one
 //    byte-parallel SWAR circuit pass) and, after ShiftRows, each column has one varying byte:
@@ -37,15 +38,11 @@
 //    transpose) or a 32x32 transpose of the counters for other strides.
 //  * Output: four 32x32 transposes, one per state word, give ks[j] in memory byte order.
 //
-// Cost (SASS for sm_90, nvcc 13.5, one call = 32 blocks, stride 32; cuda/tests/run_host_checks.sh
-// prints it): ALU-pipe ops (LOP3/PRMT/...) per 16-byte block: AES-128 431, AES-192 521,
-// AES-256 610, plus ~180-240 IMADs per block on the FMA pipe.  At 1.64e13 LOP3/s (H200)
-// that bounds AES-128-CTR at ~609 GB/s and AES-256-CTR at ~430 GB/s.  The kernels that call
-// it use 255 registers on sm_90 (2 blocks of 128 threads per SM), no local memory; measured
-// (ncu, 2026-12-01) they issue at ~0.5 instructions per cycle per scheduler, stalled mostly on
-// fixed-latency dependencies with 2 warps per scheduler, the ALU pipe ~70 % busy.  The last round
-// runs inside the round loop so that the 16 S-box circuits exist once in the code (the
-// instruction-cache misses of two copies cost ~10 % of the AES-CTR rate).
+// Cost: cuda/tests/run_host_checks.sh counts the ALU-pipe (LOP3/PRMT/...) and FMA-pipe (IMAD)
+// instructions per 16-byte block in the SASS of one call and prints the bound they set; the
+// counts, that bound and the profile of the kernels that call this are in benches/gpu-notes.md.
+// The last round runs inside the round loop so that the 16 S-box circuits exist once in the code
+// (two copies cost instruction-cache misses).
 //
 // Key: struct GcmxAesKey { uint32_t rk[60]; uint32_t nr; } holds the FIPS-197 expanded key
 // words w[i] (w[0] = key bytes 0..3 read big-endian) and nr = 10/12/14.
@@ -407,8 +404,7 @@ GCMX_AES_HD __forceinline__ void transpose32(uint32_t (&a)[GCMX_AES_PLANES]) {
 
 /// Bitsliced AES rounds on st (round key 0 already added).
 GCMX_AES_HD __forceinline__ void rounds(uint32_t (&st)[GCMX_AES_PLANES], const GcmxAesKey& k,
-                                        uint32_t first, uint32_t one) {
-    const uint32_t nr = k.nr;
+                                        uint32_t nr, uint32_t first, uint32_t one) {
     // The last round shares the loop's SubBytes code (one copy of the 16 S-box circuits instead of two:
     // ~18 KB less hot code, fewer instruction-cache misses); the branch is on the public round index.
 #pragma unroll 1
@@ -567,19 +563,22 @@ GCMX_AES_HD inline void gcmx_aes_expand_key(const uint8_t* key, uint32_t key_len
 ///   ks[j] = AES_K(prefix || be32(ctr_first + j * ctr_stride)),  j = 0..31,
 /// prefix0..2 = the first three little-endian words of a uint4 load of J0, ks[j] in memory
 /// byte order (ks[j] ^ a uint4 load of data = CTR output).  Counter arithmetic is mod 2^32.
-/// Table-free and branch-free on data and key (the only branch is on k.nr, the key length).
+/// Table-free and branch-free on data and key (the only branch is on nr, the key length).
+/// nr = k.nr, passed apart so that a kernel can give it from its launch parameters: a round count
+/// the compiler sees as uniform keeps the round loop and the mask-table addresses on the uniform
+/// datapath, where one read from shared memory would not (the key length is not secret).
 template <bool TBL>
-GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32_impl(const GcmxAesKey& k, const uint32_t* tbl,
-                                                   uint32_t prefix0, uint32_t prefix1, uint32_t prefix2,
+GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32_impl(const GcmxAesKey* k, const uint32_t (&rk01)[8],
+                                                   const uint32_t* tbl, uint32_t nr, uint32_t prefix0, uint32_t prefix1, uint32_t prefix2,
                                                    uint32_t ctr_first, uint32_t ctr_stride,
                                                    uint4 (&ks)[32]) {
     using namespace gcmx_aes_detail;
     uint32_t st[GCMX_AES_PLANES];
     // Counter planes, with round key 0 XORed in.  In "counter bit" numbering (bit q of the
     // 32-bit counter value) the key bits of state bytes 12..15 are simply the bits of
-    // k.rk[3] (big-endian word), and state plane 96 + 8m + b is counter bit 24 - 8m + b.
-    const uint32_t one = opaque(k.nr != 0u ? 1u : 0u);  // see kmask()
-    const uint32_t k3 = k.rk[3];
+    // rk01[3] (big-endian word), and state plane 96 + 8m + b is counter bit 24 - 8m + b.
+    const uint32_t one = opaque(nr != 0u ? 1u : 0u);  // see kmask()
+    const uint32_t k3 = rk01[3];
     uint32_t cpl[32];
     if (ctr_stride == 32u) {
         // Closed form for stride 32 (the coalesced layout): ctr_j = c + 32j, so bits 0..4
@@ -611,14 +610,14 @@ GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32_impl(const GcmxAesKey& k, cons
         for (int b = 0; b < 8; ++b) st[96 + 8 * m + b] = cpl[24 - 8 * m + b];
     // Prefix bytes: constant over the 32 blocks (prefix XOR round key 0); round 1 handles
     // them once per thread instead of as 96 constant planes.
-    const uint32_t cw[3] = {prefix0 ^ bswap32(k.rk[0]), prefix1 ^ bswap32(k.rk[1]),
-                            prefix2 ^ bswap32(k.rk[2])};
+    const uint32_t cw[3] = {prefix0 ^ bswap32(rk01[0]), prefix1 ^ bswap32(rk01[1]),
+                            prefix2 ^ bswap32(rk01[2])};
     uint32_t kw1[4];
 #pragma unroll
-    for (int w = 0; w < 4; ++w) kw1[w] = opaque(bswap32(k.rk[4 + w]) ^ GCMX_AES_SBOX_CONST4);
+    for (int w = 0; w < 4; ++w) kw1[w] = opaque(bswap32(rk01[4 + w]) ^ GCMX_AES_SBOX_CONST4);
     round1(st, cw, kw1, one);
-    if (TBL) rounds_t(st, tbl, k.nr);  // compile-time choice
-    else rounds(st, k, 2u, one);
+    if constexpr (TBL) rounds_t(st, tbl, nr);
+    else rounds(st, *k, nr, 2u, one);
     transpose32<0>(st);
     transpose32<32>(st);
     transpose32<64>(st);
@@ -627,20 +626,30 @@ GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32_impl(const GcmxAesKey& k, cons
     for (int j = 0; j < 32; ++j) ks[j] = make_uint4(st[j], st[32 + j], st[64 + j], st[96 + j]);
 }
 
+/// Words 0..7 of an expanded key (round keys 0 and 1), the only ones the table-keyed variant reads.
+GCMX_AES_HD __forceinline__ void gcmx_aes_round01(const GcmxAesKey& k, uint32_t (&rk01)[8]) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) rk01[i] = k.rk[i];
+}
+
 /// 32 AES-CTR keystream blocks per thread (see gcmx_aes_ctr_x32_impl for the layout):
 ///   ks[j] = AES_K(prefix || be32(ctr_first + j * ctr_stride)),  j = 0..31.
 GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32(const GcmxAesKey& k, uint32_t prefix0, uint32_t prefix1,
                                               uint32_t prefix2, uint32_t ctr_first, uint32_t ctr_stride,
                                               uint4 (&ks)[32]) {
-    gcmx_aes_ctr_x32_impl<false>(k, nullptr, prefix0, prefix1, prefix2, ctr_first, ctr_stride, ks);
+    uint32_t rk01[8];
+    gcmx_aes_round01(k, rk01);
+    gcmx_aes_ctr_x32_impl<false>(&k, rk01, nullptr, k.nr, prefix0, prefix1, prefix2, ctr_first, ctr_stride, ks);
 }
 
-/// The same, with rounds 2..nr keyed from a mask table built by gcmx_aes_fill_masks for k
-/// (one multiply-add per plane and round for AddRoundKey).
-GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32_tbl(const GcmxAesKey& k, const uint32_t* tbl,
+/// The same, with rounds 2..nr keyed from a mask table built by gcmx_aes_fill_masks for the key whose
+/// round keys 0 and 1 are rk01 (words 0..7, see gcmx_aes_round01) and whose round count is nr: one
+/// multiply-add per plane and round for AddRoundKey. Kernels pass rk01, the prefix and nr as values
+/// read right before the call (see gcm_fused.cu) rather than a key reference.
+GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32_tbl(const uint32_t (&rk01)[8], const uint32_t* tbl, uint32_t nr,
                                                   uint32_t prefix0, uint32_t prefix1, uint32_t prefix2,
                                                   uint32_t ctr_first, uint32_t ctr_stride, uint4 (&ks)[32]) {
-    gcmx_aes_ctr_x32_impl<true>(k, tbl, prefix0, prefix1, prefix2, ctr_first, ctr_stride, ks);
+    gcmx_aes_ctr_x32_impl<true>(nullptr, rk01, tbl, nr, prefix0, prefix1, prefix2, ctr_first, ctr_stride, ks);
 }
 
 /// Fill tbl[GCMX_AES_MASK_WORDS] for key k; entry i = 128 r + p is written by the thread with

@@ -34,6 +34,17 @@ struct uint4 {
 #define GCMX_ON_DEVICE 0
 #endif
 
+#if defined(__CUDACC__)
+/// One 32-bit load from shared memory that the compiler may neither hoist nor keep in a register:
+/// for per-block constants read where they are used, in kernels whose every register is taken.
+__device__ __forceinline__ uint32_t gcmx_lds_volatile(const uint32_t* p)
+{
+    uint32_t v;
+    asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"((uint32_t)__cvta_generic_to_shared(p)));
+    return v;
+}
+#endif
+
 /// Bytes per GHASH/AES block.
 #define GCMX_BLOCK_BYTES 16u
 /// Shuffle mask naming all 32 lanes of a warp.

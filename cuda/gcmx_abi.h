@@ -8,7 +8,7 @@
  * BUILD (how crates/gcmx-cuda/build.rs compiles the kernels: ONE fatbin from ONE translation unit)
  * ===================================================================================================
  *   cuda/gcmx_all.cu #includes every kernel file (ghash_clmad.cu, ghash_soft.cu, gcm_fused.cu,
- *   gcm_batch.cu, bandwidth.cu and, when present, the AES helper's aes_ctr.cu). Compile only that file:
+ *   gcm_batch.cu, aes_key.cu, aes_ctr.cu, bandwidth.cu). Compile only that file:
  *
  *     nvcc -fatbin -O3 -std=c++17 -DGCMX_HAVE_CLMAD=1 \
  *          -gencode arch=compute_80,code=sm_80  -gencode arch=compute_86,code=sm_86 \
@@ -18,8 +18,8 @@
  *          -I cuda -o $OUT_DIR/gcmx.fatbin cuda/gcmx_all.cu
  *
  *   -DGCMX_HAVE_CLMAD=1 only when `nvcc --version` reports release >= 13.3 (clmad.{lo,hi}.u64 is PTX that
- *   older nvcc rejects; 13.5 emits native CLMAD.LO/CLMAD.HI SASS for every target above, checked with
- *   cuobjdump --dump-sass). Without the macro the whole fatbin is built with the software carry-less
+ *   older nvcc rejects; newer ones emit native CLMAD.LO/CLMAD.HI SASS for every target above, which
+ *   cuobjdump --dump-sass shows). Without the macro the whole fatbin is built with the software carry-less
  *   multiply: the kernel `gcmx_ghash_clmad` is then ABSENT from the module, the fused and batch kernels use
  *   the software multiply, and `gcmx_abi_info` reports have_clmad = 0. Add `-lineinfo` for profiling and
  *   `-Xptxas -v` to see registers and spills. Rebuild when any .cu, .cuh or .h file under cuda/ changes.
@@ -44,6 +44,10 @@
  *   over j = 0..grid-1 (or gcmx_core::combine::tree_reduce with Partial{Z_j, SPAN}); leading zero blocks
  *   do not change the value, so S = GHASH value of the real blocks.
  * - Grid: grid = ceil(nblocks / SPAN) (>= 1). A larger grid is also correct (more front padding).
+ * - Secrets never travel in launch parameters: the driver keeps copies of every parameter block that
+ *   nobody can wipe. Expanded keys, power tables and J0 (secret for nonces that are not 12 bytes) are in
+ *   device memory that the host wipes after use; parameters carry only their device addresses, lengths
+ *   and counts. Kernels that copy secrets into shared memory clear it before they exit.
  * - CTR: keystream for real block r (0-based in this launch) = AES_K(J0[0..12] || be32(ctr_first + r)),
  *   additions mod 2^32. For a whole message ctr_first = ctr0 + 1 with ctr0 = be32(J0[12..16]); for a
  *   chunk starting at block b of a message, ctr_first = ctr0 + 1 + b (chunks other than the last must be
@@ -66,7 +70,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct, constant or kernel signature below changes. */
-#define GCMX_ABI_VERSION 1u
+#define GCMX_ABI_VERSION 2u
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Basic types                                                                                      */
@@ -85,8 +89,9 @@ typedef struct GcmxU128 {
 #ifndef GCMX_AES_KEY_DEFINED
 #define GCMX_AES_KEY_DEFINED 1
 /** FIPS-197 expanded AES key: rk[i] = w[i] (w[0] = key bytes 0..3 as a big-endian word); nr = 10/12/14.
- *  4*(nr+1) words are used, the rest is zero. 244 bytes, alignment 4. (aes_bs.cuh uses this definition:
- *  it must include gcmx_abi.h rather than define its own.) */
+ *  4*(nr+1) words are used, the rest is zero. 244 bytes, alignment 4. Lives in device memory only: built
+ *  there by gcmx_aes_expand_keys (aes_key.cu) from the raw key. (aes_bs.cuh uses this definition: it must
+ *  include gcmx_abi.h rather than define its own.) */
 typedef struct GcmxAesKey {
     uint32_t rk[60];
     uint32_t nr;
@@ -149,10 +154,6 @@ typedef struct GcmxAesKey {
 #ifndef GCMX_FUSED_DECRYPT_GROUP
 #define GCMX_FUSED_DECRYPT_GROUP 16u
 #endif
-/** 1: the fused kernels key AES rounds 2..nr from a per-block shared-memory mask table. */
-#ifndef GCMX_FUSED_SMEM_KEYS
-#define GCMX_FUSED_SMEM_KEYS 1
-#endif
 #ifndef GCMX_FUSED_CHUNKS_PER_WARP
 #define GCMX_FUSED_CHUNKS_PER_WARP 4u
 #endif
@@ -195,18 +196,47 @@ typedef struct GcmxGhashParams {
 /*   bytes of a last partial block are written; out may equal in). partials[j] = POLYVAL value of the */
 /*   ciphertext (encrypt: out, decrypt: in) of thread block j's SPAN-block run, front zero padding.  */
 /*   The host adds the AAD, the length block and E_K(J0).                                            */
+/*   The key and the counter block are read from device memory (see the conventions on secrets).    */
 /* ---------------------------------------------------------------------------------------------- */
+/** J0 and the first counter of one launch (16 bytes, in device memory, 16-byte aligned). */
+typedef struct GcmxGcmCtr {
+    uint32_t j0_prefix[3]; /* J0 bytes 0..11 as the three little-endian words of a uint4 load of J0 */
+    uint32_t ctr_first;    /* counter value of real block 0 of this launch (ctr0 + 1 + block offset) */
+} GcmxGcmCtr;
+
 typedef struct GcmxGcmParams {
     uint64_t in;        /* const uint8_t*, 16-byte aligned */
     uint64_t out;       /* uint8_t*, 16-byte aligned; may equal in */
     uint64_t nbytes;    /* bytes of this launch */
     uint64_t powers;    /* const GcmxU128[GCMX_FUSED_POW_COUNT], warp-strided table for the fused layout */
     uint64_t partials;  /* GcmxU128[grid] out */
-    uint32_t j0_prefix[3]; /* J0 bytes 0..11 as the three little-endian words of a uint4 load of J0 */
-    uint32_t ctr_first; /* counter value of real block 0 of this launch (ctr0 + 1 + block offset) */
-    GcmxAesKey key;     /* expanded key, by value */
-    uint32_t _pad0;     /* explicit padding to a multiple of 8 bytes; set to 0 */
+    uint64_t key;       /* const GcmxAesKey*, 4-byte aligned */
+    uint64_t ctr;       /* const GcmxGcmCtr*, 16-byte aligned */
+    uint32_t nr;        /* the key's rounds, = key->nr (10/12/14: the key length, not secret); from here the
+                           compiler sees the round loop as uniform across the block */
+    uint32_t _pad0;     /* zero */
 } GcmxGcmParams;
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Key expansion on the device (aes_key.cu): gcmx_aes_expand_keys                                   */
+/*   launch: grid = ceil(nkeys / GCMX_EXPAND_THREADS), block = GCMX_EXPAND_THREADS.                 */
+/*   out[k] = FIPS-197 expansion of raw[k] (table-free: SubWord is the bitsliced S-box circuit of    */
+/*   aes_bs.cuh). A length other than 16, 24 or 32 gives nr = 0 and an all-zero schedule (the host  */
+/*   validates lengths first).                                                                       */
+/* ---------------------------------------------------------------------------------------------- */
+#define GCMX_EXPAND_THREADS 64u
+/** A raw AES key as the host uploads it: `len` (16, 24 or 32) bytes at the front of `key`. */
+typedef struct GcmxRawKey {
+    uint8_t key[32];
+    uint32_t len;
+} GcmxRawKey; /* 36 bytes */
+
+typedef struct GcmxExpandParams {
+    uint64_t raw;    /* const GcmxRawKey[nkeys] */
+    uint64_t out;    /* GcmxAesKey[nkeys] out */
+    uint32_t nkeys;
+    uint32_t _pad0;  /* zero */
+} GcmxExpandParams;
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Batch (gcm_batch.cu): many independent messages, three launches                                  */
@@ -368,6 +398,10 @@ typedef struct GcmxBwParams {
  *   gcmx_ghash_clmad(GcmxGhashParams)     only when built with GCMX_HAVE_CLMAD
  *   gcmx_ghash_soft(GcmxGhashParams)      always
  *   gcmx_gcm_encrypt(GcmxGcmParams), gcmx_gcm_decrypt(GcmxGcmParams)
+ *   gcmx_aes_expand_keys(GcmxExpandParams)
+ *   gcmx_aes_ctr(uint64_t key, uint32_t nr, uint32_t j0w0, uint32_t j0w1, uint32_t j0w2, uint32_t ctr0,
+ *                uint64_t data, uint64_t nbytes)   keystream only, for the benchmark (aes_ctr.cu);
+ *                key = const GcmxAesKey*, nr = its rounds
  *   gcmx_batch_key_powers(GcmxBatchParams), gcmx_batch_units(GcmxBatchParams), gcmx_batch_tags(GcmxBatchParams)
  *   gcmx_fill_powers(GcmxFillPowersParams)
  *   gcmx_bw_read(GcmxBwParams), gcmx_bw_copy(GcmxBwParams)
@@ -383,7 +417,10 @@ typedef struct GcmxBwParams {
 GCMX_STATIC_ASSERT(sizeof(GcmxU128) == 16, "GcmxU128 size");
 GCMX_STATIC_ASSERT(sizeof(GcmxAesKey) == 244, "GcmxAesKey size");
 GCMX_STATIC_ASSERT(sizeof(GcmxGhashParams) == 32, "GcmxGhashParams size");
-GCMX_STATIC_ASSERT(sizeof(GcmxGcmParams) == 56 + 244 + 4, "GcmxGcmParams size");
+GCMX_STATIC_ASSERT(sizeof(GcmxGcmCtr) == 16, "GcmxGcmCtr size");
+GCMX_STATIC_ASSERT(sizeof(GcmxGcmParams) == 64, "GcmxGcmParams size");
+GCMX_STATIC_ASSERT(sizeof(GcmxRawKey) == 36, "GcmxRawKey size");
+GCMX_STATIC_ASSERT(sizeof(GcmxExpandParams) == 24, "GcmxExpandParams size");
 GCMX_STATIC_ASSERT(sizeof(GcmxKeyPowers) == 2560, "GcmxKeyPowers size");
 GCMX_STATIC_ASSERT(sizeof(GcmxBatchMsg) == 64, "GcmxBatchMsg size");
 GCMX_STATIC_ASSERT(sizeof(GcmxBatchParams) == 80, "GcmxBatchParams size");

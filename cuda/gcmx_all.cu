@@ -7,23 +7,15 @@
 //   block = GCMX_FILL_THREADS.
 // gcmx_abi_info (uint64_t out): <<<1,1>>>, writes GCMX_ABI_INFO_WORDS u32 (see gcmx_abi.h) so the driver
 //   can check its mirrored constants and learn whether clmad is compiled in.
-//
-// The fused and batch kernels need the AES helper's aes_bs.cuh (present since commit d8748de); a tree
-// without it still builds, without them (the driver then finds no gcmx_gcm_encrypt in the module), so
-// the GHASH and bandwidth kernels never depend on the AES work. aes_ctr.cu (AES-CTR only, the AES
-// helper's benchmark kernel `gcmx_aes_ctr`) is included when present.
 #include "ghash.cuh"
 
 #include "ghash_clmad.cu"
 #include "ghash_soft.cu"
 #include "bandwidth.cu"
-#if __has_include("aes_bs.cuh")
 #include "gcm_fused.cu"
 #include "gcm_batch.cu"
-#endif
-#if __has_include("aes_ctr.cu")
+#include "aes_key.cu"
 #include "aes_ctr.cu"
-#endif
 
 extern "C" __global__ void __launch_bounds__(GCMX_FILL_THREADS) gcmx_fill_powers(GcmxFillPowersParams p)
 {

@@ -678,7 +678,23 @@ __device__ __forceinline__ GcmxU128 gcmx_warp_xor(GcmxU128 v)
     return v;
 }
 
-/// XOR of v over all threads of a block of NWARPS warps; the result is valid in thread 0.
+/// Zero `nwords` 32-bit words of shared memory at p, the words split over the block's threads (call from
+/// every thread). Volatile stores: shared memory dies with the block, so plain stores to it at the end of
+/// a kernel are dead stores a compiler may drop, and the next block on the SM could read what is left.
+/// The thread index and block size are read afresh (volatile asm), so that ptxas cannot keep address
+/// arithmetic shared with the kernel's start alive across the whole kernel for this epilogue.
+__device__ __forceinline__ void gcmx_smem_wipe(void* p, uint32_t nwords)
+{
+    uint32_t tid, nthreads;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+    asm volatile("mov.u32 %0, %%ntid.x;" : "=r"(nthreads));
+    volatile uint32_t* w = reinterpret_cast<volatile uint32_t*>(p);
+    for (uint32_t i = tid; i < nwords; i += nthreads) w[i] = 0u;
+}
+
+/// XOR of v over all threads of a block of NWARPS warps; the result is valid in thread 0. Contains a
+/// __syncthreads that every thread passes after its own work, so shared memory that only that work
+/// read can be wiped after this returns. Thread 0 wipes the per-warp values after reading them.
 template <uint32_t NWARPS> __device__ __forceinline__ GcmxU128 gcmx_block_xor(GcmxU128 v)
 {
     __shared__ GcmxU128 per_warp[NWARPS];
@@ -690,6 +706,9 @@ template <uint32_t NWARPS> __device__ __forceinline__ GcmxU128 gcmx_block_xor(Gc
     if (threadIdx.x == 0u) {
 #pragma unroll
         for (uint32_t k = 0; k < NWARPS; k++) r = gcmx_xor128(r, per_warp[k]);
+        volatile uint32_t* pw = reinterpret_cast<volatile uint32_t*>(per_warp);
+#pragma unroll
+        for (uint32_t k = 0; k < NWARPS * 4u; k++) pw[k] = 0u;
     }
     return r;
 }
@@ -729,6 +748,7 @@ template <bool CL, uint32_t LOADS> __device__ __forceinline__ void gcmx_ghash_ke
     const GcmxU128 term = gcmx_ghash_thread<CL, LOADS>(reinterpret_cast<const uint8_t*>(p.data), p.nbytes, powers, pw,
                                                        blockIdx.x, gridDim.x, threadIdx.x);
     const GcmxU128 z = gcmx_block_xor<GCMX_GHASH_WARPS>(term);
+    gcmx_smem_wipe(stride_pow, sizeof stride_pow / 4u); // powers of H
     if (threadIdx.x == 0u) reinterpret_cast<GcmxU128*>(p.partials)[blockIdx.x] = z;
 }
 #endif

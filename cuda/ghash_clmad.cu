@@ -20,10 +20,9 @@
 #include "ghash.cuh"
 
 /// Resident thread blocks per SM asked of ptxas: 4, which caps registers at 65536 / (4 * 256) = 64 per
-/// thread. With the stride powers read from shared memory (GcmxSmemPowers) the kernel fits in 64
-/// registers without spilling (sm_90, nvcc 13.5): 32 warps per SM, each thread with 8 loads of 16 bytes in
-/// flight = 128 KiB in flight per SM, and a 256 MiB message (512 thread blocks) runs in one wave on 132
-/// SMs. (Powers kept in registers needed 77 registers, i.e. 3 blocks per SM.)
+/// thread. With the stride powers read from shared memory (GcmxSmemPowers) the kernel fits that cap
+/// without spilling, so 32 warps per SM each keep 8 loads of 16 bytes in flight; keeping the powers in
+/// registers would need more and allow only 3 blocks per SM (register reports: benches/gpu-notes.md).
 #define GCMX_GHASH_CLMAD_MIN_BLOCKS 4
 
 #if defined(GCMX_HAVE_CLMAD) && GCMX_HAVE_CLMAD

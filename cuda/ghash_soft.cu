@@ -13,10 +13,11 @@
 // so the two kernels are interchangeable.
 #include "ghash.cuh"
 
-/// Resident thread blocks per SM asked of ptxas: 2 (at most 128 registers). With the stride powers in
-/// shared memory the kernel uses 128 registers and spills 16 bytes (sm_90, nvcc 13.5: L1-resident, off
-/// the multiply chains); 3 blocks (85 registers) spills ~100 bytes, 1 block leaves half the warps idle.
-/// Loads per step: 4 (one aggregated reduction): the kernel is bound by the integer multiplies, not memory.
+/// Resident thread blocks per SM asked of ptxas: 2 (at most 128 registers), the best of the caps tried:
+/// 3 blocks spill far more, 1 block leaves half the warps idle (register and spill reports:
+/// benches/gpu-notes.md; the few spilled words stay in L1, off the multiply chains). This kernel is the
+/// benchmark's baseline, not a library path. Loads per step: 4 (one aggregated reduction): the kernel is
+/// bound by the integer multiplies, not memory.
 #define GCMX_GHASH_SOFT_MIN_BLOCKS 2
 #define GCMX_GHASH_SOFT_LOADS_PER_STEP 4u
 

@@ -1,36 +1,40 @@
 #!/usr/bin/env bash
-# Run, ON THE CUDA DEVICE MACHINE, what scripts/gpu-build.sh put in .device/. Logs go to $OUT (the device
-# tool's output folder) or ./gpu-logs.
-#   scripts/gpu-run.sh smoke   device info + quick correctness (gcmx-cuda-test --quick)
-#   scripts/gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda
-#   scripts/gpu-run.sh bench   gcmx-cuda-bench (full)
-#   scripts/gpu-run.sh full    tests, then bench
-#   scripts/gpu-run.sh cpu     the CPU benchmark and gcmx-x86 tests that scripts/cpu-bench-build.sh put in .device/cpu
-# Needs only the NVIDIA driver (libcuda.so.1 on LD_LIBRARY_PATH); binaries are x86-64, built elsewhere.
+# Run gcmx's GPU tests and benchmark from a bundle that scripts/gpu-build.sh made, on any x86-64 machine
+# with an NVIDIA driver (libcuda.so.1 on the loader's path) and nothing else installed.
+#   gpu-run.sh smoke   device info + quick correctness (gcmx-cuda-test --quick)
+#   gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda
+#   gpu-run.sh bench   gcmx-cuda-bench (full)
+#   gpu-run.sh full    tests, then bench
+#   gpu-run.sh cpu     the CPU benchmark and gcmx-x86 tests that scripts/cpu-bench-build.sh put in <bundle>/cpu
+# The bundle is the folder this script is in when it holds bins.tar.xz (gpu-build.sh copies the script
+# there), else .device beside scripts/. Logs go to $GCMX_LOG_DIR (default ./gpu-logs).
 set -uo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "${ROOT}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [[ -f "${HERE}/bins.tar.xz" ]]; then
+    D="${HERE}"
+else
+    D="$(cd "${HERE}/.." && pwd)/.device"
+fi
 MODE="${1:-smoke}"
-LOG="${OUT:-${ROOT}/gpu-logs}"
+LOG="${GCMX_LOG_DIR:-./gpu-logs}"
 mkdir -p "${LOG}"
-D=.device
+WORK="$(mktemp -d)"
+trap 'rm -rf "${WORK}"' EXIT
 if [[ -f "${D}/bins.tar.xz" ]]; then
-    rm -rf "${D}/bin" "${D}/tests"
     if command -v xz >/dev/null; then
-        xz -dc "${D}/bins.tar.xz" | tar -x -C "${D}"
+        xz -dc "${D}/bins.tar.xz" | tar -x -C "${WORK}"
     else
-        python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "${D}/bins.tar.xz" | tar -x -C "${D}"
+        python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "${D}/bins.tar.xz" | tar -x -C "${WORK}"
     fi
 fi
-VEC=/tmp/gcmx-vectors
-mkdir -p "${VEC}" && tar -xzf "${D}/vectors.tgz" -C "${VEC}"
-export GCMX_VECTORS_DIR="${VEC}/gcm"
+mkdir -p "${WORK}/vectors" && tar -xzf "${D}/vectors.tgz" -C "${WORK}/vectors"
+export GCMX_VECTORS_DIR="${WORK}/vectors/gcm"
 export RUST_BACKTRACE=1
 status=0
 
-echo "== gpu-run ${MODE} on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ)" | tee "${LOG}/env.txt"
+echo "== gpu-run ${MODE} at $(date -u +%Y-%m-%dT%H:%M:%SZ)" | tee "${LOG}/env.txt"
 { head -3 "${D}/MANIFEST"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1; nproc; free -g | head -2; } | tee -a "${LOG}/env.txt"
-for f in "${D}"/bin/* "${D}"/tests/*; do
+for f in "${WORK}"/bin/* "${WORK}"/tests/*; do
     [[ -f "$f" ]] || continue
     if ldd "$f" | grep -q "not found"; then
         echo "MISSING LIBRARY for $f:"; ldd "$f"; status=1
@@ -38,7 +42,7 @@ for f in "${D}"/bin/* "${D}"/tests/*; do
 done | tee -a "${LOG}/env.txt"
 
 run_tests() {
-    "${D}/bin/gcmx-cuda-test" "${GCMX_VECTORS_DIR}" "$@" 2>&1 | tee "${LOG}/gpu-test.log"
+    "${WORK}/bin/gcmx-cuda-test" "${GCMX_VECTORS_DIR}" "$@" 2>&1 | tee "${LOG}/gpu-test.log"
     local rc=${PIPESTATUS[0]}
     [[ $rc == 0 ]] || status=1
     echo "gcmx-cuda-test exit ${rc}"
@@ -46,7 +50,7 @@ run_tests() {
 
 run_integration() {
     : > "${LOG}/integration.log"
-    for t in "${D}"/tests/*; do
+    for t in "${WORK}"/tests/*; do
         [[ -x "$t" ]] || continue
         echo "== $(basename "$t")" | tee -a "${LOG}/integration.log"
         timeout "${GCMX_TEST_TIMEOUT:-200}" "$t" --test-threads=8 2>&1 | tail -n 25 >> "${LOG}/integration.log"
@@ -57,7 +61,7 @@ run_integration() {
 }
 
 run_bench() {
-    "${D}/bin/gcmx-cuda-bench" "$@" 2>&1 | tee "${LOG}/gpu-bench.log"
+    "${WORK}/bin/gcmx-cuda-bench" "$@" 2>&1 | tee "${LOG}/gpu-bench.log"
     local rc=${PIPESTATUS[0]}
     [[ $rc == 0 ]] || status=1
     echo "gcmx-cuda-bench exit ${rc}"

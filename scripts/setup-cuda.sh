@@ -2,13 +2,14 @@
 # Install the CUDA compiler toolchain that gcmx-cuda's build.rs uses, and build a link stub for libcuda.
 #
 # 1. nvcc 13.5 from PyPI (pinned below) into .toolchain/cuda with `pip install --target`. nvcc lands in
-#    .toolchain/cuda/nvidia/cu13/bin. When done, .toolchain/cuda/.done is written; other helpers wait on it.
-#    If the folder exists without the marker, someone else is installing: we wait for the marker (up to
-#    GCMX_SETUP_WAIT_S seconds, default 900), then verify the install ourselves and finish it if needed.
+#    .toolchain/cuda/nvidia/cu13/bin. When done, .toolchain/cuda/.done is written. If the folder exists
+#    without the marker, a concurrent run of this script (two builds started at once) may be installing:
+#    we wait for the marker (up to GCMX_SETUP_WAIT_S seconds, default 900), then verify the install
+#    ourselves and finish it if needed.
 # 2. A stub libcuda.so (soname libcuda.so.1, plus the two symlinks) in .toolchain/cuda-stub/, built from
 #    crates/gcmx-cuda/stub/libcuda_stub.c. It exports every cu* entry point that cust 0.3.2 links; each returns
 #    CUDA_ERROR_NO_DEVICE (100). A binary linked against it starts and reports "no CUDA device" where no driver
-#    is installed (CI, this build machine). On a GPU machine the real driver's libcuda.so.1 is found first.
+#    is installed (CI, build machines). On a GPU machine the real driver's libcuda.so.1 is found first.
 # 3. Prints the environment to export.
 #
 # Idempotent: re-running after success only re-checks and re-prints the environment.
@@ -40,7 +41,7 @@ install_complete() {
 
 if [[ ! -f "${MARKER}" ]]; then
     if [[ -d "${TC}" ]] && ! install_complete; then
-        echo "setup-cuda: ${TC} exists without .done: another install may be running; waiting up to ${WAIT_S}s" >&2
+        echo "setup-cuda: ${TC} exists without .done: a concurrent install may be running; waiting up to ${WAIT_S}s" >&2
         waited=0
         while [[ ! -f "${MARKER}" && ${waited} -lt ${WAIT_S} ]] && ! install_complete; do
             sleep 5

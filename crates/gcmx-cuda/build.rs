@@ -1,5 +1,10 @@
-//! Build script of gcmx-cuda: compiles the CUDA kernels under `<workspace>/cuda/` into ONE fatbin that the
-//! crate embeds with `include_bytes!`, and probes the ABI header's struct layouts for the host-side tests.
+//! Build script of gcmx-cuda.
+//!
+//! Without the `cuda` feature it does nothing but declare the crate's cfg: the crate then builds on any
+//! machine (no nvcc, no libcuda) and every entry point answers `Error::BackendUnavailable`.
+//!
+//! With it, it compiles the CUDA kernels under `<workspace>/cuda/` into ONE fatbin that the crate
+//! embeds with `include_bytes!`, and probes the ABI header's struct layouts for the host-side tests.
 //!
 //! * nvcc: `$NVCC`, else `$CUDA_PATH/bin/nvcc`, else `nvcc` on `PATH`, else the one `scripts/setup-cuda.sh`
 //!   installs (`<workspace>/.toolchain/cuda/nvidia/cu13/bin/nvcc`). None at all: the build fails and says to
@@ -24,6 +29,11 @@ const PTX_ARCH: u32 = 120;
 const CLMAD_MIN: (u32, u32) = (13, 3);
 
 fn main() {
+    println!("cargo::rustc-check-cfg=cfg(gcmx_have_clmad)");
+    println!("cargo:rerun-if-changed=build.rs");
+    if env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        return;
+    }
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let root = manifest.join("../..");
     // GCMX_CUDA_DIR overrides where the kernels are read from (default: <workspace>/cuda).
@@ -33,7 +43,6 @@ fn main() {
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
 
     println!("cargo:rerun-if-changed={}", cuda_dir.display());
-    println!("cargo:rerun-if-changed=build.rs");
     for v in [
         "NVCC",
         "CUDA_PATH",
@@ -43,7 +52,6 @@ fn main() {
     ] {
         println!("cargo:rerun-if-env-changed={v}");
     }
-    println!("cargo::rustc-check-cfg=cfg(gcmx_have_clmad)");
     if cuda_dir.is_dir() {
         for entry in walk(&cuda_dir) {
             println!("cargo:rerun-if-changed={}", entry.display());
@@ -204,15 +212,23 @@ const OFFSETS: &[(&str, &str)] = &[
     ("GcmxGhashParams", "nbytes"),
     ("GcmxGhashParams", "powers"),
     ("GcmxGhashParams", "partials"),
+    ("GcmxGcmCtr", "j0_prefix"),
+    ("GcmxGcmCtr", "ctr_first"),
     ("GcmxGcmParams", "in"),
     ("GcmxGcmParams", "out"),
     ("GcmxGcmParams", "nbytes"),
     ("GcmxGcmParams", "powers"),
     ("GcmxGcmParams", "partials"),
-    ("GcmxGcmParams", "j0_prefix"),
-    ("GcmxGcmParams", "ctr_first"),
     ("GcmxGcmParams", "key"),
+    ("GcmxGcmParams", "ctr"),
+    ("GcmxGcmParams", "nr"),
     ("GcmxGcmParams", "_pad0"),
+    ("GcmxRawKey", "key"),
+    ("GcmxRawKey", "len"),
+    ("GcmxExpandParams", "raw"),
+    ("GcmxExpandParams", "out"),
+    ("GcmxExpandParams", "nkeys"),
+    ("GcmxExpandParams", "_pad0"),
     ("GcmxKeyPowers", "q"),
     ("GcmxKeyPowers", "pow2"),
     ("GcmxBatchMsg", "data_off"),
@@ -236,11 +252,6 @@ const OFFSETS: &[(&str, &str)] = &[
     ("GcmxBatchParams", "nkeys"),
     ("GcmxBatchParams", "total_lanes"),
     ("GcmxBatchParams", "decrypt"),
-    ("GcmxFillPowersParams", "h_prime"),
-    ("GcmxFillPowersParams", "table"),
-    ("GcmxFillPowersParams", "warp_span"),
-    ("GcmxFillPowersParams", "threads"),
-    ("GcmxFillPowersParams", "count"),
     ("GcmxBwParams", "in"),
     ("GcmxBwParams", "out"),
     ("GcmxBwParams", "nbytes"),
@@ -265,9 +276,9 @@ const CONSTANTS: &[&str] = &[
     "GCMX_BATCH_KEY_THREADS",
     "GCMX_BATCH_TAG_THREADS",
     "GCMX_BATCH_UNIT_BLOCKS",
+    "GCMX_EXPAND_THREADS",
     "GCMX_KEY_POW_LINEAR",
     "GCMX_KEY_POW_POW2",
-    "GCMX_FILL_THREADS",
     "GCMX_BW_THREADS",
     "GCMX_BW_COPY_SPAN",
     "GCMX_ABI_INFO_WORDS",
@@ -279,11 +290,13 @@ const STRUCTS: &[&str] = &[
     "GcmxU128",
     "GcmxAesKey",
     "GcmxGhashParams",
+    "GcmxGcmCtr",
     "GcmxGcmParams",
+    "GcmxRawKey",
+    "GcmxExpandParams",
     "GcmxKeyPowers",
     "GcmxBatchMsg",
     "GcmxBatchParams",
-    "GcmxFillPowersParams",
     "GcmxBwParams",
 ];
 
@@ -384,37 +397,37 @@ fn probe_layouts(cuda_dir: &Path, out_dir: &Path) {
     }
     let _ = writeln!(
         rs,
-        "/// (struct, size, align)\npub const C_SIZES: &[(&str, usize, usize)] = &[{}];",
+        "/// (struct, size, align)\npub(super) const C_SIZES: &[(&str, usize, usize)] = &[{}];",
         sizes.join(", ")
     );
     let _ = writeln!(
         rs,
-        "/// (struct, field, offset)\npub const C_OFFSETS: &[(&str, &str, usize)] = &[{}];",
+        "/// (struct, field, offset)\npub(super) const C_OFFSETS: &[(&str, &str, usize)] = &[{}];",
         offsets.join(", ")
     );
     let _ = writeln!(
         rs,
-        "/// (name, value)\npub const C_CONSTS: &[(&str, u64)] = &[{}];",
+        "/// (name, value)\npub(super) const C_CONSTS: &[(&str, u64)] = &[{}];",
         consts.join(", ")
     );
     let _ = writeln!(
         rs,
-        "/// gcmx_strided_pow_exponent for the GHASH layout\npub const C_GHASH_EXP: &[u64] = &[{}];",
+        "/// gcmx_strided_pow_exponent for the GHASH layout\npub(super) const C_GHASH_EXP: &[u64] = &[{}];",
         ghexp.join(", ")
     );
     let _ = writeln!(
         rs,
-        "/// gcmx_strided_pow_exponent for the fused layout\npub const C_FUSED_EXP: &[u64] = &[{}];",
+        "/// gcmx_strided_pow_exponent for the fused layout\npub(super) const C_FUSED_EXP: &[u64] = &[{}];",
         fuexp.join(", ")
     );
     let _ = writeln!(
         rs,
-        "/// gcmx_batch_plan: (len, lane_first, unit_first)\npub const C_PLAN: &[(u64, u32, u32)] = &[{}];",
+        "/// gcmx_batch_plan: (len, lane_first, unit_first)\npub(super) const C_PLAN: &[(u64, u32, u32)] = &[{}];",
         plan.join(", ")
     );
     let _ = writeln!(
         rs,
-        "/// gcmx_batch_plan totals: (lanes, units)\npub const C_PLAN_TOTAL: (u32, u32) = ({}, {});",
+        "/// gcmx_batch_plan totals: (lanes, units)\npub(super) const C_PLAN_TOTAL: (u32, u32) = ({}, {});",
         plantotal.0, plantotal.1
     );
     std::fs::write(out_dir.join("abi_probe.rs"), rs).expect("write abi_probe.rs");

@@ -15,7 +15,7 @@
 //   of 1 KiB and 16 KiB messages (device-resident).
 // Memory layout: one input and one output buffer of the benchmark size plus a copy of the input.
 //
-// Build (here, then carry the binary; it links the CUDA runtime statically): cuda/tests/run_device_check.sh
+// Build (on any x86-64 machine; the binary links the CUDA runtime statically and runs on any CUDA machine): cuda/tests/run_device_check.sh
 // Run: gcmx_device_check [GiB, default 4] [quick]   ("quick": correctness only)
 #define GCMX_HOST_CHECK_NO_MAIN
 #include "ghash_host_check.cu"
@@ -152,13 +152,20 @@ static std::vector<GcmxU128> dev_fused(bool decrypt, const GcmxAesKey& key, cons
     p.nbytes = n;
     p.powers = A(dpow);
     p.partials = A(dpart);
-    memcpy(p.j0_prefix, j0, 12);
-    p.ctr_first = ctr_first;
-    p.key = key;
+    GcmxGcmCtr ctr;
+    memcpy(ctr.j0_prefix, j0, 12);
+    ctr.ctr_first = ctr_first;
+    uint8_t* dkey = dupload(&key, sizeof key);
+    uint8_t* dctr = dupload(&ctr, sizeof ctr);
+    p.key = A(dkey);
+    p.ctr = A(dctr);
+    p.nr = key.nr;
     if (decrypt) gcmx_gcm_decrypt<<<grid, GCMX_FUSED_THREADS>>>(p);
     else gcmx_gcm_encrypt<<<grid, GCMX_FUSED_THREADS>>>(p);
     CU(cudaGetLastError());
     CU(cudaDeviceSynchronize());
+    CU(cudaFree(dkey));
+    CU(cudaFree(dctr));
     return download_u128(dpart, grid);
 }
 
@@ -415,9 +422,14 @@ static void bench(uint64_t gib)
         p.nbytes = n;
         p.powers = A(dfpow);
         p.partials = A(dfe);
-        memcpy(p.j0_prefix, g.j0, 12);
-        p.ctr_first = be32(g.j0 + 12) + 1;
-        p.key = g.key;
+        GcmxGcmCtr ctr;
+        memcpy(ctr.j0_prefix, g.j0, 12);
+        ctr.ctr_first = be32(g.j0 + 12) + 1;
+        uint8_t* dkey = dupload(&g.key, sizeof g.key);
+        uint8_t* dctr = dupload(&ctr, sizeof ctr);
+        p.key = A(dkey);
+        p.ctr = A(dctr);
+        p.nr = g.key.nr;
         GcmxGcmParams q = p;
         q.in = A(dout);
         q.out = A(din);
@@ -435,6 +447,8 @@ static void bench(uint64_t gib)
         CU(cudaFree(dfpow));
         CU(cudaFree(dfe));
         CU(cudaFree(dfd));
+        CU(cudaFree(dkey));
+        CU(cudaFree(dctr));
     }
     CU(cudaFree(dpow));
     CU(cudaFree(dpa));

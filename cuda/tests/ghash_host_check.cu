@@ -6,7 +6,7 @@
 //   * carry-less multiply: bit-by-bit 64x64 product;
 //   * GHASH: SP 800-38D algorithm 1 (bit-serial multiply in the reflected GCM representation), which
 //     shares nothing with the POLYVAL/Montgomery code under test;
-//   * AES: a plain byte-oriented FIPS-197 implementation (host only; the stand-in for the AES helper's
+//   * AES: a plain byte-oriented FIPS-197 implementation (host only; the stand-in for aes_bs.cuh's
 //     gcmx_aes_ctr_x32 with the same interface), and GCM (J0 for any IV length, CTR, tag);
 //   * full messages: the GHASH kernel, the fused kernel (encrypt, decrypt, in place, split launches,
 //     counter wrap) and the three batch kernels are emulated thread by thread through the very
@@ -30,7 +30,7 @@
 
 #include "ghash.cuh"
 
-// Under nvcc, the AES helper's bitsliced AES (cuda/aes_bs.cuh) compiles for the host too: the fused and
+// Under nvcc, the bitsliced AES of cuda/aes_bs.cuh compiles for the host too: the fused and
 // batch emulations then also run with the real gcmx_aes_ctr_x32 (integration check).
 #if defined(__CUDACC__) && __has_include("../aes_bs.cuh")
 #define GCMX_AES_HD __host__ __device__
@@ -201,7 +201,7 @@ static void aes_encrypt_ref(const GcmxAesKey& k, const uint8_t in[16], uint8_t o
     memcpy(out, s, 16);
 }
 
-// Stand-in for the AES helper's gcmx_aes_ctr_x32 (same contract, see gpu.md / gcm_fused.cu).
+// Stand-in for aes_bs.cuh's gcmx_aes_ctr_x32 (same contract, see gcm_fused.cu).
 struct RefAesCtr {
     const GcmxAesKey* k;
     uint32_t p0, p1, p2;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds cuda/tests/gcmx_device_check.cu (the kernels of cuda/gcmx_all.cu + the host references of
 # ghash_host_check.cu, CUDA runtime linked statically) for sm_90, and, with `run`, runs it.
-#   cuda/tests/run_device_check.sh            build only: target/gcmx_device_check (x86-64, carry it)
+#   cuda/tests/run_device_check.sh            build only: target/gcmx_device_check (x86-64, runs on any CUDA machine)
 #   cuda/tests/run_device_check.sh run [GiB] [quick]   build if needed, then run (needs a GPU)
-# On the device machine: ./target/gcmx_device_check 4   (correctness checks, then 4 GiB benchmarks)
+# On a CUDA machine: ./target/gcmx_device_check 4   (correctness checks, then 4 GiB benchmarks)
 # Exit status 0 only when every check passed; "CUDA error ... no CUDA-capable device" means no GPU.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"

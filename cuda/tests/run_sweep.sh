@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Launch-configuration sweep for the AES-bound kernels (see cuda/tests/sweep.cu).
 #   cuda/tests/run_sweep.sh build [dir]   compile one sweep binary per configuration into dir (default
-#                                        .device/sweep); x86-64, CUDA runtime linked statically: carry them
+#                                        .device/sweep); x86-64, CUDA runtime linked statically: copy them to the GPU machine
 #   cuda/tests/run_sweep.sh run [dir] [GiB] [reps]   run them all (on the GPU machine)
 # A configuration is a name and -D overrides of the launch macros; edit CONFIGS to try others.
 set -euo pipefail
@@ -11,7 +11,6 @@ arch="${GCMX_SWEEP_ARCH:-90}"
 dir="${2:-$root/.device/sweep}"
 CONFIGS=(
   "smem:"
-  "nosmem:-DGCMX_FUSED_SMEM_KEYS=0"
 )
 case "${1:-}" in
   build)

@@ -95,8 +95,17 @@ int main(int argc, char** argv)
     for (uint32_t klen : {16u, 32u}) {
         GcmxAesKey key;
         gcmx_aes_expand_key(key_bytes, klen, &key);
+        // Kernels read the key and the counter block from device memory (gcmx_abi.h).
+        GcmxAesKey* dkey = nullptr;
+        GcmxGcmCtr* dctr = nullptr;
+        const GcmxGcmCtr ctr = {{0x03020100u, 0x07060504u, 0x0b0a0908u}, 2u};
+        CU(cudaMalloc(&dkey, sizeof key));
+        CU(cudaMemcpy(dkey, &key, sizeof key, cudaMemcpyHostToDevice));
+        CU(cudaMalloc(&dctr, sizeof ctr));
+        CU(cudaMemcpy(dctr, &ctr, sizeof ctr, cudaMemcpyHostToDevice));
         const double t_ctr = median_ms(reps, [&] {
-            gcmx_aes_ctr<<<ctr_grid, GCMX_AES_CTR_THREADS>>>(key, 0x03020100u, 0x07060504u, 0x0b0a0908u, 1u, din, n);
+            gcmx_aes_ctr<<<ctr_grid, GCMX_AES_CTR_THREADS>>>((uint64_t)(uintptr_t)dkey, key.nr, 0x03020100u, 0x07060504u,
+                                                             0x0b0a0908u, 1u, din, n);
         });
         GcmxGcmParams p;
         memset(&p, 0, sizeof p);
@@ -105,16 +114,16 @@ int main(int argc, char** argv)
         p.nbytes = n;
         p.powers = (uint64_t)(uintptr_t)dpow;
         p.partials = (uint64_t)(uintptr_t)dpart;
-        p.j0_prefix[0] = 0x03020100u;
-        p.j0_prefix[1] = 0x07060504u;
-        p.j0_prefix[2] = 0x0b0a0908u;
-        p.ctr_first = 2u;
-        p.key = key;
+        p.key = (uint64_t)(uintptr_t)dkey;
+        p.ctr = (uint64_t)(uintptr_t)dctr;
+        p.nr = key.nr;
         const double t_enc = median_ms(reps, [&] { gcmx_gcm_encrypt<<<fused_grid, GCMX_FUSED_THREADS>>>(p); });
         const double t_dec = median_ms(reps, [&] { gcmx_gcm_decrypt<<<fused_grid, GCMX_FUSED_THREADS>>>(p); });
         printf("AES-%u: ctr %7.1f GB/s (grid %u) | fused encrypt %7.1f GB/s | fused decrypt %7.1f GB/s (grid %u)\n",
                8 * klen, n / (t_ctr * 1e-3) / GB, ctr_grid, n / (t_enc * 1e-3) / GB, n / (t_dec * 1e-3) / GB,
                fused_grid);
+        CU(cudaFree(dkey));
+        CU(cudaFree(dctr));
     }
     CU(cudaFree(din));
     CU(cudaFree(dout));

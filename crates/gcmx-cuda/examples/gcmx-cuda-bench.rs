@@ -10,10 +10,8 @@
 
 use std::time::Instant;
 
-use gc::cust::memory::{CopyDestination, DeviceBuffer, LockedBuffer};
-use gc::cust::sys as cu;
-use gcmx::cuda::{self as gc, CudaEngine, PinnedRegion, raw};
-use gcmx::{Backend, Gcm, GcmEngine, KeyMaterial, SealJob};
+use gcmx::cuda::{self as gc, CudaEngine, DeviceBuf, PinnedRegion, raw};
+use gcmx::{Backend, Gcm, GcmError as Error, SealJob};
 use rayon::prelude::*;
 
 const GIB: usize = 1 << 30;
@@ -91,21 +89,12 @@ fn gbs(bytes: f64, s: f64) -> f64 {
     bytes / s / 1e9
 }
 
-fn time_kernel(
-    reps: usize,
-    stream: &gc::cust::stream::Stream,
-    mut f: impl FnMut() -> Result<(), gcmx::Error>,
-) -> Result<f64, gcmx::Error> {
-    // warm-up
-    raw::time_ms(stream, &mut f)?;
-    let mut v = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        v.push(f64::from(raw::time_ms(stream, &mut f)?));
-    }
-    Ok(median(v))
+/// Median of event times (ms).
+fn med(v: Vec<f32>) -> f64 {
+    median(v.into_iter().map(f64::from).collect())
 }
 
-fn main() -> Result<(), gcmx::Error> {
+fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let reps: usize = args
@@ -127,16 +116,13 @@ fn main() -> Result<(), gcmx::Error> {
     let mut rows: Vec<Row> = Vec::new();
     let n = if quick { GIB / 4 } else { 4 * GIB };
     let nf = n as f64;
-    let stream = raw::stream()?;
 
     // ---- device buffers with random data ------------------------------------------------------------
     let t0 = Instant::now();
     let mut host = vec![0u8; n];
     fill(&mut host, 0x1234);
-    let mut a: DeviceBuffer<u8> = raw::alloc(n)?;
-    a.copy_from(&host[..])
-        .map_err(|e| gcmx::Error::Device(format!("upload: {e:?}")))?;
-    let mut b: DeviceBuffer<u8> = raw::alloc(n)?;
+    let mut a = DeviceBuf::from_host(&host)?;
+    let mut b = DeviceBuf::new(n)?;
     println!(
         "setup: {} MiB random data on the device in {:.2} s",
         n >> 20,
@@ -145,8 +131,7 @@ fn main() -> Result<(), gcmx::Error> {
 
     // ---- ceilings: device read and copy -------------------------------------------------------------
     println!("== ceilings");
-    let mut fold: DeviceBuffer<u8> = raw::alloc(raw::Ghash::partials_len(n).max(16))?;
-    let read_ms = time_kernel(reps, &stream, || raw::bw_read(&stream, &a, &mut fold))?;
+    let read_ms = med(raw::time_bw_read(&a, reps)?);
     let read_tbs = tbs(nf, read_ms);
     row(
         &mut rows,
@@ -156,7 +141,7 @@ fn main() -> Result<(), gcmx::Error> {
         None,
         "ceiling",
     );
-    let copy_ms = time_kernel(reps, &stream, || raw::bw_copy(&stream, &a, &mut b))?;
+    let copy_ms = med(raw::time_bw_copy(&a, &mut b, reps)?);
     let copy_tbs = tbs(2.0 * nf, copy_ms);
     row(
         &mut rows,
@@ -166,65 +151,15 @@ fn main() -> Result<(), gcmx::Error> {
         None,
         "ceiling",
     );
+    drop(b);
 
     // ---- ceilings: pinned PCIe ----------------------------------------------------------------------
     let pn = if quick { GIB / 4 } else { GIB };
-    let mut ph =
-        LockedBuffer::new(&0u8, pn).map_err(|e| gcmx::Error::Device(format!("pinned: {e:?}")))?;
-    let mut ph2 =
-        LockedBuffer::new(&0u8, pn).map_err(|e| gcmx::Error::Device(format!("pinned: {e:?}")))?;
-    fill(&mut ph, 9);
-    let s2 = raw::stream()?;
-    let (da, db) = (a.as_device_ptr().as_raw(), b.as_device_ptr().as_raw());
-    let h2d = |s: &gc::cust::stream::Stream,
-               src: &LockedBuffer<u8>,
-               dst: u64|
-     -> Result<(), gcmx::Error> {
-        // SAFETY: FFI async copy from a pinned buffer of pn bytes into a device buffer of >= pn bytes; the
-        // callers synchronise (events) before either buffer is touched or freed.
-        let r = unsafe { cu::cuMemcpyHtoDAsync_v2(dst, src.as_ptr().cast(), pn, s.as_inner()) };
-        if r == cu::CUresult::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(gcmx::Error::Device(format!("HtoD: {r:?}")))
-        }
-    };
-    let d2h = |s: &gc::cust::stream::Stream,
-               dst: &mut LockedBuffer<u8>,
-               src: u64|
-     -> Result<(), gcmx::Error> {
-        // SAFETY: as above, device to pinned host.
-        let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src, pn, s.as_inner()) };
-        if r == cu::CUresult::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(gcmx::Error::Device(format!("DtoH: {r:?}")))
-        }
-    };
-    let h2d_ms = time_kernel(reps, &stream, || h2d(&stream, &ph, db))?;
-    let d2h_ms = time_kernel(reps, &stream, || d2h(&stream, &mut ph2, da))?;
-    let mut both = Vec::new();
-    for i in 0..=reps {
-        s2.synchronize().ok();
-        let t = Instant::now();
-        // BOTH_ROUNDS copies each way, interleaved on two streams, timed as one span.
-        for _ in 0..BOTH_ROUNDS {
-            h2d(&stream, &ph, db)?;
-            d2h(&s2, &mut ph2, da)?;
-        }
-        stream
-            .synchronize()
-            .map_err(|e| gcmx::Error::Device(format!("{e:?}")))?;
-        s2.synchronize()
-            .map_err(|e| gcmx::Error::Device(format!("{e:?}")))?;
-        if i > 0 {
-            both.push(t.elapsed().as_secs_f64());
-        }
-    }
+    let pcie = raw::time_pcie(pn, BOTH_ROUNDS, reps)?;
     let pf = pn as f64;
-    let h2d_gbs = pf / (h2d_ms * 1e-3) / 1e9;
-    let d2h_gbs = pf / (d2h_ms * 1e-3) / 1e9;
-    let both_gbs = 2.0 * BOTH_ROUNDS as f64 * pf / median(both) / 1e9;
+    let h2d_gbs = pf / (med(pcie.h2d_ms) * 1e-3) / 1e9;
+    let d2h_gbs = pf / (med(pcie.d2h_ms) * 1e-3) / 1e9;
+    let both_gbs = 2.0 * BOTH_ROUNDS as f64 * pf / median(pcie.both_s) / 1e9;
     row(
         &mut rows,
         "PCIe pinned host->device",
@@ -249,21 +184,13 @@ fn main() -> Result<(), gcmx::Error> {
         None,
         "ceiling",
     );
-    drop(ph);
-    drop(ph2);
 
     // ---- GHASH clmad vs soft ------------------------------------------------------------------------
     println!("== GHASH over {} MiB in device memory", n >> 20);
-    let km = KeyMaterial::new(&[0x5a; 16]).unwrap();
-    let gh = raw::Ghash::new(&km)?;
-    let mut parts: DeviceBuffer<u8> = raw::alloc(raw::Ghash::partials_len(n))?;
-    let soft_ms = time_kernel(reps.min(5), &stream, || {
-        gh.launch(&stream, false, &a, &mut parts)
-    })?;
-    let soft_tbs = tbs(nf, soft_ms);
+    let gh = raw::Ghash::new(&[0x5a; 16])?;
+    let soft_tbs = tbs(nf, med(gh.time(false, &a, reps.min(5))?));
     if gh.has_clmad() {
-        let cl_ms = time_kernel(reps, &stream, || gh.launch(&stream, true, &a, &mut parts))?;
-        let cl_tbs = tbs(nf, cl_ms);
+        let cl_tbs = tbs(nf, med(gh.time(true, &a, reps)?));
         row(
             &mut rows,
             "GHASH clmad",
@@ -283,22 +210,12 @@ fn main() -> Result<(), gcmx::Error> {
             Some(100.0 * soft_tbs / read_tbs),
             "baseline",
         );
-        // correctness beside the figures: clmad == soft on the whole buffer, == CPU on 64 MiB
-        let v_cl = gh.hash(true, &a)?;
-        let v_soft = gh.hash(false, &a)?;
+        // correctness beside the figures: clmad == soft == CPU over 64 MiB
         let m = (64 << 20).min(n);
-        let sub = a.index(..m);
-        let v_gpu = gh.hash(true, &sub)?;
-        let blocks: Vec<u128> = host[..m]
-            .chunks(16)
-            .map(|c| u128::from_be_bytes(c.try_into().unwrap()))
-            .collect();
-        let v_cpu = gcmx_core::combine::Partial::hash_blocks(km.hash_key(), &blocks);
+        let sub = DeviceBuf::from_host(&host[..m])?;
+        let (cl_soft, cl_cpu) = gh.check(&sub, &host[..m])?;
         println!(
-            "  check: GHASH clmad == soft over {} MiB: {}; clmad == CPU over 64 MiB: {}",
-            n >> 20,
-            v_cl == v_soft,
-            v_gpu == v_cpu
+            "  check: GHASH clmad == soft over 64 MiB: {cl_soft}; clmad == CPU over 64 MiB: {cl_cpu}"
         );
     } else {
         row(
@@ -310,92 +227,73 @@ fn main() -> Result<(), gcmx::Error> {
             "-",
         );
     }
-    drop(parts);
 
     // ---- AES-CTR keystream --------------------------------------------------------------------------
     println!("== AES-CTR keystream (cuda/aes_ctr.cu)");
     for klen in [16usize, 32] {
-        let km = KeyMaterial::new(&vec![0x33; klen]).unwrap();
-        match raw::AesCtr::new(&km) {
-            Ok(k) => {
-                let ms = time_kernel(reps, &stream, || k.launch(&stream, &[9u8; 16], &mut a))?;
-                let peer = if klen == 16 { 433.0 } else { 299.0 };
-                let g = nf / (ms * 1e-3) / 1e9;
-                row(
-                    &mut rows,
-                    &format!("AES-{}-CTR (read+write)", klen * 8),
-                    format!("{g:.0} GB/s"),
-                    format!("copy {copy_tbs:.2} TB/s; peer T-table keystream {peer:.0} GB/s"),
-                    Some(100.0 * g / peer),
-                    "vs peer",
-                );
-            }
-            Err(e) => println!("  AES-{}-CTR: not run ({e})", klen * 8),
-        }
+        let ms = med(raw::time_aes_ctr(&vec![0x33; klen], &mut a, reps)?);
+        let peer = if klen == 16 { 433.0 } else { 299.0 };
+        let g = nf / (ms * 1e-3) / 1e9;
+        row(
+            &mut rows,
+            &format!("AES-{}-CTR (read+write)", klen * 8),
+            format!("{g:.0} GB/s"),
+            format!("copy {copy_tbs:.2} TB/s; peer T-table keystream {peer:.0} GB/s"),
+            Some(100.0 * g / peer),
+            "vs peer",
+        );
     }
 
     // ---- fused GCM in device memory -----------------------------------------------------------------
     println!("== fused AES-GCM over {} MiB in device memory", n >> 20);
-    let fused_section =
-        |a: &mut DeviceBuffer<u8>, rows: &mut Vec<Row>| -> Result<(), gcmx::Error> {
-            let mut fparts: DeviceBuffer<u8> = raw::alloc(raw::fused_partials_len(n))?;
-            for klen in [16usize, 32] {
-                let km = KeyMaterial::new(&vec![0x77; klen]).unwrap();
-                let eng = CudaEngine::new(&km)?;
-                let j0 = km.j0(&[1u8; 12]);
-                for seal in [true, false] {
-                    let ms = time_kernel(reps, &stream, || {
-                        raw::fused(&eng, &stream, seal, &j0, a, &mut fparts)
-                    })?;
-                    let g = nf / (ms * 1e-3) / 1e9;
-                    let target = if klen == 16 {
-                        ">= 430 GB/s"
-                    } else {
-                        ">= 300 GB/s"
-                    };
-                    let what = format!(
-                        "AES-{}-GCM {} (fused)",
-                        klen * 8,
-                        if seal { "encrypt" } else { "decrypt" }
-                    );
-                    row(
-                        rows,
-                        &what,
-                        format!("{g:.0} GB/s"),
-                        format!("copy {copy_tbs:.2} TB/s"),
-                        Some(100.0 * g * 2.0 / (copy_tbs * 1e3)),
-                        target,
-                    );
-                }
-                // correctness beside the figures: device path tag == CPU tag over 256 MiB
-                let m = 256 << 20;
-                let mut sub = a.index(..m.min(n));
-                let mut h = vec![0u8; sub.len()];
-                sub.copy_to(&mut h[..])
-                    .map_err(|e| gcmx::Error::Device(format!("{e:?}")))?;
-                let tg = eng.seal_device_j0(&j0, b"aad", &mut sub)?;
-                let cpu = gcmx_core::engine::ParallelEngine::new(std::sync::Arc::new(
-                    KeyMaterial::new(km.key_bytes()).unwrap(),
-                ));
-                let tc = cpu.seal(&j0, b"aad", &mut h)?;
-                let mut back = vec![0u8; h.len()];
-                sub.copy_to(&mut back[..])
-                    .map_err(|e| gcmx::Error::Device(format!("{e:?}")))?;
-                println!(
-                    "  check AES-{}: device tag == CPU tag over 256 MiB: {}, ciphertext equal: {}",
+    let fused_section = |a: &mut DeviceBuf, rows: &mut Vec<Row>| -> Result<(), Error> {
+        for klen in [16usize, 32] {
+            let key = vec![0x77; klen];
+            let eng = CudaEngine::new(&key)?;
+            for seal in [true, false] {
+                let ms = med(raw::time_fused(&eng, &[1u8; 12], seal, a, reps)?);
+                let g = nf / (ms * 1e-3) / 1e9;
+                let target = if klen == 16 {
+                    ">= 430 GB/s"
+                } else {
+                    ">= 300 GB/s"
+                };
+                let what = format!(
+                    "AES-{}-GCM {} (fused)",
                     klen * 8,
-                    tg == tc,
-                    back == h
+                    if seal { "encrypt" } else { "decrypt" }
+                );
+                row(
+                    rows,
+                    &what,
+                    format!("{g:.0} GB/s"),
+                    format!("copy {copy_tbs:.2} TB/s"),
+                    Some(100.0 * g * 2.0 / (copy_tbs * 1e3)),
+                    target,
                 );
             }
-            drop(fparts);
-            Ok(())
-        };
+            // correctness beside the figures: the device-resident API against the CPU over 256 MiB
+            let m = (256 << 20).min(n);
+            let mut sub = DeviceBuf::from_host(&host[..m])?;
+            let mut tg = [0u8; 16];
+            eng.seal_device(&[2u8; 12], b"aad", &mut sub, &mut tg)?;
+            let cpu = Gcm::with_backend(&key, Backend::CpuParallel)?;
+            let mut h = host[..m].to_vec();
+            let mut tc = [0u8; 16];
+            cpu.encrypt_detached(&[2u8; 12], b"aad", &mut h, &mut tc)?;
+            println!(
+                "  check AES-{}: device tag == CPU tag over 256 MiB: {}, ciphertext equal: {}",
+                klen * 8,
+                tg == tc,
+                sub.to_vec()? == h
+            );
+        }
+        Ok(())
+    };
     if let Err(e) = fused_section(&mut a, &mut rows) {
         println!("  fused section failed: {e}");
     }
     drop(a);
-    drop(b);
     drop(host);
 
     if let Err(e) = host_sections(&mut rows, both_gbs, cores, quick) {
@@ -420,7 +318,7 @@ fn host_sections(
     both_gbs: f64,
     cores: usize,
     quick: bool,
-) -> Result<(), gcmx::Error> {
+) -> Result<(), Error> {
     // ---- host to host -------------------------------------------------------------------------------
     let hn = if quick { GIB } else { 8 * GIB };
     println!(
@@ -433,7 +331,7 @@ fn host_sections(
     let cpu = Gcm::with_backend(&[0x11; 32], Backend::CpuParallel)?;
     let hreps = if quick { 2 } else { 3 };
     let mut tag = [0u8; 16];
-    let mut run = |g: &Gcm, buf: &mut [u8]| -> Result<(f64, f64), gcmx::Error> {
+    let mut run = |g: &Gcm, buf: &mut [u8]| -> Result<(f64, f64), Error> {
         let mut wall = Vec::new();
         let mut cpus = Vec::new();
         for i in 0..=hreps {
@@ -463,12 +361,17 @@ fn host_sections(
         ">= 85 % of two-way, <= 1 core",
     );
     {
+        // Inside a region: page-locked once for all repeats (the registration's cost is timed apart).
         let t_reg = Instant::now();
-        let reg = PinnedRegion::new(&mut hbuf);
-        let reg_s = t_reg.elapsed().as_secs_f64();
-        match reg {
-            Ok(r) => {
-                let (w, c) = run(&gpu, &mut hbuf)?;
+        let mut in_region = None;
+        let r = PinnedRegion::scope(&mut hbuf, |region| {
+            let reg_s = t_reg.elapsed().as_secs_f64();
+            in_region = Some((run(&gpu, region), reg_s));
+            Instant::now()
+        });
+        match (r, in_region) {
+            (Ok(t_un), Some((Ok((w, c)), reg_s))) => {
+                let unreg_s = t_un.elapsed().as_secs_f64();
                 row(
                     rows,
                     &format!("host->host {} GiB, pre-registered (PinnedRegion)", hn / GIB),
@@ -482,9 +385,6 @@ fn host_sections(
                     Some(100.0 * 2.0 * hf / w / 1e9 / both_gbs),
                     ">= 85 % of two-way, <= 1 core",
                 );
-                let t_un = Instant::now();
-                drop(r);
-                let unreg_s = t_un.elapsed().as_secs_f64();
                 row(
                     rows,
                     &format!("cuMemHostRegister / Unregister of {} GiB", hn / GIB),
@@ -499,7 +399,11 @@ fn host_sections(
                     "cost of pinning pageable memory",
                 );
             }
-            Err(e) => println!("  pre-registered run skipped: {e}"),
+            (r, in_region) => println!(
+                "  pre-registered run skipped: {:?} / {:?}",
+                r.err(),
+                in_region.map(|(x, _)| x.err())
+            ),
         }
     }
     let (w, c) = run(&cpu, &mut hbuf)?;
@@ -536,32 +440,31 @@ fn host_sections(
         let mut tags = vec![[0u8; 16]; count];
         let cpu_b = Gcm::with_backend(&[0x22; 32], Backend::Cpu)?;
         let gpu_b = Gcm::with_backend(&[0x22; 32], Backend::Cuda)?;
-        let go =
-            |g: &Gcm, data: &mut [u8], tags: &mut [[u8; 16]]| -> Result<(f64, f64), gcmx::Error> {
-                let mut wall = Vec::new();
-                let mut cpus = Vec::new();
-                for i in 0..=3 {
-                    let mut jobs: Vec<SealJob<'_>> = data
-                        .chunks_mut(msg)
-                        .zip(tags.iter_mut())
-                        .zip(&nonces)
-                        .map(|((b, t), n)| SealJob {
-                            nonce: n,
-                            aad: b"hdr",
-                            buf: b,
-                            tag: t,
-                        })
-                        .collect();
-                    let c0 = cpu_time();
-                    let t = Instant::now();
-                    g.encrypt_batch(&mut jobs)?;
-                    if i > 0 {
-                        wall.push(t.elapsed().as_secs_f64());
-                        cpus.push(cpu_time() - c0);
-                    }
+        let go = |g: &Gcm, data: &mut [u8], tags: &mut [[u8; 16]]| -> Result<(f64, f64), Error> {
+            let mut wall = Vec::new();
+            let mut cpus = Vec::new();
+            for i in 0..=3 {
+                let mut jobs: Vec<SealJob<'_>> = data
+                    .chunks_mut(msg)
+                    .zip(tags.iter_mut())
+                    .zip(&nonces)
+                    .map(|((b, t), n)| SealJob {
+                        nonce: n,
+                        aad: b"hdr",
+                        buf: b,
+                        tag: t,
+                    })
+                    .collect();
+                let c0 = cpu_time();
+                let t = Instant::now();
+                g.encrypt_batch(&mut jobs)?;
+                if i > 0 {
+                    wall.push(t.elapsed().as_secs_f64());
+                    cpus.push(cpu_time() - c0);
                 }
-                Ok((median(wall), median(cpus)))
-            };
+            }
+            Ok((median(wall), median(cpus)))
+        };
         let (wg, cg) = go(&gpu_b, &mut data, &mut tags)?;
         let (wc, cc) = go(&cpu_b, &mut data, &mut tags)?;
         let bytes = (msg * count) as f64;

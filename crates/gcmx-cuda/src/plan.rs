@@ -1,5 +1,5 @@
 //! Host-side planning: how a message is cut into chunks (host-resident path) and launches, and which
-//! [`Partial`] each kernel partial stands for. Pure functions, tested without a GPU.
+//! [`Partial`] each kernel partial stands for. Pure functions, tested without a GPU. Layer: a leaf.
 //!
 //! A launch over `n` blocks with run length `SPAN` has `grid = max(1, ceil(n / SPAN))` partials; the
 //! kernel pads the FRONT with `grid*SPAN - n` zero blocks, so partial 0 stands for the first
@@ -8,34 +8,35 @@
 //! `gcmx_core::KeyMaterial::tag_from_partials`, which joins them with `gcmx_core::combine::tree_reduce`.
 
 use gcmx_core::combine::Partial;
+use zeroize::Zeroize;
 
 /// One chunk of a message in the host-resident pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Chunk {
+pub(crate) struct Chunk {
     /// Byte offset in the message (a multiple of 16).
-    pub offset: usize,
+    pub(crate) offset: usize,
     /// Bytes in this chunk (a multiple of 16 except for the last chunk).
-    pub len: usize,
+    pub(crate) len: usize,
     /// Index of the chunk's first block in the message.
-    pub first_block: u64,
+    pub(crate) first_block: u64,
     /// Index of the chunk's first partial in the message's partial list.
-    pub first_partial: usize,
+    pub(crate) first_partial: usize,
     /// Partials (kernel thread blocks) of this chunk's launch.
-    pub grid: u32,
+    pub(crate) grid: u32,
 }
 
 /// Blocks of `nbytes` bytes (the last partial block counts).
-pub fn blocks(nbytes: usize) -> u64 {
+pub(crate) fn blocks(nbytes: usize) -> u64 {
     (nbytes as u64).div_ceil(16)
 }
 
 /// Kernel grid for `nblocks` blocks with runs of `span` blocks (at least one thread block).
-pub fn grid_for(nblocks: u64, span: u64) -> u64 {
+pub(crate) fn grid_for(nblocks: u64, span: u64) -> u64 {
     nblocks.div_ceil(span).max(1)
 }
 
 /// The blocks each partial of one launch stands for, in order.
-pub fn launch_partial_blocks(nblocks: u64, span: u64) -> impl Iterator<Item = u64> {
+pub(crate) fn launch_partial_blocks(nblocks: u64, span: u64) -> impl Iterator<Item = u64> {
     let grid = grid_for(nblocks, span);
     // grid = ceil(n / span) >= 1, so 0 <= (grid - 1) * span < n (or both 0 when n = 0).
     let first = nblocks - (grid - 1) * span;
@@ -44,7 +45,7 @@ pub fn launch_partial_blocks(nblocks: u64, span: u64) -> impl Iterator<Item = u6
 
 /// Cut `len` bytes into chunks of `chunk` bytes (rounded down to a multiple of 16, at least 16) for
 /// kernels with runs of `span` blocks.
-pub fn chunks(len: usize, chunk: usize, span: u64) -> Vec<Chunk> {
+pub(crate) fn chunks(len: usize, chunk: usize, span: u64) -> Vec<Chunk> {
     let chunk = (chunk / 16).max(1) * 16;
     let mut out = Vec::with_capacity(len.div_ceil(chunk));
     let (mut offset, mut first_partial) = (0usize, 0usize);
@@ -65,14 +66,14 @@ pub fn chunks(len: usize, chunk: usize, span: u64) -> Vec<Chunk> {
 }
 
 /// Total partials of a chunk list.
-pub fn total_partials(chunks: &[Chunk]) -> usize {
+pub(crate) fn total_partials(chunks: &[Chunk]) -> usize {
     chunks
         .last()
         .map_or(0, |c| c.first_partial + c.grid as usize)
 }
 
 /// Turn the raw partial values of every chunk (in chunk order) into [`Partial`]s with their true lengths.
-pub fn partials_of(chunks: &[Chunk], values: &[u128], span: u64) -> Vec<Partial> {
+pub(crate) fn partials_of(chunks: &[Chunk], values: &[u128], span: u64) -> Vec<Partial> {
     let mut out = Vec::with_capacity(values.len());
     for c in chunks {
         let vals = &values[c.first_partial..c.first_partial + c.grid as usize];
@@ -86,8 +87,18 @@ pub fn partials_of(chunks: &[Chunk], values: &[u128], span: u64) -> Vec<Partial>
     out
 }
 
+/// Partial hashes as the kernels write them (`GcmxU128`: lo then hi, little-endian words) into `out`.
+pub(crate) fn read_partials(bytes: &[u8], out: &mut [u128]) {
+    for (v, b) in out.iter_mut().zip(bytes.chunks_exact(16)) {
+        let mut le = [0u8; 16];
+        le.copy_from_slice(b);
+        *v = u128::from_le_bytes(le);
+        le.zeroize();
+    }
+}
+
 /// Counter of block `first_block` of a message whose J0 is `j0`: `ctr0 + 1 + first_block` mod 2^32.
-pub fn ctr_first(j0: &[u8; 16], first_block: u64) -> u32 {
+pub(crate) fn ctr_first(j0: &[u8; 16], first_block: u64) -> u32 {
     let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
     ctr0.wrapping_add(1).wrapping_add(first_block as u32)
 }

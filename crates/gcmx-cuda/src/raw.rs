@@ -1,270 +1,275 @@
-//! Low-level launches for benchmarks and GPU tests: the GHASH-only kernels (clmad and software), the
-//! bandwidth ceilings, the AES-CTR keystream kernel and the fused kernels without host synchronisation,
-//! so callers can time them with CUDA events. Buffers are `cust` device memory owned by the caller.
+//! Timed kernel runs for the benchmark (feature `bench`): the memory and PCIe ceilings, the GHASH-only
+//! kernels (clmad and software), the keystream-only AES-CTR kernel and the fused kernels, each timed with
+//! CUDA events and no host synchronisation between repeats.
+//!
+//! Every function runs its work `reps + 1` times on one lane (the first run warms up and is not
+//! counted), waits for all of it before it returns, and returns the event times of the counted runs in
+//! milliseconds. Kernels run over [`DeviceBuf`]s the caller owns and cannot touch meanwhile (they are
+//! borrowed for the call). Not for production use: these launch paths exist to measure the kernels.
+//!
+//! Layer: the top (it reaches into the engine's device keys).
 
-use cust::event::{Event, EventFlags};
-use cust::memory::{DeviceBuffer, DeviceSlice};
-use cust::stream::Stream;
-use gcmx_core::combine::Partial;
-use gcmx_core::{Error, KeyMaterial};
-use zeroize::Zeroizing;
+use std::sync::Arc;
+use std::time::Instant;
 
-use crate::abi::{self, GcmxBwParams, GcmxGhashParams};
-use crate::engine::{CudaEngine, Dir, ghash_power_table, upload_table};
+use gcmx_core::{Direction, Error, KeyMaterial};
+
+use crate::abi;
+use crate::engine::CudaEngine;
+use crate::keys::{self, DeviceKeys};
 use crate::plan;
-use crate::runtime::{DevMem, Runtime, dev_err, runtime, u128s_from_le_bytes};
+use crate::resident::DeviceBuf;
+use crate::runtime::{AES_CTR_THREADS, At, DeviceMem, Event, Gpu, Lane, Launch};
 
-/// A new stream on the gcmx context.
-pub fn stream() -> Result<Stream, Error> {
-    runtime()?;
-    crate::runtime::new_stream()
-}
-
-/// Allocate `len` bytes of device memory (contents undefined), on the gcmx context.
-pub fn alloc(len: usize) -> Result<DeviceBuffer<u8>, Error> {
-    runtime()?;
-    // SAFETY: u8 has no invalid bit patterns; callers fill the buffer before reading it.
-    unsafe { DeviceBuffer::<u8>::uninitialized(len) }
-        .map_err(|e| Error::Device(format!("cuMemAlloc({len}): {e:?}")))
-}
-
-/// Time `f` (which enqueues work on `stream`) with CUDA events; milliseconds.
-pub fn time_ms(stream: &Stream, f: impl FnOnce() -> Result<(), Error>) -> Result<f32, Error> {
-    let start = Event::new(EventFlags::DEFAULT).map_err(dev_err("cuEventCreate"))?;
-    let stop = Event::new(EventFlags::DEFAULT).map_err(dev_err("cuEventCreate"))?;
-    start.record(stream).map_err(dev_err("cuEventRecord"))?;
-    f()?;
-    stop.record(stream).map_err(dev_err("cuEventRecord"))?;
-    stop.synchronize().map_err(dev_err("cuEventSynchronize"))?;
-    stop.elapsed_time_f32(&start)
-        .map_err(dev_err("cuEventElapsedTime"))
-}
-
-fn check_aligned(s: &DeviceSlice<u8>) -> Result<u64, Error> {
-    let p = s.as_device_ptr().as_raw();
-    if !p.is_multiple_of(16) {
-        return Err(Error::Device(format!(
-            "device buffer {p:#x} not 16-byte aligned"
-        )));
+/// Run `launch` `reps + 1` times on `lane` between events; the counted times (ms).
+fn timed(
+    lane: &mut Lane,
+    reps: usize,
+    mut launch: impl FnMut(&mut Lane) -> Result<(), Error>,
+) -> Result<Vec<f32>, Error> {
+    let gpu = lane.gpu().clone();
+    let mut out = Vec::with_capacity(reps);
+    for i in 0..=reps {
+        let (start, stop) = (Event::new(&gpu)?, Event::new(&gpu)?);
+        lane.record(&start)?;
+        launch(lane)?;
+        lane.record(&stop)?;
+        let ms = stop.elapsed_ms(&start)?;
+        if i > 0 {
+            out.push(ms);
+        }
     }
-    Ok(p)
+    lane.wait()?;
+    Ok(out)
+}
+
+fn gpu_of(buf: &DeviceBuf) -> Arc<Gpu> {
+    buf.mem.gpu().clone()
+}
+
+/// The device's read ceiling: `gcmx_bw_read` over `buf` (length a multiple of 16).
+pub fn time_bw_read(buf: &DeviceBuf, reps: usize) -> Result<Vec<f32>, Error> {
+    let gpu = gpu_of(buf);
+    let grid = plan::grid_for(plan::blocks(buf.len()), abi::GHASH_SPAN) as usize;
+    let out = DeviceMem::new(&gpu, 16 * grid)?;
+    gpu.with_lane(|lane| {
+        timed(lane, reps, |l| {
+            l.launch(Launch::BwRead {
+                input: At::start(&buf.mem),
+                len: buf.len(),
+                out: At::start(&out),
+            })
+        })
+    })
+}
+
+/// The device's copy ceiling: `gcmx_bw_copy` from `src` to `dst` (lengths a multiple of 16).
+pub fn time_bw_copy(src: &DeviceBuf, dst: &mut DeviceBuf, reps: usize) -> Result<Vec<f32>, Error> {
+    let gpu = gpu_of(src);
+    gpu.with_lane(|lane| {
+        timed(lane, reps, |l| {
+            l.launch(Launch::BwCopy {
+                input: At::start(&src.mem),
+                len: src.len(),
+                out: At::start(&dst.mem),
+            })
+        })
+    })
+}
+
+/// PCIe ceilings with page-locked host memory, over `bytes` bytes.
+#[derive(Clone, Debug)]
+pub struct PcieTimes {
+    /// Host to device, one copy per run (ms).
+    pub h2d_ms: Vec<f32>,
+    /// Device to host, one copy per run (ms).
+    pub d2h_ms: Vec<f32>,
+    /// `rounds` copies each way on two streams at once, wall time per run (s).
+    pub both_s: Vec<f64>,
+}
+
+/// Time page-locked copies of `bytes` bytes: each way alone, then `rounds` each way at once.
+pub fn time_pcie(bytes: usize, rounds: usize, reps: usize) -> Result<PcieTimes, Error> {
+    let gpu = Gpu::get(0)?;
+    let a = DeviceMem::new(&gpu, bytes)?;
+    let b = DeviceMem::new(&gpu, bytes)?;
+    let mut up = Lane::new(&gpu)?;
+    let mut down = Lane::new(&gpu)?;
+    up.reserve_host(0, bytes)?;
+    down.reserve_host(0, bytes)?;
+    let h2d_ms = timed(&mut up, reps, |l| l.upload(0, 0, At::start(&a), bytes))?;
+    let d2h_ms = timed(&mut down, reps, |l| l.download(At::start(&b), 0, 0, bytes))?;
+    let mut both_s = Vec::with_capacity(reps);
+    for i in 0..=reps {
+        let t = Instant::now();
+        for _ in 0..rounds {
+            up.upload(0, 0, At::start(&a), bytes)?;
+            down.download(At::start(&b), 0, 0, bytes)?;
+        }
+        up.wait()?;
+        down.wait()?;
+        if i > 0 {
+            both_s.push(t.elapsed().as_secs_f64());
+        }
+    }
+    Ok(PcieTimes {
+        h2d_ms,
+        d2h_ms,
+        both_s,
+    })
 }
 
 /// The GHASH-only kernels for one key.
+#[derive(Debug)]
 pub struct Ghash {
-    rt: &'static Runtime,
+    gpu: Arc<Gpu>,
     key: KeyMaterial,
-    powers: DevMem,
+    powers: Arc<DeviceMem>,
 }
 
 impl Ghash {
-    /// Upload the GHASH-layout power table of `key` (from `HashKey::power`).
-    pub fn new(key: &KeyMaterial) -> Result<Ghash, Error> {
-        let rt = runtime()?;
-        let table = Zeroizing::new(ghash_power_table(key));
-        Ok(Ghash {
-            rt,
-            key: KeyMaterial::new(key.key_bytes())?,
-            powers: upload_table(&table)?,
-        })
+    /// The GHASH-layout power table of the AES key `key`, on the default device.
+    pub fn new(key: &[u8]) -> Result<Ghash, Error> {
+        let key = KeyMaterial::new(key)?;
+        let gpu = Gpu::get(0)?;
+        let powers = keys::ghash_powers(&gpu, &key)?;
+        Ok(Ghash { gpu, key, powers })
     }
 
-    /// Whether the clmad kernel is in the loaded fatbin.
+    /// Whether the loaded kernels include `gcmx_ghash_clmad`.
     pub fn has_clmad(&self) -> bool {
-        self.rt.has_kernel("gcmx_ghash_clmad")
+        self.gpu.info().ghash_variant == crate::GhashVariant::Clmad
     }
 
-    /// Partials (16 bytes each) a launch over `nbytes` writes.
-    pub fn partials_len(nbytes: usize) -> usize {
-        16 * plan::grid_for(plan::blocks(nbytes), abi::GHASH_SPAN) as usize
-    }
-
-    /// Enqueue one GHASH launch over `data` writing partials into `partials`.
-    pub fn launch(
-        &self,
-        stream: &Stream,
+    fn launch<'a>(
+        &'a self,
         clmad: bool,
-        data: &DeviceSlice<u8>,
-        partials: &mut DeviceSlice<u8>,
-    ) -> Result<(), Error> {
-        let grid = plan::grid_for(plan::blocks(data.len()), abi::GHASH_SPAN);
-        if partials.len() < 16 * grid as usize {
-            return Err(Error::Device("partials buffer too small".into()));
+        buf: &'a DeviceBuf,
+        parts: &'a Arc<DeviceMem>,
+    ) -> Launch<'a> {
+        Launch::Ghash {
+            clmad,
+            data: At::start(&buf.mem),
+            len: buf.len(),
+            powers: At::start(&self.powers),
+            partials: At::start(parts),
         }
-        let p = GcmxGhashParams {
-            data: check_aligned(data)?,
-            nbytes: data.len() as u64,
-            powers: self.powers.ptr(),
-            partials: check_aligned(partials)?,
+    }
+
+    fn partials(&self, buf: &DeviceBuf) -> Result<Arc<DeviceMem>, Error> {
+        let grid = plan::grid_for(plan::blocks(buf.len()), abi::GHASH_SPAN) as usize;
+        DeviceMem::new(&self.gpu, 16 * grid)
+    }
+
+    /// Time GHASH over `buf` with the clmad or the software kernel.
+    pub fn time(&self, clmad: bool, buf: &DeviceBuf, reps: usize) -> Result<Vec<f32>, Error> {
+        let parts = self.partials(buf)?;
+        self.gpu
+            .with_lane(|lane| timed(lane, reps, |l| l.launch(self.launch(clmad, buf, &parts))))
+    }
+
+    /// Whether the clmad kernel, the software kernel and the CPU (over `host`, the buffer's contents)
+    /// give the same GHASH value: (clmad == soft, clmad == CPU). Only the verdicts leave this function.
+    pub fn check(&self, buf: &DeviceBuf, host: &[u8]) -> Result<(bool, bool), Error> {
+        let value = |clmad: bool| -> Result<u128, Error> {
+            let parts = self.partials(buf)?;
+            self.gpu
+                .with_lane(|l| l.launch(self.launch(clmad, buf, &parts)))?;
+            let mut raw = vec![0u8; parts.len()];
+            parts.download(0, &mut raw)?;
+            let chunk = plan::Chunk {
+                offset: 0,
+                len: buf.len(),
+                first_block: 0,
+                first_partial: 0,
+                grid: (raw.len() / 16) as u32,
+            };
+            let mut vals = vec![0u128; raw.len() / 16];
+            plan::read_partials(&raw, &mut vals);
+            let list = plan::partials_of(&[chunk], &vals, abi::GHASH_SPAN);
+            Ok(gcmx_core::combine::tree_reduce(self.key.hash_key(), &list).value)
         };
-        let name = if clmad {
-            "gcmx_ghash_clmad"
-        } else {
-            "gcmx_ghash_soft"
-        };
-        let grid = u32::try_from(grid).map_err(|_| Error::PlaintextTooLong)?;
-        // SAFETY: GcmxGhashParams is the GHASH kernels' parameter (layout checked); data and partials are
-        // caller-owned device buffers of the checked sizes, the table is owned by self; the caller keeps
-        // them alive until it synchronises the stream.
-        unsafe { self.rt.launch(stream, name, grid, abi::GHASH_THREADS, &p) }
-    }
-
-    /// GHASH value (as a [`Partial`] of the message's blocks) of `data`, synchronously, via tree_reduce.
-    pub fn hash(&self, clmad: bool, data: &DeviceSlice<u8>) -> Result<Partial, Error> {
-        let s = crate::runtime::new_stream()?;
-        let mut parts = alloc(Self::partials_len(data.len()))?;
-        self.launch(&s, clmad, data, &mut parts)?;
-        s.synchronize().map_err(dev_err("ghash"))?;
-        let mut raw = vec![0u8; parts.len()];
-        DevMem::download_from(parts.as_device_ptr().as_raw(), &mut raw)?;
-        let chunk = plan::Chunk {
-            offset: 0,
-            len: data.len(),
-            first_block: 0,
-            first_partial: 0,
-            grid: (raw.len() / 16) as u32,
-        };
-        let list = plan::partials_of(&[chunk], &u128s_from_le_bytes(&raw), abi::GHASH_SPAN);
-        Ok(gcmx_core::combine::tree_reduce(self.key.hash_key(), &list))
+        let cl = value(true)?;
+        let soft = value(false)?;
+        let blocks: Vec<u128> = host
+            .chunks(16)
+            .map(|c| {
+                let mut b = [0u8; 16];
+                b[..c.len()].copy_from_slice(c);
+                u128::from_be_bytes(b)
+            })
+            .collect();
+        let cpu = gcmx_core::combine::Partial::hash_blocks(self.key.hash_key(), &blocks).value;
+        Ok((cl == soft, cl == cpu))
     }
 }
 
-/// Enqueue `gcmx_bw_read` (reads and XOR-folds every block of `input`; one uint4 per thread block to `out`).
-pub fn bw_read(
-    stream: &Stream,
-    input: &DeviceSlice<u8>,
-    out: &mut DeviceSlice<u8>,
-) -> Result<(), Error> {
-    let rt = runtime()?;
-    if !input.len().is_multiple_of(16) {
-        return Err(Error::Device(
-            "bw_read: length must be a multiple of 16".into(),
-        ));
-    }
-    let grid = plan::grid_for(plan::blocks(input.len()), abi::GHASH_SPAN);
-    if out.len() < 16 * grid as usize {
-        return Err(Error::Device("bw_read: out too small".into()));
-    }
-    let p = GcmxBwParams {
-        input: check_aligned(input)?,
-        output: check_aligned(out)?,
-        nbytes: input.len() as u64,
-    };
-    // SAFETY: GcmxBwParams is the bandwidth kernels' parameter; input/out are caller-owned device buffers of
-    // the checked sizes, alive until the caller synchronises.
-    unsafe { rt.launch(stream, "gcmx_bw_read", grid as u32, abi::GHASH_THREADS, &p) }
-}
-
-/// Enqueue `gcmx_bw_copy` (out = input).
-pub fn bw_copy(
-    stream: &Stream,
-    input: &DeviceSlice<u8>,
-    out: &mut DeviceSlice<u8>,
-) -> Result<(), Error> {
-    let rt = runtime()?;
-    if !input.len().is_multiple_of(16) || out.len() < input.len() {
-        return Err(Error::Device("bw_copy: bad lengths".into()));
-    }
-    let grid = plan::grid_for(plan::blocks(input.len()), abi::BW_COPY_SPAN);
-    let p = GcmxBwParams {
-        input: check_aligned(input)?,
-        output: check_aligned(out)?,
-        nbytes: input.len() as u64,
-    };
-    // SAFETY: as bw_read; out holds at least input.len() bytes.
-    unsafe { rt.launch(stream, "gcmx_bw_copy", grid as u32, abi::BW_THREADS, &p) }
-}
-
-/// Enqueue the fused kernel of `engine` over `buf` in place (no host synchronisation): `seal` picks
-/// encryption. `partials` must hold [`fused_partials_len`] bytes.
-pub fn fused(
-    engine: &CudaEngine,
-    stream: &Stream,
-    seal: bool,
-    j0: &[u8; 16],
-    buf: &mut DeviceSlice<u8>,
-    partials: &mut DeviceSlice<u8>,
-) -> Result<(), Error> {
-    if partials.len() < fused_partials_len(buf.len()) {
-        return Err(Error::Device("partials buffer too small".into()));
-    }
-    let ptr = check_aligned(buf)?;
-    engine.launch_raw(
-        stream,
-        if seal { Dir::Seal } else { Dir::Open },
-        j0,
-        ptr,
-        buf.len(),
-        check_aligned(partials)?,
-    )
-}
-
-/// Bytes of partials a fused launch over `nbytes` writes.
-pub fn fused_partials_len(nbytes: usize) -> usize {
-    16 * plan::grid_for(plan::blocks(nbytes), abi::FUSED_SPAN) as usize
-}
-
-/// Threads per block of `gcmx_aes_ctr` (`GCMX_AES_CTR_THREADS` in cuda/aes_ctr.cu).
-pub const AES_CTR_THREADS: u32 = 128;
-/// Blocks per warp chunk of `gcmx_aes_ctr`.
-pub const AES_CTR_CHUNK_BLOCKS: u64 = 1024;
-/// Suggested resident thread blocks per SM for `gcmx_aes_ctr`.
-pub const AES_CTR_BLOCKS_PER_SM: u32 = 2;
-
-/// The AES-CTR keystream kernel of `cuda/aes_ctr.cu` (benchmark only: data ^= keystream in place, no GHASH).
-pub struct AesCtr {
-    rt: &'static Runtime,
-    key: Zeroizing<crate::abi::GcmxAesKey>,
-}
-
-impl AesCtr {
-    /// Prepare the kernel for `key` (expanded on the host, constant time).
-    pub fn new(key: &KeyMaterial) -> Result<AesCtr, Error> {
-        let rt = runtime()?;
-        if !rt.has_kernel("gcmx_aes_ctr") {
-            return Err(Error::Device("gcmx_aes_ctr is not in the fatbin".into()));
-        }
-        let k = crate::aeskey::expand_key(key.key_bytes())
-            .ok_or(Error::KeyLength(key.key_bytes().len()))?;
-        Ok(AesCtr {
-            rt,
-            key: Zeroizing::new(k),
+/// Time the keystream-only kernel `gcmx_aes_ctr` (no GHASH) over `buf` in place, key `key`.
+pub fn time_aes_ctr(key: &[u8], buf: &mut DeviceBuf, reps: usize) -> Result<Vec<f32>, Error> {
+    let gpu = gpu_of(buf);
+    let keys = DeviceKeys::expand(&gpu, &[key])?;
+    let chunks = plan::blocks(buf.len()).div_ceil(abi::WARP_CHUNK);
+    let sms = u64::from(gpu.info().multiprocessors);
+    let grid = chunks
+        .div_ceil(u64::from(AES_CTR_THREADS / 32))
+        .min(sms * 2)
+        .max(1) as u32;
+    gpu.with_lane(|lane| {
+        timed(lane, reps, |l| {
+            l.launch(Launch::AesCtr {
+                key: keys.key(0),
+                nr: abi::rounds(key.len()),
+                j0: [9u8; 16],
+                data: At::start(&buf.mem),
+                len: buf.len(),
+                grid,
+            })
         })
-    }
+    })
+}
 
-    /// Enqueue `data ^= AES-CTR keystream` (counter blocks from J0 + 1, inc32) in place.
-    pub fn launch(
-        &self,
-        stream: &Stream,
-        j0: &[u8; 16],
-        data: &mut DeviceSlice<u8>,
-    ) -> Result<(), Error> {
-        let ptr = check_aligned(data)?;
-        let nbytes = data.len() as u64;
-        let chunks = plan::blocks(data.len()).div_ceil(AES_CTR_CHUNK_BLOCKS);
-        let sms = self.rt.info().multiprocessors;
-        let grid = chunks
-            .div_ceil(u64::from(AES_CTR_THREADS / 32))
-            .min(u64::from(sms * AES_CTR_BLOCKS_PER_SM))
-            .max(1) as u32;
-        let w = abi::le_words(j0);
-        let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
-        let key: crate::abi::GcmxAesKey = *self.key;
-        let args: [*const core::ffi::c_void; 7] = [
-            (&key as *const crate::abi::GcmxAesKey).cast(),
-            (&w[0] as *const u32).cast(),
-            (&w[1] as *const u32).cast(),
-            (&w[2] as *const u32).cast(),
-            (&ctr0 as *const u32).cast(),
-            (&ptr as *const u64).cast(),
-            (&nbytes as *const u64).cast(),
-        ];
-        // SAFETY: the argument list matches gcmx_aes_ctr(GcmxAesKey, u32, u32, u32, u32, uint8_t*, u64) as
-        // documented at the top of cuda/aes_ctr.cu (GcmxAesKey layout checked against gcmx_abi.h); `data` is
-        // a caller-owned device buffer of nbytes bytes, alive until the caller synchronises the stream.
-        unsafe {
-            self.rt
-                .launch_args(stream, "gcmx_aes_ctr", grid, AES_CTR_THREADS, &args)
-        }
+/// Time the fused kernel of `engine` (`seal`: encrypt, else decrypt) over `buf` in place, under the
+/// nonce `nonce`. The partial hashes are discarded (and wiped with their buffer).
+pub fn time_fused(
+    engine: &CudaEngine,
+    nonce: &[u8],
+    seal: bool,
+    buf: &mut DeviceBuf,
+    reps: usize,
+) -> Result<Vec<f32>, Error> {
+    let (gpu, k) = engine.parts();
+    if !Arc::ptr_eq(&gpu_of(buf), gpu) {
+        return Err(Error::InvalidInput("buffer of another device".into()));
     }
+    gcmx_core::frame::check(nonce, b"", buf.len(), 16)?;
+    let j0 = k.host.j0(nonce);
+    let grid = plan::grid_for(plan::blocks(buf.len()), abi::FUSED_SPAN) as usize;
+    let meta = DeviceMem::new(gpu, abi::GCM_CTR_BYTES + 16 * grid)?;
+    let dir = if seal {
+        Direction::Seal
+    } else {
+        Direction::Open
+    };
+    gpu.with_lane(|lane| {
+        lane.reserve_host(0, abi::GCM_CTR_BYTES)?;
+        lane.host(0)?[..abi::GCM_CTR_BYTES].copy_from_slice(&abi::gcm_ctr_bytes(&j0, 0));
+        lane.upload(0, 0, At::start(&meta), abi::GCM_CTR_BYTES)?;
+        let t = timed(lane, reps, |l| {
+            l.launch(Launch::Fused {
+                dir,
+                data: At::start(&buf.mem),
+                len: buf.len(),
+                key: k.key,
+                nr: k.nr,
+                powers: k.powers,
+                ctr: At::start(&meta),
+                partials: At {
+                    mem: &meta,
+                    off: abi::GCM_CTR_BYTES,
+                },
+            })
+        });
+        lane.host(0).map(zeroize::Zeroize::zeroize)?;
+        t
+    })
 }

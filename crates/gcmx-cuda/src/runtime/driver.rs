@@ -1,0 +1,1085 @@
+//! The runtime over the CUDA driver (feature `cuda`), through `cust` and its raw bindings. Every
+//! `unsafe` block of the crate is in this file, one unsafe operation per block, each with the reason it
+//! is sound. See the parent module for the rules the types here enforce.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cust::context::{Context, CurrentContext};
+use cust::device::{Device, DeviceAttribute};
+use cust::error::CudaError;
+use cust::function::{BlockSize, Function, GridSize};
+use cust::memory::{DeviceBuffer, LockedBuffer};
+use cust::module::Module;
+use cust::stream::{Stream, StreamFlags};
+use cust::sys as cu;
+use gcmx_core::{DeviceError, Direction, Error};
+use zeroize::Zeroize;
+
+use super::{At, BatchArgs, DeviceInfo, GhashVariant, Launch, internal};
+use crate::abi;
+
+/// The fatbin built by build.rs from cuda/gcmx_all.cu (SASS sm_80..sm_120 + PTX compute_120).
+static FATBIN: &[u8] = include_bytes!(env!("GCMX_FATBIN"));
+
+/// Idle lanes kept per device for synchronous helper work (copies, wipes, one-off launches).
+const POOL_MAX: usize = 16;
+/// Page-locked bytes a synchronous copy moves per step.
+const COPY_STEP: usize = 8 << 20;
+
+/// A CUDA driver result that is not success, as the source of a [`DeviceError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DriverError(cu::CUresult);
+
+impl core::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:?} ({})", self.0, self.0 as i32)
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+/// `Ok` for `CUDA_SUCCESS`, else `Error::Device` doing `what`, caused by the driver's code.
+fn check(r: cu::CUresult, what: &'static str) -> Result<(), Error> {
+    if r == cu::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Device(DeviceError::with_source(
+            what,
+            DriverError(r),
+        )))
+    }
+}
+
+/// `Error::Device` doing `what`, caused by a `cust` error.
+fn dev_err(what: impl Into<Cow<'static, str>>) -> impl FnOnce(CudaError) -> Error {
+    move |e| Error::Device(DeviceError::with_source(what, e))
+}
+
+/// Lock a mutex whose data stays consistent across a panic (lists and pools).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Devices
+// ------------------------------------------------------------------------------------------------------
+
+/// A started device: its primary context, the gcmx kernels loaded there, and what was learned at load
+/// time. Started devices stay for the life of the process; a failed start is not remembered, so a later
+/// [`Gpu::get`] tries again.
+pub(crate) struct Gpu {
+    info: DeviceInfo,
+    /// Per-device state of the layers above (their buffer pools), by type.
+    states: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
+    /// Idle lanes for synchronous helper work.
+    pool: Mutex<Vec<Lane>>,
+    // Field order is drop order: the module unloads before the context is released.
+    module: Module,
+    ctx: Context,
+}
+
+impl core::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Gpu({})", self.info.ordinal)
+    }
+}
+
+static GPUS: Mutex<Vec<Arc<Gpu>>> = Mutex::new(Vec::new());
+
+impl Gpu {
+    /// Device `ordinal`, started on first use. `Error::BackendUnavailable` when there is no driver or
+    /// device or the kernels do not load; `Error::InvalidInput` for an ordinal past the last device.
+    pub(crate) fn get(ordinal: u32) -> Result<Arc<Gpu>, Error> {
+        let mut started = lock(&GPUS);
+        if let Some(g) = started.iter().find(|g| g.info.ordinal == ordinal) {
+            g.enter()?;
+            return Ok(g.clone());
+        }
+        let g = Arc::new(Gpu::start(ordinal)?);
+        started.push(g.clone());
+        Ok(g)
+    }
+
+    fn start(ordinal: u32) -> Result<Gpu, Error> {
+        let unavailable = |why: String| Error::BackendUnavailable(why);
+        cust::init(cust::CudaFlags::empty())
+            .map_err(|e| unavailable(format!("no CUDA driver or device: cuInit failed ({e})")))?;
+        let n = Device::num_devices()
+            .map_err(|e| unavailable(format!("no CUDA device: cuDeviceGetCount failed ({e})")))?;
+        if n == 0 {
+            return Err(unavailable("no CUDA device found".into()));
+        }
+        if ordinal >= n {
+            return Err(Error::InvalidInput(format!(
+                "CUDA device {ordinal} does not exist ({n} device(s))"
+            )));
+        }
+        let dev = Device::get_device(ordinal)
+            .map_err(|e| unavailable(format!("cuDeviceGet({ordinal}): {e}")))?;
+        let ctx = Context::new(dev)
+            .map_err(|e| unavailable(format!("primary context of device {ordinal}: {e}")))?;
+        let attr = |a| {
+            dev.get_attribute(a)
+                .map_err(|e| unavailable(format!("device attribute {a:?}: {e}")))
+                .map(|v| u32::try_from(v).unwrap_or(0))
+        };
+        let major = attr(DeviceAttribute::ComputeCapabilityMajor)?;
+        let minor = attr(DeviceAttribute::ComputeCapabilityMinor)?;
+        let sms = attr(DeviceAttribute::MultiprocessorCount)?;
+        let name = dev
+            .name()
+            .map_err(|e| unavailable(format!("device name: {e}")))?;
+        let total_memory = dev
+            .total_memory()
+            .map_err(|e| unavailable(format!("device memory: {e}")))?;
+        let version =
+            cust::CudaApiVersion::get().map_err(|e| unavailable(format!("driver version: {e}")))?;
+        let module = Module::from_fatbin(FATBIN, &[]).map_err(|e| {
+            unavailable(format!(
+                "the gcmx kernels do not load on {name} (sm_{major}{minor}): {e} (the fatbin holds sm_80..sm_120 and PTX 12.0)"
+            ))
+        })?;
+        let words = abi_words(&module).map_err(|e| unavailable(format!("ABI check: {e}")))?;
+        let expect = [
+            abi::ABI_VERSION,
+            words[1],
+            abi::GHASH_THREADS,
+            abi::GHASH_SPAN as u32,
+            abi::FUSED_THREADS,
+            abi::FUSED_SPAN as u32,
+            abi::BATCH_UNIT_BLOCKS as u32,
+            core::mem::size_of::<abi::GcmxGcmParams>() as u32,
+        ];
+        if words != expect {
+            return Err(unavailable(format!(
+                "kernel ABI mismatch: the kernels report {words:?}, this crate expects {expect:?}"
+            )));
+        }
+        if cfg!(gcmx_have_clmad) != (words[1] == 1) {
+            return Err(unavailable(format!(
+                "the kernels report have_clmad = {} but the build said {}",
+                words[1],
+                cfg!(gcmx_have_clmad)
+            )));
+        }
+        Ok(Gpu {
+            info: DeviceInfo {
+                ordinal,
+                name,
+                compute_capability: (major, minor),
+                arch: format!("sm_{major}{minor}"),
+                multiprocessors: sms,
+                total_memory,
+                driver_version: (
+                    u32::try_from(version.major()).unwrap_or(0),
+                    u32::try_from(version.minor()).unwrap_or(0),
+                ),
+                ghash_variant: if words[1] == 1 {
+                    GhashVariant::Clmad
+                } else {
+                    GhashVariant::Soft
+                },
+                nvcc_version: env!("GCMX_NVCC_VERSION"),
+                abi_version: words[0],
+            },
+            states: Mutex::new(Vec::new()),
+            pool: Mutex::new(Vec::new()),
+            module,
+            ctx,
+        })
+    }
+
+    /// What was learned at load time.
+    pub(crate) fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Make this device's context current on the calling thread.
+    fn enter(&self) -> Result<(), Error> {
+        CurrentContext::set_current(&self.ctx).map_err(dev_err("cuCtxSetCurrent"))
+    }
+
+    /// The per-device value of type `T` (created on first use), shared by every caller on this device.
+    pub(crate) fn state<T: Default + Send + 'static>(&self) -> Arc<Mutex<T>> {
+        let mut states = lock(&self.states);
+        for s in states.iter() {
+            if let Ok(m) = s.clone().downcast::<Mutex<T>>() {
+                return m;
+            }
+        }
+        let m = Arc::new(Mutex::new(T::default()));
+        states.push(m.clone());
+        m
+    }
+
+    /// Run `f` on an idle lane of this device and wait for its work before returning.
+    pub(crate) fn with_lane<R>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Lane) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let idle = lock(&self.pool).pop();
+        let mut lane = match idle {
+            Some(l) => l,
+            None => Lane::new(self)?,
+        };
+        let r = f(&mut lane);
+        let waited = lane.wait();
+        if waited.is_ok() {
+            let mut pool = lock(&self.pool);
+            if pool.len() < POOL_MAX {
+                pool.push(lane);
+            }
+        }
+        let r = r?;
+        waited?;
+        Ok(r)
+    }
+
+    fn function(&self, name: &str) -> Result<Function<'_>, Error> {
+        self.module
+            .get_function(name)
+            .map_err(dev_err(format!("kernel {name}")))
+    }
+}
+
+/// Launch `gcmx_abi_info` once and read its words (start-up, before the device is shared).
+fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
+    let out =
+        DeviceBuffer::from_slice(&[0u32; abi::ABI_INFO_WORDS]).map_err(dev_err("cuMemAlloc"))?;
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
+    let f = module
+        .get_function("gcmx_abi_info")
+        .map_err(dev_err("kernel gcmx_abi_info"))?;
+    let addr = out.as_device_ptr().as_raw();
+    let args = [(&addr as *const u64).cast_mut().cast::<c_void>()];
+    // SAFETY: gcmx_abi_info(uint64_t out) takes one device address and writes ABI_INFO_WORDS u32 there;
+    // `out` holds that many and outlives the synchronisation below.
+    let launched = unsafe { stream.launch(&f, GridSize::x(1), BlockSize::x(1), 0, &args) };
+    launched.map_err(dev_err("launch gcmx_abi_info"))?;
+    stream.synchronize().map_err(dev_err("gcmx_abi_info"))?;
+    let v = out.as_host_vec().map_err(dev_err("cuMemcpyDtoH"))?;
+    let mut words = [0u32; abi::ABI_INFO_WORDS];
+    for (w, x) in words.iter_mut().zip(v) {
+        *w = x;
+    }
+    Ok(words)
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Memory
+// ------------------------------------------------------------------------------------------------------
+
+/// Device memory of one device, 256-byte aligned, wiped (set to zero) before it is freed.
+///
+/// Shared as `Arc<DeviceMem>`: a lane that queues work on it holds a clone until it has waited, so the
+/// last clone is dropped only when no work on it is pending, and the wipe then orders after all of it.
+pub(crate) struct DeviceMem {
+    gpu: Arc<Gpu>,
+    /// Device address (0 when `len == 0`).
+    addr: u64,
+    len: usize,
+}
+
+impl core::fmt::Debug for DeviceMem {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "DeviceMem({} bytes on {:?})", self.len, self.gpu)
+    }
+}
+
+impl DeviceMem {
+    /// `len` bytes of device memory with undefined contents (`len == 0` allocates nothing).
+    pub(crate) fn new(gpu: &Arc<Gpu>, len: usize) -> Result<Arc<DeviceMem>, Error> {
+        let mut addr = 0;
+        if len > 0 {
+            gpu.enter()?;
+            // SAFETY: an allocation of `len` bytes; the memory is never read as a Rust value, only by
+            // copies and kernels, and every host read of it comes after a write (or the wipe below).
+            let p = unsafe { cust::memory::cuda_malloc::<u8>(len) };
+            addr = p
+                .map_err(dev_err(format!("cuMemAlloc({len} bytes)")))?
+                .as_raw();
+        }
+        Ok(Arc::new(DeviceMem {
+            gpu: gpu.clone(),
+            addr,
+            len,
+        }))
+    }
+
+    /// `len` bytes of device memory set to zero.
+    pub(crate) fn zeroed(gpu: &Arc<Gpu>, len: usize) -> Result<Arc<DeviceMem>, Error> {
+        let m = DeviceMem::new(gpu, len)?;
+        m.zero()?;
+        Ok(m)
+    }
+
+    /// Bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The device.
+    pub(crate) fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    fn range(&self, off: usize, n: usize, what: &str) -> Result<u64, Error> {
+        if off.checked_add(n).is_none_or(|e| e > self.len) {
+            return Err(internal(format!(
+                "{what}: {n} bytes at offset {off} of a {}-byte device buffer",
+                self.len
+            )));
+        }
+        Ok(self.addr + off as u64)
+    }
+
+    /// Copy `src` to byte `off`, through page-locked staging that is wiped afterwards (so the driver
+    /// never keeps a bounce copy of the bytes), and wait for the copy.
+    pub(crate) fn upload(self: &Arc<Self>, off: usize, src: &[u8]) -> Result<(), Error> {
+        self.range(off, src.len(), "upload")?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.gpu.with_lane(|lane| {
+            let step = src.len().min(COPY_STEP);
+            lane.reserve_host(0, step)?;
+            let r = (|| -> Result<(), Error> {
+                for (k, piece) in src.chunks(step).enumerate() {
+                    lane.host(0)?[..piece.len()].copy_from_slice(piece);
+                    lane.upload(
+                        0,
+                        0,
+                        At {
+                            mem: self,
+                            off: off + k * step,
+                        },
+                        piece.len(),
+                    )?;
+                }
+                Ok(())
+            })();
+            let wiped = lane.host(0).map(|h| h[..step].zeroize());
+            r.and(wiped)
+        })
+    }
+
+    /// Copy bytes from `off` into `dst`, through page-locked staging that is wiped afterwards.
+    pub(crate) fn download(self: &Arc<Self>, off: usize, dst: &mut [u8]) -> Result<(), Error> {
+        self.range(off, dst.len(), "download")?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.gpu.with_lane(|lane| {
+            let step = dst.len().min(COPY_STEP);
+            lane.reserve_host(0, step)?;
+            let r = (|| -> Result<(), Error> {
+                for (k, piece) in dst.chunks_mut(step).enumerate() {
+                    lane.download(
+                        At {
+                            mem: self,
+                            off: off + k * step,
+                        },
+                        0,
+                        0,
+                        piece.len(),
+                    )?;
+                    piece.copy_from_slice(&lane.host(0)?[..piece.len()]);
+                }
+                Ok(())
+            })();
+            let wiped = lane.host(0).map(|h| h[..step].zeroize());
+            r.and(wiped)
+        })
+    }
+
+    /// Set every byte to zero and wait.
+    pub(crate) fn zero(self: &Arc<Self>) -> Result<(), Error> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        self.gpu
+            .with_lane(|lane| lane.memset(At::start(self), self.len))
+    }
+}
+
+impl Drop for DeviceMem {
+    fn drop(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        // Best effort: with a lost context neither the wipe nor the free can run, and the driver
+        // releases the memory with the context.
+        let (addr, len) = (self.addr, self.len);
+        let _ = self.gpu.with_lane(|lane| lane.memset_raw(addr, len));
+        if self.gpu.enter().is_ok() {
+            // SAFETY: `addr` came from cuda_malloc in `new` and is freed once, here; no work on it is
+            // pending (module docs: every lane that used it held this Arc until it had waited) and the
+            // wipe above has been waited for.
+            let freed = unsafe {
+                cust::memory::cuda_free(cust::memory::DevicePointer::<u8>::from_raw(addr))
+            };
+            let _ = freed;
+        }
+    }
+}
+
+/// Page-locked host memory owned by a lane: zeroed before it is freed.
+struct PinnedMem(Option<LockedBuffer<u8>>);
+
+impl PinnedMem {
+    fn new(len: usize) -> Result<PinnedMem, Error> {
+        if len == 0 {
+            return Ok(PinnedMem(None));
+        }
+        let b = LockedBuffer::new(&0u8, len)
+            .map_err(dev_err(format!("cuMemAllocHost({len} bytes)")))?;
+        Ok(PinnedMem(Some(b)))
+    }
+
+    fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |b| b.len())
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        match self.0.as_mut() {
+            Some(b) => b.as_mut_slice(),
+            None => &mut [],
+        }
+    }
+}
+
+impl Drop for PinnedMem {
+    fn drop(&mut self) {
+        self.bytes().zeroize();
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Lanes
+// ------------------------------------------------------------------------------------------------------
+
+/// A stream of one device, the page-locked staging buffers its copies use, and the device buffers its
+/// pending work uses (held until it waits). See the module documentation for why this makes every
+/// method safe.
+pub(crate) struct Lane {
+    gpu: Arc<Gpu>,
+    stream: Stream,
+    busy: bool,
+    keep: Vec<Arc<DeviceMem>>,
+    host: Vec<PinnedMem>,
+}
+
+impl core::fmt::Debug for Lane {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Lane({:?}, busy: {})", self.gpu, self.busy)
+    }
+}
+
+impl Lane {
+    /// A new lane (a non-blocking stream) on `gpu`.
+    pub(crate) fn new(gpu: &Arc<Gpu>) -> Result<Lane, Error> {
+        gpu.enter()?;
+        let stream =
+            Stream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
+        Ok(Lane {
+            gpu: gpu.clone(),
+            stream,
+            busy: false,
+            keep: Vec::new(),
+            host: Vec::new(),
+        })
+    }
+
+    /// The lane's device.
+    #[cfg(feature = "bench")]
+    pub(crate) fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// Wait for everything queued on this lane; then release the buffers it held.
+    pub(crate) fn wait(&mut self) -> Result<(), Error> {
+        let mut r = Ok(());
+        if self.busy {
+            r = self.gpu.enter().and_then(|()| {
+                self.stream
+                    .synchronize()
+                    .map_err(dev_err("cuStreamSynchronize"))
+            });
+            self.busy = false;
+        }
+        self.keep.clear();
+        r
+    }
+
+    /// Make staging buffer `i` hold at least `len` bytes (waits first; a replaced buffer is wiped).
+    pub(crate) fn reserve_host(&mut self, i: usize, len: usize) -> Result<(), Error> {
+        self.wait()?;
+        while self.host.len() <= i {
+            self.host.push(PinnedMem(None));
+        }
+        if self.host[i].len() < len {
+            self.gpu.enter()?;
+            self.host[i] = PinnedMem(None);
+            self.host[i] = PinnedMem::new(len)?;
+        }
+        Ok(())
+    }
+
+    /// Staging buffer `i` for the host to read and write, once the lane's work is done.
+    pub(crate) fn host(&mut self, i: usize) -> Result<&mut [u8], Error> {
+        self.wait()?;
+        match self.host.get_mut(i) {
+            Some(h) => Ok(h.bytes()),
+            None => Err(internal(format!(
+                "lane staging buffer {i} was never reserved"
+            ))),
+        }
+    }
+
+    fn same_device(&self, at: &At<'_>) -> Result<(), Error> {
+        if Arc::ptr_eq(at.mem.gpu(), &self.gpu) {
+            Ok(())
+        } else {
+            Err(internal("a buffer of another device".into()))
+        }
+    }
+
+    /// Enqueue `n` bytes from staging buffer `i` at `host_off` to `dst`.
+    pub(crate) fn upload(
+        &mut self,
+        i: usize,
+        host_off: usize,
+        dst: At<'_>,
+        n: usize,
+    ) -> Result<(), Error> {
+        let src = match self.host.get(i).and_then(|h| h.0.as_ref()) {
+            Some(b) => b.as_slice().get(host_off..host_off.wrapping_add(n)),
+            None => None,
+        };
+        let Some(src) = src.map(<[u8]>::as_ptr) else {
+            return Err(internal(format!("upload of {n} bytes from staging {i}")));
+        };
+        // SAFETY: the source is this lane's own page-locked buffer (the range checked by the slice
+        // above), which the host reaches only through `host()`/`reserve_host()`, both of which wait for
+        // this stream first; a dropped lane waits, a leaked one never frees it.
+        unsafe { self.htod(src, dst, n) }
+    }
+
+    /// Enqueue `n` bytes from `src` to staging buffer `i` at `host_off`.
+    pub(crate) fn download(
+        &mut self,
+        src: At<'_>,
+        i: usize,
+        host_off: usize,
+        n: usize,
+    ) -> Result<(), Error> {
+        let dst = match self.host.get_mut(i).and_then(|h| h.0.as_mut()) {
+            Some(b) => b.as_mut_slice().get_mut(host_off..host_off.wrapping_add(n)),
+            None => None,
+        };
+        let Some(dst) = dst.map(<[u8]>::as_mut_ptr) else {
+            return Err(internal(format!("download of {n} bytes to staging {i}")));
+        };
+        // SAFETY: as in `upload`: the destination is this lane's own page-locked buffer, which the host
+        // cannot reach until this stream has been waited for.
+        unsafe { self.dtoh(src, dst, n) }
+    }
+
+    /// Enqueue a copy of `n` host bytes at `src` to `dst` (checked, and held until the lane waits).
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `n` bytes and page-locked, and nothing may write those bytes or
+    /// free them until this lane has waited.
+    unsafe fn htod(&mut self, src: *const u8, dst: At<'_>, n: usize) -> Result<(), Error> {
+        self.same_device(&dst)?;
+        let d = dst.mem.range(dst.off, n, "upload")?;
+        if n == 0 {
+            return Ok(());
+        }
+        self.gpu.enter()?;
+        self.keep.push(dst.mem.clone());
+        self.busy = true;
+        // SAFETY: the host side by this function's contract; the device range was checked above and its
+        // buffer is held in `keep` until the lane waits.
+        let r = unsafe { cu::cuMemcpyHtoDAsync_v2(d, src.cast(), n, self.stream.as_inner()) };
+        check(r, "cuMemcpyHtoDAsync")
+    }
+
+    /// Enqueue a copy of `n` bytes from `src` to host memory at `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `n` bytes and page-locked, and nothing may read, write or free
+    /// those bytes until this lane has waited.
+    unsafe fn dtoh(&mut self, src: At<'_>, dst: *mut u8, n: usize) -> Result<(), Error> {
+        self.same_device(&src)?;
+        let s = src.mem.range(src.off, n, "download")?;
+        if n == 0 {
+            return Ok(());
+        }
+        self.gpu.enter()?;
+        self.keep.push(src.mem.clone());
+        self.busy = true;
+        // SAFETY: the host side by this function's contract; the device range was checked above and its
+        // buffer is held in `keep` until the lane waits.
+        let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.cast(), s, n, self.stream.as_inner()) };
+        check(r, "cuMemcpyDtoHAsync")
+    }
+
+    /// Enqueue setting `n` bytes at `dst` to zero.
+    pub(crate) fn memset(&mut self, dst: At<'_>, n: usize) -> Result<(), Error> {
+        self.same_device(&dst)?;
+        let d = dst.mem.range(dst.off, n, "memset")?;
+        self.keep.push(dst.mem.clone());
+        self.memset_raw(d, n)
+    }
+
+    /// Enqueue a memset of `n` bytes at `addr`, memory of this lane's device that stays allocated until
+    /// the lane waits (the caller holds it in `keep`, or is its owner's `Drop`, which waits).
+    fn memset_raw(&mut self, addr: u64, n: usize) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.gpu.enter()?;
+        self.busy = true;
+        // SAFETY: sets device memory only (no host memory is touched); the range is inside a live
+        // allocation of this device for as long as the work is pending (see the method's contract).
+        let r = unsafe { cu::cuMemsetD8Async(addr, 0, n, self.stream.as_inner()) };
+        check(r, "cuMemsetD8Async")
+    }
+
+    /// Enqueue a kernel launch. Every buffer range is checked first ([`Launch::check`]) and every
+    /// buffer is held until the lane waits.
+    pub(crate) fn launch(&mut self, l: Launch<'_>) -> Result<(), Error> {
+        let (name, grid, block) = l.check()?;
+        let a = |at: At<'_>| at.mem.addr + at.off as u64;
+        match l {
+            Launch::Fused {
+                data,
+                len,
+                key,
+                nr,
+                powers,
+                ctr,
+                partials,
+                ..
+            } => {
+                let p = abi::GcmxGcmParams {
+                    input: a(data),
+                    output: a(data),
+                    nbytes: len as u64,
+                    powers: a(powers),
+                    partials: a(partials),
+                    key: a(key),
+                    ctr: a(ctr),
+                    nr,
+                    _pad0: 0,
+                };
+                self.hold(&[data, key, powers, ctr, partials])?;
+                self.launch_struct(name, grid, block, &p)
+            }
+            Launch::ExpandKeys { raw, out, nkeys } => {
+                let p = abi::GcmxExpandParams {
+                    raw: a(raw),
+                    out: a(out),
+                    nkeys,
+                    _pad0: 0,
+                };
+                self.hold(&[raw, out])?;
+                self.launch_struct(name, grid, block, &p)
+            }
+            Launch::BatchKeyPowers {
+                keys,
+                key_powers,
+                nkeys,
+            } => {
+                let p = abi::GcmxBatchParams {
+                    keys: a(keys),
+                    key_powers: a(key_powers),
+                    nkeys,
+                    ..Default::default()
+                };
+                self.hold(&[keys, key_powers])?;
+                self.launch_struct(name, grid, block, &p)
+            }
+            Launch::BatchUnits(b) | Launch::BatchTags(b) => {
+                let p = batch_params(&b, a);
+                self.hold(&[b.data, b.aad, b.msgs, b.keys, b.key_powers, b.units, b.tags])?;
+                self.launch_struct(name, grid, block, &p)
+            }
+            #[cfg(feature = "bench")]
+            Launch::Ghash {
+                data,
+                len,
+                powers,
+                partials,
+                ..
+            } => {
+                let p = abi::GcmxGhashParams {
+                    data: a(data),
+                    nbytes: len as u64,
+                    powers: a(powers),
+                    partials: a(partials),
+                };
+                self.hold(&[data, powers, partials])?;
+                self.launch_struct(name, grid, block, &p)
+            }
+            #[cfg(feature = "bench")]
+            Launch::BwRead { input, len, out } | Launch::BwCopy { input, len, out } => {
+                let p = abi::GcmxBwParams {
+                    input: a(input),
+                    output: a(out),
+                    nbytes: len as u64,
+                };
+                self.hold(&[input, out])?;
+                self.launch_struct(name, grid, block, &p)
+            }
+            #[cfg(feature = "bench")]
+            Launch::AesCtr {
+                key,
+                nr,
+                j0,
+                data,
+                len,
+                ..
+            } => {
+                let w = abi::le_words(&j0);
+                let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
+                let (k, d, n) = (a(key), a(data), len as u64);
+                let args: [*const c_void; 8] = [
+                    (&k as *const u64).cast(),
+                    (&nr as *const u32).cast(),
+                    (&w[0] as *const u32).cast(),
+                    (&w[1] as *const u32).cast(),
+                    (&w[2] as *const u32).cast(),
+                    (&ctr0 as *const u32).cast(),
+                    (&d as *const u64).cast(),
+                    (&n as *const u64).cast(),
+                ];
+                self.hold(&[key, data])?;
+                // SAFETY: the argument list matches gcmx_aes_ctr(uint64_t key, uint32_t nr, u32, u32, u32,
+                // u32, uint8_t* data, uint64_t nbytes) (cuda/aes_ctr.cu); the key and data ranges were checked
+                // and are held until the lane waits; the driver copies the argument values at launch.
+                unsafe { self.launch_args(name, grid, block, &args) }
+            }
+        }
+    }
+
+    /// Hold the buffers of a launch until the lane waits (all on this lane's device).
+    fn hold(&mut self, ats: &[At<'_>]) -> Result<(), Error> {
+        for at in ats {
+            self.same_device(at)?;
+        }
+        self.keep.extend(ats.iter().map(|at| at.mem.clone()));
+        Ok(())
+    }
+
+    /// Launch kernel `name` with one by-value parameter struct.
+    fn launch_struct<P>(&mut self, name: &str, grid: u32, block: u32, p: &P) -> Result<(), Error> {
+        let args = [(p as *const P).cast::<c_void>()];
+        // SAFETY: only called from `launch`, with the `#[repr(C)]` mirror (layout checked against
+        // gcmx_abi.h by the unit tests) or device address that kernel `name` takes, built from ranges
+        // `Launch::check` validated, in buffers `hold` keeps alive until the lane waits.
+        unsafe { self.launch_args(name, grid, block, &args) }
+    }
+
+    /// # Safety
+    /// `args` must point to values of exactly kernel `name`'s parameter types, in order, and every
+    /// device address among them must stay valid for the kernel's accesses until this lane waits.
+    unsafe fn launch_args(
+        &mut self,
+        name: &str,
+        grid: u32,
+        block: u32,
+        args: &[*const c_void],
+    ) -> Result<(), Error> {
+        self.gpu.enter()?;
+        let f = self.gpu.function(name)?;
+        let args: Vec<*mut c_void> = args.iter().map(|p| p.cast_mut()).collect();
+        self.busy = true;
+        // SAFETY: forwarded from this function's contract; cuLaunchKernel copies the argument values at
+        // launch time, so they need only live through this call.
+        let r = unsafe {
+            self.stream
+                .launch(&f, GridSize::x(grid), BlockSize::x(block), 0, &args)
+        };
+        r.map_err(dev_err(format!("launch {name}<<<{grid}, {block}>>>")))
+    }
+
+    /// Record `event` on this lane.
+    #[cfg(feature = "bench")]
+    pub(crate) fn record(&mut self, event: &Event) -> Result<(), Error> {
+        self.gpu.enter()?;
+        self.busy = true;
+        event
+            .0
+            .record(&self.stream)
+            .map_err(dev_err("cuEventRecord"))
+    }
+}
+
+fn batch_params(b: &BatchArgs<'_>, a: impl Fn(At<'_>) -> u64) -> abi::GcmxBatchParams {
+    abi::GcmxBatchParams {
+        input: a(b.data),
+        output: a(b.data),
+        aad: a(b.aad),
+        msgs: a(b.msgs),
+        keys: a(b.keys),
+        key_powers: a(b.key_powers),
+        unit_partials: a(b.units),
+        tags: a(b.tags),
+        nmsgs: b.nmsgs,
+        nkeys: b.nkeys,
+        total_lanes: b.total_lanes,
+        decrypt: u32::from(b.dir == Direction::Open),
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        let _ = self.wait();
+        let _ = self.gpu.enter();
+        self.host.clear();
+    }
+}
+
+/// A CUDA event for timing (benchmark only).
+#[cfg(feature = "bench")]
+#[derive(Debug)]
+pub(crate) struct Event(cust::event::Event);
+
+#[cfg(feature = "bench")]
+impl Event {
+    /// A timing event on `gpu`.
+    pub(crate) fn new(gpu: &Gpu) -> Result<Event, Error> {
+        gpu.enter()?;
+        cust::event::Event::new(cust::event::EventFlags::DEFAULT)
+            .map(Event)
+            .map_err(dev_err("cuEventCreate"))
+    }
+
+    /// Wait for the event, then the milliseconds from `start` to it.
+    pub(crate) fn elapsed_ms(&self, start: &Event) -> Result<f32, Error> {
+        self.0
+            .synchronize()
+            .map_err(dev_err("cuEventSynchronize"))?;
+        self.0
+            .elapsed_time_f32(&start.0)
+            .map_err(dev_err("cuEventElapsedTime"))
+    }
+}
+
+// ------------------------------------------------------------------------------------------------------
+// Caller memory
+// ------------------------------------------------------------------------------------------------------
+
+/// Live [`pin_scope`] registrations as (start address, length).
+static PINNED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+fn pinned_covers(start: usize, len: usize) -> bool {
+    super::region_covers(&lock(&PINNED), start, len)
+}
+
+/// A host range page-locked for one [`direct_io`] call (or covered by a live [`pin_scope`]).
+struct Registration {
+    gpu: Arc<Gpu>,
+    ptr: *mut c_void,
+    /// False when a live scope registered the range (then it is not ours to unregister).
+    owned: bool,
+}
+
+impl Registration {
+    /// Page-lock `host` for this call; `None` if the driver refuses (the caller stages instead).
+    ///
+    /// A range inside a live [`pin_scope`] is used as is. A range the driver reports as already
+    /// registered by someone else may be only partly page-locked, so it is refused.
+    fn for_call(gpu: &Arc<Gpu>, host: &mut [u8]) -> Option<Registration> {
+        if host.is_empty() {
+            return None;
+        }
+        let ptr = host.as_mut_ptr().cast::<c_void>();
+        if pinned_covers(ptr as usize, host.len()) {
+            return Some(Registration {
+                gpu: gpu.clone(),
+                ptr,
+                owned: false,
+            });
+        }
+        gpu.enter().ok()?;
+        // SAFETY: page-locks a live host range that the caller borrows exclusively for as long as this
+        // registration lives; `Drop` unregisters it after every transfer on it has ended (direct_io).
+        let r = unsafe { cu::cuMemHostRegister_v2(ptr, host.len(), 0) };
+        (r == cu::CUresult::CUDA_SUCCESS).then(|| Registration {
+            gpu: gpu.clone(),
+            ptr,
+            owned: true,
+        })
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if self.owned && self.gpu.enter().is_ok() {
+            // SAFETY: unregisters the range `for_call` registered; no transfer on it is pending.
+            let r = unsafe { cu::cuMemHostUnregister(self.ptr) };
+            let _ = r;
+        }
+    }
+}
+
+/// Transfers between the caller's buffer and device memory, on the lanes of a [`direct_io`] call.
+pub(crate) struct DirectIo<'a> {
+    lanes: &'a mut [Lane],
+    host: *mut u8,
+    len: usize,
+}
+
+impl core::fmt::Debug for DirectIo<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "DirectIo({} bytes, {} lanes)",
+            self.len,
+            self.lanes.len()
+        )
+    }
+}
+
+impl DirectIo<'_> {
+    /// Lane `i` of the call, for launches, memsets and its own staging.
+    pub(crate) fn lane(&mut self, i: usize) -> Result<&mut Lane, Error> {
+        let n = self.lanes.len();
+        self.lanes
+            .get_mut(i)
+            .ok_or_else(|| internal(format!("lane {i} of {n}")))
+    }
+
+    fn host_range(&self, off: usize, n: usize) -> Result<*mut u8, Error> {
+        if off.checked_add(n).is_none_or(|e| e > self.len) {
+            return Err(internal(format!(
+                "caller range {off}+{n} outside {} bytes",
+                self.len
+            )));
+        }
+        Ok(self.host.wrapping_add(off))
+    }
+
+    /// Enqueue on lane `i`: `n` caller bytes from `host_off` to `dst`.
+    pub(crate) fn upload(
+        &mut self,
+        i: usize,
+        host_off: usize,
+        dst: At<'_>,
+        n: usize,
+    ) -> Result<(), Error> {
+        let src = self.host_range(host_off, n)?;
+        let lane = self.lane(i)?;
+        // SAFETY: the source is inside the caller's buffer, which `direct_io` borrows exclusively and
+        // keeps page-locked until every lane of the call has waited for its work (also when the closure
+        // fails or panics).
+        unsafe { lane.htod(src.cast_const(), dst, n) }
+    }
+
+    /// Enqueue on lane `i`: `n` bytes from `src` to the caller's buffer at `host_off`.
+    pub(crate) fn download(
+        &mut self,
+        i: usize,
+        src: At<'_>,
+        host_off: usize,
+        n: usize,
+    ) -> Result<(), Error> {
+        let dst = self.host_range(host_off, n)?;
+        let lane = self.lane(i)?;
+        // SAFETY: as in `upload`, in the other direction: nothing reads or writes the caller's buffer
+        // until `direct_io` has waited for every lane.
+        unsafe { lane.dtoh(src, dst, n) }
+    }
+}
+
+/// Run `f` with transfers in place between `host` (page-locked for the call, or inside a live
+/// [`pin_scope`]) and device memory on `lanes`; wait for every lane before returning, whatever `f`
+/// returned, and also when it panics. `None` (and `f` not run) when `host` cannot be page-locked: the
+/// caller stages through its lanes' own buffers instead.
+pub(crate) fn direct_io<R>(
+    gpu: &Arc<Gpu>,
+    lanes: &mut [Lane],
+    host: &mut [u8],
+    f: impl FnOnce(&mut DirectIo<'_>) -> Result<R, Error>,
+) -> Option<Result<R, Error>> {
+    let reg = Registration::for_call(gpu, host)?;
+    let mut io = DirectIo {
+        lanes,
+        host: host.as_mut_ptr(),
+        len: host.len(),
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut io)));
+    let mut waited = Ok(());
+    for lane in io.lanes.iter_mut() {
+        if let Err(e) = lane.wait() {
+            waited = Err(e);
+        }
+    }
+    drop(reg);
+    match r {
+        Ok(r) => Some(r.and_then(|v| waited.map(|()| v))),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Removes a [`pin_scope`] registration when the scope ends (also by a panic).
+struct ScopeGuard<'g> {
+    gpu: &'g Arc<Gpu>,
+    ptr: *mut c_void,
+    len: usize,
+}
+
+impl Drop for ScopeGuard<'_> {
+    fn drop(&mut self) {
+        {
+            let mut list = lock(&PINNED);
+            if let Some(i) = list
+                .iter()
+                .position(|&e| e == (self.ptr as usize, self.len))
+            {
+                list.swap_remove(i);
+            }
+        }
+        if self.gpu.enter().is_ok() {
+            // SAFETY: unregisters the range `pin_scope` registered. Every transfer on it ran inside a
+            // call that borrowed the memory from the scope's closure, and all of them returned (having
+            // waited) before the closure did.
+            let r = unsafe { cu::cuMemHostUnregister(self.ptr) };
+            let _ = r;
+        }
+    }
+}
+
+/// Page-lock `buf` for the duration of `f` (for every device: portable), so that calls inside `f`
+/// transfer it in place without registering it each time. The registration ends when `f` returns or
+/// panics, before the borrow of `buf` does.
+pub(crate) fn pin_scope<R>(
+    gpu: &Arc<Gpu>,
+    buf: &mut [u8],
+    f: impl FnOnce(&mut [u8]) -> R,
+) -> Result<R, Error> {
+    if buf.is_empty() {
+        return Ok(f(buf));
+    }
+    gpu.enter()?;
+    let ptr = buf.as_mut_ptr().cast::<c_void>();
+    // SAFETY: page-locks the live range that `buf` borrows for this whole call; the guard below
+    // unregisters it before the call returns (or unwinds).
+    let r = unsafe { cu::cuMemHostRegister_v2(ptr, buf.len(), cu::CU_MEMHOSTREGISTER_PORTABLE) };
+    check(r, "cuMemHostRegister")?;
+    lock(&PINNED).push((ptr as usize, buf.len()));
+    let guard = ScopeGuard {
+        gpu,
+        ptr,
+        len: buf.len(),
+    };
+    let out = f(buf);
+    drop(guard);
+    Ok(out)
+}
