@@ -652,6 +652,16 @@ GCMX_AES_HD __forceinline__ void gcmx_aes_ctr_x32_tbl(const uint32_t (&rk01)[8],
     gcmx_aes_ctr_x32_impl<true>(nullptr, rk01, tbl, nr, prefix0, prefix1, prefix2, ctr_first, ctr_stride, ks);
 }
 
+/// gcmx_aes_ctr_x32 as a callable of (ctr_first, ctr_stride, ks) for one key and J0 prefix (the form
+/// the GCM lane functions of ghash.cuh take).
+struct GcmxAesCtrKey {
+    const GcmxAesKey* k;
+    uint32_t p0, p1, p2;
+    GCMX_AES_HD __forceinline__ void operator()(uint32_t ctr_first, uint32_t ctr_stride, uint4 (&ks)[32]) const {
+        gcmx_aes_ctr_x32(*k, p0, p1, p2, ctr_first, ctr_stride, ks);
+    }
+};
+
 /// Fill tbl[GCMX_AES_MASK_WORDS] for key k; entry i = 128 r + p is written by the thread with
 /// tid == i mod nthreads (call from every thread of a block with tid = threadIdx.x,
 /// nthreads = blockDim.x, then synchronize). Branch-free and table-free on the key: the

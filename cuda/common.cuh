@@ -106,8 +106,8 @@ GCMX_HD uint32_t gcmx_u4_word(uint4 v, uint32_t w)
     return w == 0u ? v.x : (w == 1u ? v.y : (w == 2u ? v.z : v.w));
 }
 
-/// Load the first n (< 16) bytes of a block, the rest zero. Only for the last partial block of a message
-/// (public length: branching on n is fine).
+/// Load the first n (<= 16) bytes of a block byte by byte (any alignment), the rest zero: the last partial
+/// block of a message, or a nonce at any offset (public length: branching on n is fine).
 GCMX_HD uint4 gcmx_load_partial(const uint8_t* p, uint32_t n)
 {
     uint32_t w0 = 0u, w1 = 0u, w2 = 0u, w3 = 0u; // scalars, not an array: stays in registers

@@ -29,7 +29,7 @@
 //
 // AES: `gcmx_aes_ctr_x32` from aes_bs.cuh (bitsliced, table-free, constant-time). It is
 // called once per lane per chunk by every lane of a warp at the same point (warp-uniform control flow),
-// but it must not rely on warp-collective operations (the batch kernel calls it per lane).
+// but it must not rely on warp-collective operations (the device-batch kernel calls it per lane).
 // Secrets: the expanded key and the counter block (J0 words, first counter) are read from device memory
 // (GcmxGcmParams.key, .ctr), never from the launch parameters; the AES call loads the words it needs
 // there through the read-only data cache, and the AddRoundKey mask table is built from the key in
@@ -41,17 +41,6 @@
 // Launch: grid = ceil(nblocks / GCMX_FUSED_SPAN), block = GCMX_FUSED_THREADS, params GcmxGcmParams.
 #include "ghash.cuh"
 #include "aes_bs.cuh"
-
-/// Device AES-CTR callable for gcmx_gcm_lane_chunk: key + J0 prefix words.
-struct GcmxDevAesCtr {
-    const GcmxAesKey* key;
-    uint32_t p0, p1, p2;
-    __device__ __forceinline__ void operator()(uint32_t ctr_first, uint32_t ctr_stride,
-                                               uint4 (&ks)[GCMX_AES_BLOCKS_PER_CALL]) const
-    {
-        gcmx_aes_ctr_x32(*key, p0, p1, p2, ctr_first, ctr_stride, ks);
-    }
-};
 
 /// The fused kernels' shared memory: the AddRoundKey mask table of the block's key (gcmx_aes_fill_masks,
 /// first so that it is 16-byte aligned and read as LDS.128) and the stride powers of H. At file scope,
@@ -83,15 +72,6 @@ struct GcmxDevAesCtrDev {
 #pragma unroll
         for (int i = 0; i < 8; ++i) rk01[i] = __ldg(&key->rk[i]);
         gcmx_aes_ctr_x32_tbl(rk01, gcmx_fused_smem.masks, p->nr, p0, p1, p2, first, ctr_stride, ks);
-    }
-};
-
-/// Factory used by the batch kernels: per-message key and J0 prefix.
-struct GcmxDevAesFactory {
-    __device__ __forceinline__ GcmxDevAesCtr at(const GcmxAesKey& k, uint32_t p0, uint32_t p1, uint32_t p2) const
-    {
-        GcmxDevAesCtr a = {&k, p0, p1, p2};
-        return a;
     }
 };
 

@@ -8,7 +8,7 @@
  * BUILD (how crates/gcmx-cuda/build.rs compiles the kernels: ONE fatbin from ONE translation unit)
  * ===================================================================================================
  *   cuda/gcmx_all.cu #includes every kernel file (ghash_clmad.cu, ghash_soft.cu, gcm_fused.cu,
- *   gcm_batch.cu, aes_key.cu, aes_ctr.cu, bandwidth.cu). Compile only that file:
+ *   gcm_dbatch.cu, aes_key.cu, aes_ctr.cu, bandwidth.cu). Compile only that file:
  *
  *     nvcc -fatbin -O3 -std=c++17 -DGCMX_HAVE_CLMAD=1 \
  *          -gencode arch=compute_80,code=sm_80  -gencode arch=compute_86,code=sm_86 \
@@ -70,7 +70,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct, constant or kernel signature below changes. */
-#define GCMX_ABI_VERSION 2u
+#define GCMX_ABI_VERSION 3u
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Basic types                                                                                      */
@@ -239,120 +239,191 @@ typedef struct GcmxExpandParams {
 } GcmxExpandParams;
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Batch (gcm_batch.cu): many independent messages, three launches                                  */
+/* Per-key powers of H (aes_key.cu): gcmx_key_powers                                                */
+/*   launch: grid = ceil(nkeys / GCMX_KEY_POWERS_THREADS), block = GCMX_KEY_POWERS_THREADS.         */
+/*   per key: H = AES_K(0^128), H' = mulX(H), key_powers[k] (layout GcmxKeyPowers).                 */
 /* ---------------------------------------------------------------------------------------------- */
-/*
- * Work split. A message of n = ceil(len/16) blocks is cut into K = ceil(n/1024) "units" of a warp chunk
- * (GCMX_WARP_CHUNK = 1024 blocks), counted from the END: virtually the message is front-padded with
- * P = 1024K - n zero blocks; unit u covers virtual blocks [1024u, 1024u+1024). Units 1..K-1 are full and
- * use a whole warp (g = 32 lanes). Unit 0 holds m = n - 1024(K-1) real blocks (1..1024) and uses only
- * g0 = the smallest power of two >= ceil(m/32) lanes (1, 2, 4, ..., 32) over its last 32*g0 virtual
- * blocks. In a unit of g lanes, group lane i takes the blocks vb + i + g*j, j = 0..31 (one
- * gcmx_aes_ctr_x32 call with stride g), with vb = 1024u for full units and 1024 - 32*g0 for unit 0.
- * Several small units share a warp (different messages and keys in one warp are fine).
- * Lane space: message k owns the global lanes [lane_first, lane_first + 32(K-1) + g0): its full units
- * first (unit u >= 1 at lane_first + 32(u-1)), then unit 0 (at lane_first + 32(K-1)). lane_first must be
- * a multiple of 32 if K > 1, else a multiple of g0, and the messages' lane ranges must be increasing and
- * disjoint (holes are allowed and idle); lane_first must be non-decreasing over msgs[] INCLUDING the
- * zero-length messages (give them the current cursor, as gcmx_batch_plan() does). gcmx_batch_plan()
- * computes one valid plan. Thread t of the units kernel is global lane t; it finds its message by binary
- * search (the largest k with lane_first <= t). Preconditions the host validates (kernels do not check):
- * key_index < nkeys, every range inside its buffer, 16-byte aligned data_off / aad_off, unit_first
- * ranges disjoint inside unit_partials, nr of every key in {10, 12, 14}.
- * Each unit writes its POLYVAL value to unit_partials[unit_first + u]; the tags kernel folds them with
- * Q_1024 (S_C = fold(S*h^1024 + Z_u)), hashes the AAD (one thread, Horner), computes
- * S = ((Z_A * h^n) ^ S_C ^ L) * h with L = [aad bits, ct bits], and tag = S (as bytes) XOR E_K(J0).
- * Messages with len = 0 own no lanes and no units (K = 0).
- *
- * Launches, in order, on one stream:
- *   1. gcmx_batch_key_powers  grid = ceil(nkeys / GCMX_BATCH_KEY_THREADS),  block = GCMX_BATCH_KEY_THREADS
- *      per key: H = AES_K(0^128), H' = mulX(H), key_powers[key] (layout GcmxKeyPowers).
- *   2. gcmx_batch_units       grid = ceil(total_lanes / GCMX_BATCH_UNIT_THREADS), block = GCMX_BATCH_UNIT_THREADS
- *      CTR + GHASH of every unit: writes out and unit_partials.
- *   3. gcmx_batch_tags        grid = ceil(nmsgs / GCMX_BATCH_TAG_THREADS), block = GCMX_BATCH_TAG_THREADS
- *      per message: AAD hash, combination, length block, E_K(J0); writes tags[tag_slot] (16 bytes).
- * (Launch 1 may be skipped when key_powers is still valid for the same keys.) All kernels take the same
- * GcmxBatchParams by value. Decryption: the host compares tags (constant time) and wipes on mismatch.
- */
-#define GCMX_BATCH_UNIT_THREADS 128u
-#define GCMX_BATCH_KEY_THREADS 64u
-#define GCMX_BATCH_TAG_THREADS 128u
-#define GCMX_BATCH_UNIT_BLOCKS GCMX_WARP_CHUNK     /* 1024 blocks = 16 KiB per full unit */
+#define GCMX_KEY_POWERS_THREADS 64u
 #define GCMX_KEY_POW_LINEAR 128u                   /* Q_1..Q_128 */
 #define GCMX_KEY_POW_POW2 32u                      /* Q_(2^i), i = 0..31 */
 
-/** Per-key power table, written by gcmx_batch_key_powers. q[k-1] = Q_k (k = 1..128), pow2[i] = Q_(2^i). */
+/** Per-key power table. q[k-1] = Q_k (k = 1..128), pow2[i] = Q_(2^i). */
 typedef struct GcmxKeyPowers {
     GcmxU128 q[GCMX_KEY_POW_LINEAR];
     GcmxU128 pow2[GCMX_KEY_POW_POW2];
 } GcmxKeyPowers; /* 2560 bytes */
 
-/** One message of a batch (64 bytes). Input and output share the offset. */
-typedef struct GcmxBatchMsg {
-    uint64_t data_off;   /* byte offset of the message in `in` and in `out` (multiple of 16) */
-    uint64_t data_len;   /* message bytes (<= 2^36 - 32, the GCM limit) */
-    uint64_t aad_off;    /* byte offset of the AAD in `aad` (multiple of 16) */
-    uint64_t aad_len;    /* AAD bytes */
-    uint32_t j0[4];      /* J0 as the four little-endian words of a uint4 load of its 16 bytes */
-    uint32_t key_index;  /* index into keys[] and key_powers[] */
-    uint32_t tag_slot;   /* the tag goes to tags + 16*tag_slot */
-    uint32_t lane_first; /* first global lane (see work split); plan with gcmx_batch_plan */
-    uint32_t unit_first; /* first index into unit_partials */
-} GcmxBatchMsg;
-
-typedef struct GcmxBatchParams {
-    uint64_t in;            /* const uint8_t*: all messages' input */
-    uint64_t out;           /* uint8_t*: output (may equal in) */
-    uint64_t aad;           /* const uint8_t*: all AADs */
-    uint64_t msgs;          /* const GcmxBatchMsg[nmsgs], sorted by lane_first */
-    uint64_t keys;          /* const GcmxAesKey[nkeys] */
-    uint64_t key_powers;    /* GcmxKeyPowers[nkeys] (written by launch 1, read by 2 and 3) */
-    uint64_t unit_partials; /* GcmxU128[total units] scratch */
-    uint64_t tags;          /* uint8_t[16 * slots] out */
-    uint32_t nmsgs;
+typedef struct GcmxKeyPowersParams {
+    uint64_t keys;       /* const GcmxAesKey[nkeys] */
+    uint64_t key_powers; /* GcmxKeyPowers[nkeys] out */
     uint32_t nkeys;
-    uint32_t total_lanes;   /* lanes of the units kernel (>= last lane_first + lanes of last message) */
-    uint32_t decrypt;       /* 0: encrypt (hash out), 1: decrypt (hash in) */
-} GcmxBatchParams;
+    uint32_t _pad0;      /* zero */
+} GcmxKeyPowersParams;
 
-/** Units (K) and lanes of the first unit (g0) of a message of `len` bytes; returns the lanes it owns. */
-GCMX_ABI_FN uint32_t gcmx_batch_msg_units(uint64_t len, uint32_t* nunits, uint32_t* g0)
+/* ---------------------------------------------------------------------------------------------- */
+/* Device-resident batches (gcm_dbatch.cu): many messages, ONE cooperative launch                   */
+/* ---------------------------------------------------------------------------------------------- */
+/*
+ * The caller's buffers (device memory, or page-locked host memory the device can address):
+ *   msgs[nmsgs]   GcmxDevMsg descriptors: where each message's data, AAD and nonce are, and its key;
+ *   data          every message's bytes, transformed in place (data_off a multiple of 16);
+ *   aad           every message's AAD (aad_off a multiple of 16);
+ *   nonces        every message's nonce (any offset);
+ *   tags          16 bytes per message, tags + 16 i: written when sealing and in EXPECT mode, read in OPEN mode;
+ *   verdicts      one byte per message: GCMX_VERDICT_*.
+ * The kernel trusts none of the descriptors: each is read ONCE into registers, checked against the
+ * buffer sizes of the launch (overflow-safe, alignment, GCM limits, key < nkeys, nonce_len >= 1) and only
+ * the checked copy (GcmxDbMsg in the scratch) is used afterwards. A message that fails the check is left
+ * untouched, gets verdict GCMX_VERDICT_INVALID and (SEAL, EXPECT) a zero tag.
+ *
+ * Work split. A message of n = ceil(len/16) blocks is front-padded to K = ceil(n/1024) units of 1024
+ * blocks (gcmx_db_units). Units 1..K-1 are "full": one warp, lane i takes virtual blocks 1024u + i + 32j
+ * (j = 0..31) with one gcmx_aes_ctr_x32 call of stride 32. Unit 0 holds the m = n - 1024(K-1) real blocks
+ * at its end and takes g0 = pow2ceil(ceil(m/32)) lanes (1, 2, ..., 32): lane i takes virtual blocks
+ * 1024 - 32 g0 + i + g0 j (stride g0). E_K(J0) is the keystream of the virtual block just before real
+ * block 0 (counter ctr0): when m < 32 g0 that block lies in unit 0's range and the lane computing it
+ * stores it ("free slot"); otherwise, and for empty messages, one more lane computes it alone (a "J0
+ * unit": one call with stride 1 from ctr0, no data). Every lane of every kind does exactly one AES call,
+ * so all work items cost the same.
+ * Columns: 0 = full units (K-1 per message), 1..6 = unit 0 of class g0 = 1, 2, 4, 8, 16, 32, 7 = J0 units.
+ * Rounds: a warp-wide work item. Round regions in column order: column 0 has one round per full unit,
+ * column c in 1..6 packs 32/g0 units per round, column 7 packs 32 J0 units per round. Message order is
+ * kept inside every column (prefix sums), so the work of a round is found by a binary search over the
+ * messages' first full unit (column 0) or read from a per-column list of message indices (1..7).
+ * Hash: a lane's Horner state over its blocks (stride g, powers Q_g..Q_4g) times Q_(g-i), XOR-ed over the
+ * unit's g lanes (warp shuffles), is the unit's value Z_u; Z_u h^(1024 (K-1-u)) is XOR-ed (atomically)
+ * into the message's accumulator, which ends as the ciphertext's POLYVAL value S_C. Per message:
+ * Z_A = AAD value, S = ((Z_A h^n) ^ S_C ^ [bitlen(A) || bitlen(C)]) h, tag = S ^ E_K(J0).
+ *
+ * Phases, separated by grid-wide barriers (cooperative launch: every thread block resident):
+ *   P1  per message (thread block b takes the contiguous range [b ceil(n/G), ...)): check, J0 (from
+ *       the nonce: 12 bytes directly, else GHASH with the key's powers; GCMX_DB_J0_GIVEN: the nonce field
+ *       holds J0 itself, 16 bytes), the checked copy, zero accumulator; column counts per thread block.
+ *   P2  prefix sums: over the thread blocks' column counts, then inside each thread block's range;
+ *       writes each message's first full unit and its place in the column lists.
+ *   P3  rounds, strided over the grid's warps: CTR + GHASH of every unit, E_K(J0).
+ *   P4  per message: AAD hash, tag; SEAL/EXPECT write it, OPEN compares the first tag_len bytes with
+ *       tags[i] in constant time; verdicts; J0, E_K(J0) and the accumulator are zeroed in the scratch.
+ *   P5  OPEN only, when a tag was wrong: the rounds again, zeroing every block of a refused message.
+ * Barriers: GCMX_DB_BARRIERS per launch on the scratch's counter (thread 0 of each block: fence, atomic
+ * add, spin with acquire loads until the count reaches bar_base + k * gridDim.x; the host tracks the count,
+ * which is never reset).
+ *
+ * Launch: gcmx_dbatch_seal1 / gcmx_dbatch_open1 (nkeys == 1: round keys from a shared-memory mask table)
+ * or gcmx_dbatch_sealn / gcmx_dbatch_openn (any nkeys: round keys from the key in device memory), with
+ * cuLaunchCooperativeKernel, block = GCMX_DB_THREADS, grid <= the device's resident limit for the kernel.
+ * Any grid size is correct. Params GcmxDbParams by value (addresses, sizes, counts, modes: no secret).
+ */
+#define GCMX_DB_THREADS 128u
+#define GCMX_DB_WARPS (GCMX_DB_THREADS / GCMX_WARP_SIZE)
+#define GCMX_DB_COLS 8u
+#define GCMX_DB_COL_FULL 0u
+#define GCMX_DB_COL_J0 7u
+#define GCMX_DB_BARRIERS 4u
+#define GCMX_DB_UNIT_BLOCKS GCMX_WARP_CHUNK       /* 1024 blocks = 16 KiB per unit */
+#define GCMX_DB_UNIT_LOG2 10u
+
+#define GCMX_DB_SEAL 0u    /* encrypt, write tags */
+#define GCMX_DB_OPEN 1u    /* decrypt, compare with tags, verdicts, wipe refused messages */
+#define GCMX_DB_EXPECT 2u  /* decrypt, write the expected tags (the caller compares) */
+#define GCMX_DB_J0_GIVEN 1u /* flag: each nonce field holds J0 (nonce_len 16) */
+
+#define GCMX_VERDICT_OK 0u
+#define GCMX_VERDICT_REFUSED 1u
+#define GCMX_VERDICT_INVALID 2u
+
+/** Longest plaintext GCM allows: 2^36 - 32 bytes. */
+#define GCMX_P_MAX ((1ull << 36) - 32u)
+/** Longest AAD GCM allows, in bytes (2^64 - 1 bits rounded down). */
+#define GCMX_A_MAX ((1ull << 61) - 1u)
+
+/** One message of a device-resident batch (48 bytes, 8-byte aligned), as the caller writes it. */
+typedef struct GcmxDevMsg {
+    uint64_t data_off;  /* byte offset in data, a multiple of 16 */
+    uint64_t data_len;  /* bytes, <= GCMX_P_MAX */
+    uint64_t aad_off;   /* byte offset in aad, a multiple of 16 */
+    uint64_t aad_len;   /* bytes */
+    uint64_t nonce_off; /* byte offset in nonces (any) */
+    uint32_t nonce_len; /* bytes, >= 1 */
+    uint32_t key;       /* key index, < nkeys */
+} GcmxDevMsg;
+
+/** The checked copy of a descriptor, in the scratch (64 bytes). */
+typedef struct GcmxDbMsg {
+    uint64_t data_off;
+    uint64_t data_len;
+    uint64_t aad_off;
+    uint64_t aad_len;
+    uint32_t j0[4];      /* J0 as four little-endian words (secret for nonces that are not 12 bytes) */
+    uint32_t key;
+    uint32_t info;       /* GCMX_DB_INFO_* */
+    uint64_t full_first; /* index of the message's first full unit in column 0 */
+} GcmxDbMsg;
+
+#define GCMX_DB_INFO_VALID 1u
+#define GCMX_DB_INFO_J0UNIT 2u   /* E_K(J0) needs a J0 unit */
+#define GCMX_DB_INFO_REFUSED 4u  /* OPEN: the tag was wrong */
+#define GCMX_DB_INFO_COL_SHIFT 4u /* bits 4..7: column of unit 0 (1..6), 0 when K = 0 */
+
+typedef struct GcmxDbParams {
+    uint64_t msgs;       /* const GcmxDevMsg[nmsgs] */
+    uint64_t data;       /* uint8_t[data_len], 16-byte aligned */
+    uint64_t data_len;
+    uint64_t aad;        /* const uint8_t[aad_len], 16-byte aligned */
+    uint64_t aad_len;
+    uint64_t nonces;     /* const uint8_t[nonces_len] */
+    uint64_t nonces_len;
+    uint64_t tags;       /* uint8_t[16 nmsgs], 16-byte aligned */
+    uint64_t verdicts;   /* uint8_t[nmsgs] */
+    uint64_t keys;       /* const GcmxAesKey[nkeys] */
+    uint64_t key_powers; /* const GcmxKeyPowers[nkeys] */
+    uint64_t scratch;    /* gcmx_db_scratch_bytes(nmsgs, grid) bytes, 256-byte aligned */
+    uint32_t nmsgs;      /* < 2^31 */
+    uint32_t nkeys;
+    uint32_t nr;         /* rounds of key 0 (the one-key kernels; its length, not secret) */
+    uint32_t mode;       /* GCMX_DB_SEAL / OPEN / EXPECT */
+    uint32_t tag_len;    /* OPEN: bytes of each tag compared (1..16) */
+    uint32_t flags;      /* GCMX_DB_J0_GIVEN */
+    uint32_t bar_base;   /* the barrier counter's value when this launch starts */
+    uint32_t _pad0;      /* zero */
+} GcmxDbParams;
+
+/** Units K, lanes of unit 0 (g0) and whether unit 0 has the free slot for E_K(J0), for len bytes. */
+GCMX_ABI_FN uint32_t gcmx_db_units(uint64_t len, uint32_t* g0, uint32_t* free_slot)
 {
     uint64_t n = (len + 15u) / 16u;
-    uint64_t k = (n + GCMX_BATCH_UNIT_BLOCKS - 1u) / GCMX_BATCH_UNIT_BLOCKS;
+    uint64_t k = (n + GCMX_DB_UNIT_BLOCKS - 1u) / GCMX_DB_UNIT_BLOCKS;
     uint32_t g = 1u;
-    if (k == 0u) {
-        *nunits = 0u;
-        *g0 = 0u;
-        return 0u;
-    }
+    *g0 = 0u;
+    *free_slot = 0u;
+    if (k == 0u) return 0u;
     {
-        uint64_t m = n - GCMX_BATCH_UNIT_BLOCKS * (k - 1u);                 /* 1..1024 */
-        uint64_t need = (m + GCMX_AES_BLOCKS_PER_CALL - 1u) / GCMX_AES_BLOCKS_PER_CALL; /* 1..32 lanes */
+        uint64_t m = n - GCMX_DB_UNIT_BLOCKS * (k - 1u);                                  /* 1..1024 */
+        uint64_t need = (m + GCMX_AES_BLOCKS_PER_CALL - 1u) / GCMX_AES_BLOCKS_PER_CALL; /* 1..32 */
         while ((uint64_t)g < need) g <<= 1;
+        *g0 = g;
+        *free_slot = m < (uint64_t)GCMX_AES_BLOCKS_PER_CALL * g ? 1u : 0u;
     }
-    *nunits = (uint32_t)k;
-    *g0 = g;
-    return (uint32_t)(GCMX_WARP_SIZE * (k - 1u)) + g;
+    return (uint32_t)k;
 }
 
-/** One valid plan: fills lane_first and unit_first of msgs[0..n) (in this order) and returns the total
- *  lanes; *total_units receives the number of unit partials. The Rust driver may mirror this exactly. */
-GCMX_ABI_FN uint32_t gcmx_batch_plan(GcmxBatchMsg* msgs, uint32_t n, uint32_t* total_units)
+/* Scratch layout (bytes from `scratch`; all offsets 256-byte aligned):
+ *   0                      barrier counter (u32), refused flag (u32)
+ *   GCMX_DB_SCR_BLK        column counts per thread block: uint64_t[grid][GCMX_DB_COLS]
+ *   gcmx_db_scr_msgs()     GcmxDbMsg[n]
+ *   + 64 n                 accumulators GcmxU128[n]
+ *   + 16 n                 E_K(J0) blocks uint8_t[16 n]
+ *   + 16 n                 column lists uint32_t[2 n] */
+#define GCMX_DB_SCR_BLK 256u
+#define GCMX_DB_ALIGN(x) (((x) + 255u) / 256u * 256u)
+GCMX_ABI_FN uint64_t gcmx_db_scr_msgs(uint32_t grid)
 {
-    uint32_t lane = 0u, unit = 0u, i;
-    for (i = 0u; i < n; i++) {
-        uint32_t k, g0, lanes = gcmx_batch_msg_units(msgs[i].data_len, &k, &g0);
-        uint32_t align = (k > 1u) ? GCMX_WARP_SIZE : (k == 1u ? g0 : 1u);
-        lane = (lane + align - 1u) / align * align;
-        msgs[i].lane_first = lane;
-        msgs[i].unit_first = unit;
-        lane += lanes;
-        unit += k;
-    }
-    *total_units = unit;
-    return lane;
+    return GCMX_DB_ALIGN((uint64_t)GCMX_DB_SCR_BLK + 8u * GCMX_DB_COLS * (uint64_t)grid);
 }
+GCMX_ABI_FN uint64_t gcmx_db_scr_acc(uint32_t n, uint32_t grid) { return gcmx_db_scr_msgs(grid) + GCMX_DB_ALIGN(64u * (uint64_t)n); }
+GCMX_ABI_FN uint64_t gcmx_db_scr_ekj0(uint32_t n, uint32_t grid) { return gcmx_db_scr_acc(n, grid) + GCMX_DB_ALIGN(16u * (uint64_t)n); }
+GCMX_ABI_FN uint64_t gcmx_db_scr_slots(uint32_t n, uint32_t grid) { return gcmx_db_scr_ekj0(n, grid) + GCMX_DB_ALIGN(16u * (uint64_t)n); }
+GCMX_ABI_FN uint64_t gcmx_db_scratch_bytes(uint32_t n, uint32_t grid) { return gcmx_db_scr_slots(n, grid) + GCMX_DB_ALIGN(8u * (uint64_t)n); }
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Power-table fill on the device: gcmx_fill_powers                                                  */
@@ -389,7 +460,7 @@ typedef struct GcmxBwParams {
 /* ---------------------------------------------------------------------------------------------- */
 /* gcmx_abi_info(uint64_t out): launch <<<1,1>>>; writes GCMX_ABI_INFO_WORDS uint32_t to out:       */
 /*   [0] GCMX_ABI_VERSION, [1] have_clmad (1 when the fatbin was built with clmad), [2] GCMX_GHASH_THREADS, */
-/*   [3] GCMX_GHASH_SPAN, [4] GCMX_FUSED_THREADS, [5] GCMX_FUSED_SPAN, [6] GCMX_BATCH_UNIT_BLOCKS,   */
+/*   [3] GCMX_GHASH_SPAN, [4] GCMX_FUSED_THREADS, [5] GCMX_FUSED_SPAN, [6] GCMX_DB_UNIT_BLOCKS,      */
 /*   [7] sizeof(GcmxGcmParams). The driver compares these with its mirrored constants at load time.  */
 /* ---------------------------------------------------------------------------------------------- */
 #define GCMX_ABI_INFO_WORDS 8u
@@ -402,7 +473,8 @@ typedef struct GcmxBwParams {
  *   gcmx_aes_ctr(uint64_t key, uint32_t nr, uint32_t j0w0, uint32_t j0w1, uint32_t j0w2, uint32_t ctr0,
  *                uint64_t data, uint64_t nbytes)   keystream only, for the benchmark (aes_ctr.cu);
  *                key = const GcmxAesKey*, nr = its rounds
- *   gcmx_batch_key_powers(GcmxBatchParams), gcmx_batch_units(GcmxBatchParams), gcmx_batch_tags(GcmxBatchParams)
+ *   gcmx_key_powers(GcmxKeyPowersParams)
+ *   gcmx_dbatch_seal1, gcmx_dbatch_open1, gcmx_dbatch_sealn, gcmx_dbatch_openn (GcmxDbParams), cooperative
  *   gcmx_fill_powers(GcmxFillPowersParams)
  *   gcmx_bw_read(GcmxBwParams), gcmx_bw_copy(GcmxBwParams)
  *   gcmx_abi_info(uint64_t out)
@@ -422,8 +494,10 @@ GCMX_STATIC_ASSERT(sizeof(GcmxGcmParams) == 64, "GcmxGcmParams size");
 GCMX_STATIC_ASSERT(sizeof(GcmxRawKey) == 36, "GcmxRawKey size");
 GCMX_STATIC_ASSERT(sizeof(GcmxExpandParams) == 24, "GcmxExpandParams size");
 GCMX_STATIC_ASSERT(sizeof(GcmxKeyPowers) == 2560, "GcmxKeyPowers size");
-GCMX_STATIC_ASSERT(sizeof(GcmxBatchMsg) == 64, "GcmxBatchMsg size");
-GCMX_STATIC_ASSERT(sizeof(GcmxBatchParams) == 80, "GcmxBatchParams size");
+GCMX_STATIC_ASSERT(sizeof(GcmxKeyPowersParams) == 24, "GcmxKeyPowersParams size");
+GCMX_STATIC_ASSERT(sizeof(GcmxDevMsg) == 48, "GcmxDevMsg size");
+GCMX_STATIC_ASSERT(sizeof(GcmxDbMsg) == 64, "GcmxDbMsg size");
+GCMX_STATIC_ASSERT(sizeof(GcmxDbParams) == 128, "GcmxDbParams size");
 GCMX_STATIC_ASSERT(sizeof(GcmxFillPowersParams) == 40, "GcmxFillPowersParams size");
 GCMX_STATIC_ASSERT(sizeof(GcmxBwParams) == 24, "GcmxBwParams size");
 

@@ -13,7 +13,7 @@
 #include "ghash_soft.cu"
 #include "bandwidth.cu"
 #include "gcm_fused.cu"
-#include "gcm_batch.cu"
+#include "gcm_dbatch.cu"
 #include "aes_key.cu"
 #include "aes_ctr.cu"
 
@@ -34,6 +34,6 @@ extern "C" __global__ void gcmx_abi_info(uint64_t out)
     w[3] = GCMX_GHASH_SPAN;
     w[4] = GCMX_FUSED_THREADS;
     w[5] = GCMX_FUSED_SPAN;
-    w[6] = GCMX_BATCH_UNIT_BLOCKS;
+    w[6] = GCMX_DB_UNIT_BLOCKS;
     w[7] = (uint32_t)sizeof(GcmxGcmParams);
 }

@@ -504,99 +504,17 @@ GCMX_HD GcmxU128 gcmx_gcm_thread(const Aes& aes, const uint8_t* in, uint8_t* out
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Batch (gcm_batch.cu; work split documented in gcmx_abi.h). Per-thread functions shared with the host
-// emulation. `Aes` here is a factory: aes.at(key, prefix0, prefix1, prefix2) returns a callable like the
-// one gcmx_gcm_lane_chunk takes.
+// Per-key powers and whole byte strings (the device-resident batch kernel, gcm_dbatch.cu, and the key
+// powers kernel, aes_key.cu; shared with the host emulation). `Aes` is a callable like the one
+// gcmx_gcm_lane_chunk takes, for the key in question.
 // ---------------------------------------------------------------------------------------------------
-
-/// Index of the message owning global lane L: the largest k with msgs[k].lane_first <= L (lane_first
-/// non-decreasing), or n when none. The caller still checks L < lane_first + lanes.
-GCMX_HD uint32_t gcmx_batch_find(const GcmxBatchMsg* msgs, uint32_t n, uint32_t lane)
-{
-    uint32_t lo = 0u, hi = n; // answer in [lo - 1, hi); invariant: msgs[k].lane_first <= lane for k < lo
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2u;
-        if (msgs[mid].lane_first <= lane) lo = mid + 1u;
-        else hi = mid;
-    }
-    return lo == 0u ? n : lo - 1u;
-}
-
-/// What a lane of gcmx_batch_units does.
-struct GcmxBatchLane {
-    uint32_t active; // 0: idle lane (alignment hole or past the end)
-    uint32_t msg;    // message index
-    uint32_t unit;   // unit index u within the message (0 = the short front unit)
-    uint32_t i;      // lane within the unit's group
-    uint32_t g;      // lanes in the group (1 for idle lanes)
-};
-
-GCMX_HD GcmxBatchLane gcmx_batch_lane_of(const GcmxBatchMsg* msgs, uint32_t nmsgs, uint32_t lane)
-{
-    GcmxBatchLane r;
-    r.active = 0u;
-    r.msg = 0u;
-    r.unit = 0u;
-    r.i = 0u;
-    r.g = 1u;
-    const uint32_t k = gcmx_batch_find(msgs, nmsgs, lane);
-    if (k >= nmsgs) return r;
-    uint32_t nunits, g0;
-    const uint32_t lanes = gcmx_batch_msg_units(msgs[k].data_len, &nunits, &g0);
-    const uint32_t local = lane - msgs[k].lane_first;
-    if (local >= lanes) return r;
-    const uint32_t full_lanes = GCMX_WARP_SIZE * (nunits - 1u);
-    r.active = 1u;
-    r.msg = k;
-    if (local < full_lanes) {
-        r.unit = 1u + local / GCMX_WARP_SIZE;
-        r.i = local % GCMX_WARP_SIZE;
-        r.g = GCMX_WARP_SIZE;
-    } else {
-        r.unit = 0u;
-        r.i = local - full_lanes;
-        r.g = g0;
-    }
-    return r;
-}
-
-/// Units kernel, one lane: CTR + GHASH of its part of the unit. Returns the lane's term
-/// dot(acc, Q_(g-i)); the XOR of the terms of a unit's g lanes is the unit's partial.
-GCMX_EXEC_CHECK_DISABLE
-template <bool CL, bool DECRYPT, class AesFactory>
-GCMX_HD GcmxU128 gcmx_batch_unit_lane(const AesFactory& aesf, const GcmxBatchParams& p, const GcmxBatchLane& a)
-{
-    const GcmxBatchMsg* msgs = reinterpret_cast<const GcmxBatchMsg*>(p.msgs);
-    const GcmxBatchMsg& msg = msgs[a.msg];
-    const GcmxKeyPowers& kp = reinterpret_cast<const GcmxKeyPowers*>(p.key_powers)[msg.key_index];
-    const GcmxAesKey& key = reinterpret_cast<const GcmxAesKey*>(p.keys)[msg.key_index];
-    uint32_t nunits, g0;
-    (void)gcmx_batch_msg_units(msg.data_len, &nunits, &g0);
-    const uint64_t nblocks = (msg.data_len + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
-    const uint64_t pad = (uint64_t)GCMX_BATCH_UNIT_BLOCKS * nunits - nblocks;
-    const GcmxMsgView m = gcmx_msg_view(msg.data_len, pad);
-    const uint64_t vb = a.unit == 0u ? (uint64_t)GCMX_BATCH_UNIT_BLOCKS - (uint64_t)GCMX_AES_BLOCKS_PER_CALL * a.g
-                                     : (uint64_t)GCMX_BATCH_UNIT_BLOCKS * a.unit;
-    const uint32_t g = a.g;
-    const GcmxU128 pw[GCMX_BLOCKS_PER_REDUCTION] = {kp.q[g - 1u], kp.q[2u * g - 1u], kp.q[3u * g - 1u],
-                                                    kp.q[4u * g - 1u]};
-    const uint32_t ctr_first = gcmx_bswap32(msg.j0[3]) + 1u;
-    const uint8_t* in = reinterpret_cast<const uint8_t*>(p.in) + msg.data_off;
-    uint8_t* out = reinterpret_cast<uint8_t*>(p.out) + msg.data_off;
-    GcmxU128 acc = gcmx_gcm_lane_chunk<CL, DECRYPT>(aesf.at(key, msg.j0[0], msg.j0[1], msg.j0[2]), in, out, m, vb,
-                                                    a.i, g, ctr_first, pw, gcmx_u128(0u, 0u));
-    return gcmx_dot<CL>(acc, kp.q[g - a.i - 1u]);
-}
 
 /// Key-powers kernel, one key: H = AES_K(0^128), H' = mulX(H), q[k-1] = Q_k, pow2[i] = Q_(2^i).
 GCMX_EXEC_CHECK_DISABLE
-template <bool CL, class AesFactory>
-GCMX_HD void gcmx_batch_key_powers_thread(const AesFactory& aesf, const GcmxBatchParams& p, uint32_t key_index)
+template <bool CL, class Aes> GCMX_HD void gcmx_key_powers_thread(const Aes& aes, GcmxKeyPowers& kp)
 {
-    const GcmxAesKey& key = reinterpret_cast<const GcmxAesKey*>(p.keys)[key_index];
-    GcmxKeyPowers& kp = reinterpret_cast<GcmxKeyPowers*>(p.key_powers)[key_index];
     uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
-    aesf.at(key, 0u, 0u, 0u)(0u, 1u, ks); // ks[0] = AES_K(0^128) = H
+    aes(0u, 1u, ks); // ks[0] = AES_K(0^128) = H (the caller's prefix is zero)
     const GcmxU128 hp = gcmx_mulx(gcmx_block_to_u128(ks[0]));
     GcmxU128 q = hp;
     kp.q[0] = q;
@@ -610,53 +528,54 @@ GCMX_HD void gcmx_batch_key_powers_thread(const AesFactory& aesf, const GcmxBatc
         q = gcmx_dot<CL>(q, q);
         kp.pow2[i] = q;
     }
+    // ks[] held H: clear it (registers or, in a host build, the stack).
+    for (uint32_t j = 0; j < GCMX_AES_BLOCKS_PER_CALL; j++) ks[j] = gcmx_u4(0u, 0u, 0u, 0u);
 }
 
-/// log2 of the unit length (Q_1024 = pow2[GCMX_BATCH_UNIT_LOG2]).
-#define GCMX_BATCH_UNIT_LOG2 10u
-
-/// Tags kernel, one message: S = (((Z_A h^n) ^ S_C ^ L) h), tag = S ^ E_K(J0), 16 bytes to tags[slot].
-GCMX_EXEC_CHECK_DISABLE
-template <bool CL, class AesFactory>
-GCMX_HD void gcmx_batch_tag_thread(const AesFactory& aesf, const GcmxBatchParams& p, uint32_t k)
+/// a h^e for a public e < 2^32, by the bits of e (pow2[i] = Q_(2^i)).
+template <bool CL> GCMX_HD GcmxU128 gcmx_times_hpow(GcmxU128 a, const GcmxKeyPowers& kp, uint64_t e)
 {
-    const GcmxBatchMsg& msg = reinterpret_cast<const GcmxBatchMsg*>(p.msgs)[k];
-    const GcmxKeyPowers& kp = reinterpret_cast<const GcmxKeyPowers*>(p.key_powers)[msg.key_index];
-    const GcmxAesKey& key = reinterpret_cast<const GcmxAesKey*>(p.keys)[msg.key_index];
-    const GcmxU128* partials = reinterpret_cast<const GcmxU128*>(p.unit_partials) + msg.unit_first;
-    uint32_t nunits, g0;
-    (void)gcmx_batch_msg_units(msg.data_len, &nunits, &g0);
-    // Ciphertext value: fold the equal-length (1024-block) unit partials.
-    GcmxU128 sc = gcmx_u128(0u, 0u);
-    for (uint32_t u = 0; u < nunits; u++) {
-        sc = gcmx_xor128(gcmx_dot<CL>(sc, kp.pow2[GCMX_BATCH_UNIT_LOG2]), partials[u]);
+    for (uint32_t i = 0; i < GCMX_KEY_POW_POW2 && (e >> i) != 0u; i++) {
+        if ((e >> i) & 1u) a = gcmx_dot<CL>(a, kp.pow2[i]);
     }
-    // AAD value: Horner with stride 1, four blocks per reduction, front-padded to a multiple of 4.
-    const uint64_t na = (msg.aad_len + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
-    const uint64_t apad = (GCMX_BLOCKS_PER_REDUCTION - na % GCMX_BLOCKS_PER_REDUCTION) % GCMX_BLOCKS_PER_REDUCTION;
-    const GcmxMsgView am = gcmx_msg_view(msg.aad_len, apad);
-    const uint8_t* aad = reinterpret_cast<const uint8_t*>(p.aad) + msg.aad_off;
+    return a;
+}
+
+/// The POLYVAL value sum X_i h^(nb-i+1) of the `len` bytes at p (zero-padded to nb whole blocks): Horner
+/// with stride 1, four blocks per reduction, front-padded to a multiple of four, then one multiply by h.
+/// ALIGNED: p is 16-byte aligned and read with 16-byte loads; else byte by byte (nonces at any offset).
+template <bool CL, bool ALIGNED>
+GCMX_HD GcmxU128 gcmx_hash_bytes(const uint8_t* p, uint64_t len, const GcmxKeyPowers& kp)
+{
+    const uint64_t nb = (len + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
+    if (nb == 0u) return gcmx_u128(0u, 0u);
+    const uint64_t pad = (GCMX_BLOCKS_PER_REDUCTION - nb % GCMX_BLOCKS_PER_REDUCTION) % GCMX_BLOCKS_PER_REDUCTION;
+    const GcmxMsgView m = gcmx_msg_view(len, pad);
     const GcmxU128 pw1[GCMX_BLOCKS_PER_REDUCTION] = {kp.q[0], kp.q[1], kp.q[2], kp.q[3]};
     GcmxU128 s = gcmx_u128(0u, 0u);
-    for (uint64_t v = 0; v < na + apad; v += GCMX_BLOCKS_PER_REDUCTION) {
-        s = gcmx_horner4<CL>(s, gcmx_block_to_u128(gcmx_load_virtual(aad, am, v)),
-                             gcmx_block_to_u128(gcmx_load_virtual(aad, am, v + 1u)),
-                             gcmx_block_to_u128(gcmx_load_virtual(aad, am, v + 2u)),
-                             gcmx_block_to_u128(gcmx_load_virtual(aad, am, v + 3u)), pw1);
+    for (uint64_t v = 0; v < nb + pad; v += GCMX_BLOCKS_PER_REDUCTION) {
+        GcmxU128 x[GCMX_BLOCKS_PER_REDUCTION];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+        for (uint32_t k = 0; k < GCMX_BLOCKS_PER_REDUCTION; k++) {
+            uint4 b;
+            if (ALIGNED) {
+                b = gcmx_load_virtual(p, m, v + k);
+            } else {
+                const uint64_t vk = v + k;
+                b = gcmx_u4(0u, 0u, 0u, 0u);
+                if (vk >= m.pad) {
+                    const uint64_t r = vk - m.pad;
+                    const uint64_t left = len - r * GCMX_BLOCK_BYTES;
+                    b = gcmx_load_partial(p + r * GCMX_BLOCK_BYTES, left < GCMX_BLOCK_BYTES ? (uint32_t)left : GCMX_BLOCK_BYTES);
+                }
+            }
+            x[k] = gcmx_block_to_u128(b);
+        }
+        s = gcmx_horner4<CL>(s, x[0], x[1], x[2], x[3], pw1);
     }
-    s = gcmx_dot<CL>(s, kp.q[0]); // Horner leaves the last block unmultiplied: Z_A = (sum X_i h^(na-i)) h
-    // Z_A * h^n, n = ciphertext blocks (public), by the bits of n.
-    const uint64_t n = (msg.data_len + GCMX_BLOCK_BYTES - 1u) / GCMX_BLOCK_BYTES;
-    for (uint32_t i = 0; i < GCMX_KEY_POW_POW2; i++) {
-        if ((n >> i) & 1u) s = gcmx_dot<CL>(s, kp.pow2[i]);
-    }
-    s = gcmx_xor128(s, sc);
-    const GcmxU128 len_block = gcmx_u128(msg.aad_len * 8u, msg.data_len * 8u); // bit lengths, big-endian
-    s = gcmx_dot<CL>(gcmx_xor128(s, len_block), kp.q[0]);
-    uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
-    aesf.at(key, msg.j0[0], msg.j0[1], msg.j0[2])(gcmx_bswap32(msg.j0[3]), 1u, ks); // ks[0] = E_K(J0)
-    gcmx_store16(reinterpret_cast<uint8_t*>(p.tags) + (uint64_t)GCMX_BLOCK_BYTES * msg.tag_slot,
-                 gcmx_xor4(gcmx_u128_to_block(s), ks[0]));
+    return gcmx_dot<CL>(s, kp.q[0]); // Horner leaves the last block unmultiplied
 }
 
 /// Warp-strided power table entry i (see gcmx_abi.h) from H'.

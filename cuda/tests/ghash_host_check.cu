@@ -9,12 +9,13 @@
 //   * AES: a plain byte-oriented FIPS-197 implementation (host only; the stand-in for aes_bs.cuh's
 //     gcmx_aes_ctr_x32 with the same interface), and GCM (J0 for any IV length, CTR, tag);
 //   * full messages: the GHASH kernel, the fused kernel (encrypt, decrypt, in place, split launches,
-//     counter wrap) and the three batch kernels are emulated thread by thread through the very
-//     functions the kernels call (gcmx_ghash_thread, gcmx_gcm_thread, gcmx_batch_*), including the
-//     warp-shuffle group reduction of the batch kernel, and compared with the references;
+//     counter wrap) and the device-resident batch kernel (seal, expect, open with forged tags, invalid
+//     descriptors, J0 given) are emulated thread by thread through the very functions the kernels call
+//     (gcmx_ghash_thread, gcmx_gcm_thread, gcmx_db_*), including the warp-shuffle group reduction of the
+//     batch kernel, and compared with the references;
 //   * optionally (argument: a vector file written by run_host_check.sh with Python `cryptography`),
 //     AES-GCM ciphertexts and tags of random messages through the reference, the fused emulation and the
-//     batch emulation.
+//     device-batch emulation.
 // Memory layout: messages live in std::vector buffers of exactly their length (build with
 // -fsanitize=address to catch any read or write past a message).
 //
@@ -28,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "ghash.cuh"
+#include "dbatch.cuh"
 
 // Under nvcc, the bitsliced AES of cuda/aes_bs.cuh compiles for the host too: the fused and
 // batch emulations then also run with the real gcmx_aes_ctr_x32 (integration check).
@@ -231,18 +232,10 @@ struct RefAesFactory {
 };
 
 #if HAVE_REAL_AES
-struct RealAesCtr {
-    const GcmxAesKey* k;
-    uint32_t p0, p1, p2;
-    void operator()(uint32_t ctr_first, uint32_t ctr_stride, uint4 (&ks)[GCMX_AES_BLOCKS_PER_CALL]) const
-    {
-        gcmx_aes_ctr_x32(*k, p0, p1, p2, ctr_first, ctr_stride, ks);
-    }
-};
 struct RealAesFactory {
-    RealAesCtr at(const GcmxAesKey& k, uint32_t p0, uint32_t p1, uint32_t p2) const
+    GcmxAesCtrKey at(const GcmxAesKey& k, uint32_t p0, uint32_t p1, uint32_t p2) const
     {
-        RealAesCtr a = {&k, p0, p1, p2};
+        GcmxAesCtrKey a = {&k, p0, p1, p2};
         return a;
     }
 };
@@ -612,124 +605,6 @@ struct BatchCase {
     uint8_t tag[16];
 };
 
-// Runs the three batch kernels' per-thread functions over all messages; `decrypt` selects direction.
-// Returns the output buffer and the tags.
-template <class Factory = RefAesFactory>
-static void emulate_batch(const std::vector<BatchCase>& cases, bool decrypt, std::vector<uint8_t>& out_all,
-                          std::vector<uint8_t>& tags, uint32_t* lanes_used, bool inplace = false)
-{
-    // Keys: one entry per distinct case key (here: one per case, some cases share by index below).
-    std::vector<GcmxAesKey> keys;
-    std::vector<GcmxBatchMsg> msgs(cases.size());
-    std::vector<uint8_t> in_all, aad_all;
-    for (size_t k = 0; k < cases.size(); k++) {
-        const BatchCase& c = cases[k];
-        // Share a key among consecutive cases with equal keys.
-        if (keys.empty() || k == 0 || c.key != cases[k - 1].key)
-            keys.push_back(aes_expand_ref(c.key.data(), (int)c.key.size()));
-        GcmRef g = gcm_setup_ref(c.key.data(), (int)c.key.size(), c.iv.data(), c.iv.size());
-        GcmxBatchMsg& m = msgs[k];
-        memset(&m, 0, sizeof m);
-        const std::vector<uint8_t>& src = decrypt ? c.ct : c.pt;
-        m.data_off = in_all.size();
-        m.data_len = src.size();
-        in_all.insert(in_all.end(), src.begin(), src.end());
-        in_all.resize((in_all.size() + 15) / 16 * 16, 0xEE); // next message 16-aligned; filler never read
-        m.aad_off = aad_all.size();
-        m.aad_len = c.aad.size();
-        aad_all.insert(aad_all.end(), c.aad.begin(), c.aad.end());
-        aad_all.resize((aad_all.size() + 15) / 16 * 16, 0xEE);
-        memcpy(m.j0, g.j0, 16);
-        m.key_index = (uint32_t)keys.size() - 1;
-        m.tag_slot = (uint32_t)(cases.size() - 1 - k); // reversed, to exercise the slot indirection
-    }
-    uint32_t total_units = 0;
-    uint32_t total_lanes = gcmx_batch_plan(msgs.data(), (uint32_t)msgs.size(), &total_units);
-    *lanes_used = total_lanes;
-    std::vector<GcmxKeyPowers> kp(keys.size());
-    std::vector<GcmxU128> partials(total_units + 1);
-    out_all.assign(in_all.size(), 0x77);
-    tags.assign(16 * cases.size(), 0);
-    GcmxBatchParams p;
-    memset(&p, 0, sizeof p);
-    p.in = (uint64_t)(uintptr_t)in_all.data();
-    p.out = (uint64_t)(uintptr_t)(inplace ? in_all.data() : out_all.data());
-    p.aad = (uint64_t)(uintptr_t)aad_all.data();
-    p.msgs = (uint64_t)(uintptr_t)msgs.data();
-    p.keys = (uint64_t)(uintptr_t)keys.data();
-    p.key_powers = (uint64_t)(uintptr_t)kp.data();
-    p.unit_partials = (uint64_t)(uintptr_t)partials.data();
-    p.tags = (uint64_t)(uintptr_t)tags.data();
-    p.nmsgs = (uint32_t)msgs.size();
-    p.nkeys = (uint32_t)keys.size();
-    p.total_lanes = total_lanes;
-    p.decrypt = decrypt ? 1u : 0u;
-    Factory f;
-    // Launch 1.
-    for (uint32_t k = 0; k < p.nkeys; k++) gcmx_batch_key_powers_thread<false>(f, p, k);
-    // Launch 2, warp by warp, with the same shuffle reduction as the device (gcm_batch.cu).
-    uint32_t grid = (total_lanes + GCMX_BATCH_UNIT_THREADS - 1) / GCMX_BATCH_UNIT_THREADS;
-    for (uint32_t wbase = 0; wbase < grid * GCMX_BATCH_UNIT_THREADS; wbase += 32) {
-        GcmxU128 v[32];
-        GcmxBatchLane a[32];
-        for (uint32_t l = 0; l < 32; l++) {
-            uint32_t lane = wbase + l;
-            a[l] = lane < p.total_lanes ? gcmx_batch_lane_of(msgs.data(), p.nmsgs, lane) : GcmxBatchLane{0, 0, 0, 0, 1};
-            v[l] = gcmx_u128(0, 0);
-            if (a[l].active)
-                v[l] = decrypt ? gcmx_batch_unit_lane<false, true>(f, p, a[l]) : gcmx_batch_unit_lane<false, false>(f, p, a[l]);
-        }
-        for (uint32_t off = 16; off != 0; off >>= 1) {
-            GcmxU128 nv[32];
-            for (uint32_t l = 0; l < 32; l++) nv[l] = off < a[l].g ? gcmx_xor128(v[l], v[l ^ off]) : v[l];
-            memcpy(v, nv, sizeof v);
-        }
-        for (uint32_t l = 0; l < 32; l++)
-            if (a[l].active && a[l].i == 0) partials[msgs[a[l].msg].unit_first + a[l].unit] = v[l];
-    }
-    // Launch 3.
-    for (uint32_t k = 0; k < p.nmsgs; k++) gcmx_batch_tag_thread<false>(f, p, k);
-    if (inplace) out_all = in_all;
-    // Gather outputs per case (compact, in case order).
-    std::vector<uint8_t> compact;
-    for (size_t k = 0; k < cases.size(); k++)
-        compact.insert(compact.end(), out_all.begin() + (long)msgs[k].data_off,
-                       out_all.begin() + (long)(msgs[k].data_off + msgs[k].data_len));
-    std::vector<uint8_t> tags_in_order(16 * cases.size());
-    for (size_t k = 0; k < cases.size(); k++) memcpy(&tags_in_order[16 * k], &tags[16 * msgs[k].tag_slot], 16);
-    out_all.swap(compact);
-    tags.swap(tags_in_order);
-}
-
-template <class Factory = RefAesFactory>
-static void check_batch_cases(const std::vector<BatchCase>& cases, const char* what)
-{
-    for (int mode = 0; mode < 4; mode++) {
-        const int dir = mode & 1;
-        const bool inplace = mode >= 2;
-        std::vector<uint8_t> out, tags;
-        uint32_t lanes = 0;
-        emulate_batch<Factory>(cases, dir == 1, out, tags, &lanes, inplace);
-        size_t off = 0;
-        int bad_data = 0, bad_tag = 0;
-        for (size_t k = 0; k < cases.size(); k++) {
-            const std::vector<uint8_t>& expect = dir ? cases[k].pt : cases[k].ct;
-            if (!expect.empty() && memcmp(&out[off], expect.data(), expect.size()) != 0) {
-                bad_data++;
-                fprintf(stderr, "  %s msg %zu len %zu aad %zu: data differs\n", what, k, expect.size(), cases[k].aad.size());
-            }
-            if (memcmp(&tags[16 * k], cases[k].tag, 16) != 0) {
-                bad_tag++;
-                fprintf(stderr, "  %s msg %zu len %zu aad %zu: tag differs\n", what, k, expect.size(), cases[k].aad.size());
-            }
-            off += expect.size();
-        }
-        CHECK(bad_data == 0 && bad_tag == 0, "%s %s%s: %d data, %d tag mismatches of %zu", what, dir ? "decrypt" : "encrypt",
-              inplace ? " in place" : "", bad_data, bad_tag, cases.size());
-        if (mode == 0) printf("batch emulation (%s): %zu messages, %u lanes\n", what, cases.size(), lanes);
-    }
-}
-
 static BatchCase make_case(const std::vector<uint8_t>& key, size_t ivlen, size_t alen, size_t n)
 {
     BatchCase c;
@@ -744,6 +619,282 @@ static BatchCase make_case(const std::vector<uint8_t>& key, size_t ivlen, size_t
     GcmRef g = gcm_setup_ref(key.data(), (int)key.size(), c.iv.data(), ivlen);
     gcm_encrypt_ref(g, c.aad.data(), alen, c.pt.data(), n, c.ct.data(), c.tag);
     return c;
+}
+
+// The device-resident batch kernel (gcm_dbatch.cu), phase by phase through the functions of dbatch.cuh.
+// Messages are laid out the way a caller would: data at 16-byte aligned offsets (in place), AADs at
+// 16-byte aligned offsets, nonces packed at odd offsets, every message's key index into a keyring
+// (consecutive cases with equal keys share an entry). P2's scans run sequentially here; the device runs
+// them per thread block, over the same gcmx_db_incs / gcmx_db_layout / gcmx_db_place.
+struct DbRun {
+    std::vector<GcmxAesKey> keys;
+    std::vector<GcmxKeyPowers> kp;
+    std::vector<GcmxDevMsg> desc;
+    std::vector<uint8_t> data, aad, nonces, tags, verdicts;
+    std::vector<size_t> data_at; // where each case's message is in `data`
+    uint32_t rounds = 0;
+};
+
+template <class Factory>
+static void db_setup(DbRun& R, const std::vector<BatchCase>& cases, bool decrypt, bool j0_given)
+{
+    Factory f;
+    for (size_t k = 0; k < cases.size(); k++) {
+        const BatchCase& c = cases[k];
+        if (R.keys.empty() || c.key != cases[k - 1].key) R.keys.push_back(aes_expand_ref(c.key.data(), (int)c.key.size()));
+        GcmxDevMsg d;
+        memset(&d, 0, sizeof d);
+        const std::vector<uint8_t>& src = decrypt ? c.ct : c.pt;
+        d.data_off = R.data.size();
+        d.data_len = src.size();
+        R.data_at.push_back(R.data.size());
+        R.data.insert(R.data.end(), src.begin(), src.end());
+        R.data.resize((R.data.size() + 15) / 16 * 16 + 16 * (k % 3), 0xEE); // gaps that must stay untouched
+        d.aad_off = R.aad.size();
+        d.aad_len = c.aad.size();
+        R.aad.insert(R.aad.end(), c.aad.begin(), c.aad.end());
+        R.aad.resize((R.aad.size() + 15) / 16 * 16, 0xEE);
+        R.nonces.push_back(0xEE); // odd offsets
+        d.nonce_off = R.nonces.size();
+        if (j0_given) {
+            GcmRef g = gcm_setup_ref(c.key.data(), (int)c.key.size(), c.iv.data(), c.iv.size());
+            R.nonces.insert(R.nonces.end(), g.j0, g.j0 + 16);
+            d.nonce_len = 16;
+        } else {
+            R.nonces.insert(R.nonces.end(), c.iv.begin(), c.iv.end());
+            d.nonce_len = (uint32_t)c.iv.size();
+        }
+        d.key = (uint32_t)R.keys.size() - 1;
+        R.desc.push_back(d);
+    }
+    R.kp.resize(R.keys.size());
+    for (size_t k = 0; k < R.keys.size(); k++) {
+        const auto aes = f.at(R.keys[k], 0u, 0u, 0u);
+        gcmx_key_powers_thread<false>(aes, R.kp[k]);
+    }
+    R.tags.assign(16 * cases.size(), 0x5A);
+    R.verdicts.assign(cases.size(), 0xFF);
+}
+
+// Runs P1..P5 over R; mode GCMX_DB_SEAL / OPEN / EXPECT. Buffers are exactly their used size (ASan).
+template <class Factory>
+static void db_run(DbRun& R, uint32_t mode, uint32_t tag_len, uint32_t flags)
+{
+    Factory f;
+    const uint32_t n = (uint32_t)R.desc.size();
+    GcmxDbParams p;
+    memset(&p, 0, sizeof p);
+    std::vector<GcmxDevMsg> desc(R.desc); // exact size
+    p.msgs = (uint64_t)(uintptr_t)desc.data();
+    p.data = (uint64_t)(uintptr_t)R.data.data();
+    p.data_len = R.data.size();
+    p.aad = (uint64_t)(uintptr_t)R.aad.data();
+    p.aad_len = R.aad.size();
+    p.nonces = (uint64_t)(uintptr_t)R.nonces.data();
+    p.nonces_len = R.nonces.size();
+    p.tags = (uint64_t)(uintptr_t)R.tags.data();
+    p.verdicts = (uint64_t)(uintptr_t)R.verdicts.data();
+    p.keys = (uint64_t)(uintptr_t)R.keys.data();
+    p.key_powers = (uint64_t)(uintptr_t)R.kp.data();
+    p.nmsgs = n;
+    p.nkeys = (uint32_t)R.keys.size();
+    p.mode = mode;
+    p.tag_len = tag_len;
+    p.flags = flags;
+    std::vector<GcmxDbMsg> msgs(n);
+    std::vector<GcmxU128> acc(n);
+    std::vector<uint8_t> ekj0(16 * n, 0x33);
+    std::vector<uint32_t> slots(2 * (size_t)n + 1, 0xdeadbeefu);
+    // P1
+    uint64_t total[GCMX_DB_COLS] = {0};
+    for (uint32_t k = 0; k < n; k++) {
+        gcmx_db_prepare<false>(p, k, msgs[k]);
+        acc[k] = gcmx_u128(0, 0);
+        uint64_t inc[GCMX_DB_COLS];
+        gcmx_db_incs(msgs[k], inc);
+        for (uint32_t c = 0; c < GCMX_DB_COLS; c++) total[c] += inc[c];
+    }
+    // P2
+    const GcmxDbLayout L = gcmx_db_layout(total);
+    uint64_t run[GCMX_DB_COLS] = {0};
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t inc[GCMX_DB_COLS];
+        gcmx_db_incs(msgs[k], inc);
+        gcmx_db_place(msgs[k], k, run, L, slots.data());
+        for (uint32_t c = 0; c < GCMX_DB_COLS; c++) run[c] += inc[c];
+    }
+    R.rounds = (uint32_t)L.start[GCMX_DB_COLS];
+    // P3, warp by warp, with the device's group reduction and weighting.
+    std::vector<uint32_t> units_seen(n, 0);
+    for (uint64_t r = 0; r < L.start[GCMX_DB_COLS]; r++) {
+        GcmxDbWork w[32];
+        GcmxU128 v[32];
+        for (uint32_t l = 0; l < 32; l++) {
+            w[l] = gcmx_db_work(L, r, l, msgs.data(), n, slots.data());
+            v[l] = gcmx_u128(0, 0);
+            if (w[l].kind == GCMX_DB_IDLE) continue;
+            const GcmxDbMsg m = msgs[w[l].msg];
+            const auto aes = f.at(R.keys[m.key], m.j0[0], m.j0[1], m.j0[2]);
+            uint8_t* e = &ekj0[16 * (size_t)w[l].msg];
+            v[l] = (mode == GCMX_DB_SEAL) ? gcmx_db_lane<false, false>(aes, R.data.data(), m, R.kp[m.key], w[l], e)
+                                          : gcmx_db_lane<false, true>(aes, R.data.data(), m, R.kp[m.key], w[l], e);
+        }
+        for (uint32_t off = 16; off != 0; off >>= 1) {
+            GcmxU128 nv[32];
+            for (uint32_t l = 0; l < 32; l++) nv[l] = off < w[l].g ? gcmx_xor128(v[l], v[l ^ off]) : v[l];
+            memcpy(v, nv, sizeof v);
+        }
+        for (uint32_t l = 0; l < 32; l++) {
+            if (w[l].kind != GCMX_DB_UNIT || w[l].i != 0) continue;
+            const GcmxDbMsg& m = msgs[w[l].msg];
+            acc[w[l].msg] = gcmx_xor128(acc[w[l].msg], gcmx_db_weight<false>(v[l], m, R.kp[m.key], w[l].unit));
+            units_seen[w[l].msg]++;
+        }
+    }
+    // Every unit of every valid message exactly once.
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t g0, fr;
+        const uint32_t units = (msgs[k].info & GCMX_DB_INFO_VALID) ? gcmx_db_units(msgs[k].data_len, &g0, &fr) : 0u;
+        CHECK(units_seen[k] == units, "message %u: %u units processed, %u expected", k, units_seen[k], units);
+    }
+    // P4
+    bool any_refused = false;
+    for (uint32_t k = 0; k < n; k++) {
+        GcmxDbMsg& m = msgs[k];
+        uint8_t* slot = &R.tags[16 * (size_t)k];
+        uint32_t verdict = GCMX_VERDICT_INVALID;
+        if (m.info & GCMX_DB_INFO_VALID) {
+            verdict = gcmx_db_finish<false>(p, m, R.kp[m.key], acc[k], gcmx_load16(&ekj0[16 * (size_t)k]), slot);
+            if (verdict == GCMX_VERDICT_REFUSED) {
+                m.info |= GCMX_DB_INFO_REFUSED;
+                any_refused = true;
+            }
+        } else if (mode != GCMX_DB_OPEN) {
+            memset(slot, 0, 16);
+        }
+        R.verdicts[k] = (uint8_t)verdict;
+    }
+    // P5
+    if (mode == GCMX_DB_OPEN && any_refused) {
+        for (uint64_t r = 0; r < L.start[GCMX_DB_COLS]; r++)
+            for (uint32_t l = 0; l < 32; l++) {
+                const GcmxDbWork w = gcmx_db_work(L, r, l, msgs.data(), n, slots.data());
+                if (w.kind == GCMX_DB_UNIT && (msgs[w.msg].info & GCMX_DB_INFO_REFUSED))
+                    gcmx_db_wipe_lane(R.data.data(), msgs[w.msg], w);
+            }
+    }
+}
+
+// Seal, expect and open (with forged tags) every case through the emulation; compare with the reference.
+template <class Factory = RefAesFactory>
+static void check_db_cases(const std::vector<BatchCase>& cases, const char* what)
+{
+    const size_t n = cases.size();
+    for (int j0g = 0; j0g < 2; j0g++) {
+        const uint32_t flags = j0g ? GCMX_DB_J0_GIVEN : 0u;
+        // Seal.
+        DbRun S;
+        db_setup<Factory>(S, cases, false, j0g);
+        const std::vector<uint8_t> data_before = S.data;
+        db_run<Factory>(S, GCMX_DB_SEAL, 16, flags);
+        int bad = 0;
+        for (size_t k = 0; k < n; k++) {
+            const BatchCase& c = cases[k];
+            bool ok = S.verdicts[k] == GCMX_VERDICT_OK && memcmp(&S.tags[16 * k], c.tag, 16) == 0 &&
+                      (c.ct.empty() || memcmp(&S.data[S.data_at[k]], c.ct.data(), c.ct.size()) == 0);
+            if (!ok && bad++ < 5) fprintf(stderr, "  %s: seal msg %zu (len %zu, aad %zu, iv %zu) wrong\n", what, k, c.pt.size(), c.aad.size(), c.iv.size());
+        }
+        // Bytes between messages untouched.
+        size_t gap_bad = 0;
+        for (size_t k = 0; k < n; k++) {
+            size_t end = S.data_at[k] + cases[k].pt.size(), next = k + 1 < n ? S.data_at[k + 1] : S.data.size();
+            for (size_t i = end; i < next; i++) gap_bad += S.data[i] != data_before[i];
+        }
+        CHECK(bad == 0 && gap_bad == 0, "%s%s: seal %d wrong of %zu, %zu gap bytes written", what, j0g ? " (J0 given)" : "", bad, n, gap_bad);
+        // Expect (open, expected tags out).
+        DbRun E;
+        db_setup<Factory>(E, cases, true, j0g);
+        db_run<Factory>(E, GCMX_DB_EXPECT, 16, flags);
+        bad = 0;
+        for (size_t k = 0; k < n; k++) {
+            const BatchCase& c = cases[k];
+            bool ok = E.verdicts[k] == GCMX_VERDICT_OK && memcmp(&E.tags[16 * k], c.tag, 16) == 0 &&
+                      (c.pt.empty() || memcmp(&E.data[E.data_at[k]], c.pt.data(), c.pt.size()) == 0);
+            bad += !ok;
+        }
+        CHECK(bad == 0, "%s%s: expect %d wrong of %zu", what, j0g ? " (J0 given)" : "", bad, n);
+        // Open with every third tag forged (a 12-byte comparison: a flip in byte 13 must pass).
+        DbRun O;
+        db_setup<Factory>(O, cases, true, j0g);
+        for (size_t k = 0; k < n; k++) {
+            memcpy(&O.tags[16 * k], cases[k].tag, 16);
+            if (k % 3 == 1) O.tags[16 * k + (k % 12)] ^= 0x20;
+            if (k % 3 == 2) O.tags[16 * k + 13] ^= 0x01; // outside the compared 12 bytes
+        }
+        db_run<Factory>(O, GCMX_DB_OPEN, 12, flags);
+        bad = 0;
+        for (size_t k = 0; k < n; k++) {
+            const BatchCase& c = cases[k];
+            const bool forged = k % 3 == 1;
+            bool ok;
+            if (forged) {
+                ok = O.verdicts[k] == GCMX_VERDICT_REFUSED;
+                for (size_t i = 0; i < c.pt.size(); i++) ok = ok && O.data[O.data_at[k] + i] == 0;
+            } else {
+                ok = O.verdicts[k] == GCMX_VERDICT_OK && (c.pt.empty() || memcmp(&O.data[O.data_at[k]], c.pt.data(), c.pt.size()) == 0);
+            }
+            if (!ok && bad++ < 5) fprintf(stderr, "  %s: open msg %zu (len %zu, forged %d) wrong, verdict %u\n", what, k, c.pt.size(), forged, O.verdicts[k]);
+        }
+        CHECK(bad == 0, "%s%s: open with forged tags %d wrong of %zu", what, j0g ? " (J0 given)" : "", bad, n);
+    }
+    DbRun S;
+    db_setup<Factory>(S, cases, false, false);
+    db_run<Factory>(S, GCMX_DB_SEAL, 16, 0);
+    printf("device-batch emulation (%s): %zu messages, %u rounds; seal, expect, open with forged tags; nonces and J0 given\n",
+           what, n, S.rounds);
+}
+
+// Descriptors the kernel must refuse (verdict INVALID, nothing written) among valid ones.
+static void check_db_invalid()
+{
+    std::vector<BatchCase> cases;
+    std::vector<uint8_t> key(16);
+    rnd_bytes(key.data(), 16);
+    for (int k = 0; k < 12; k++) cases.push_back(make_case(key, 12, 20, 100 + 16 * (size_t)k));
+    DbRun R;
+    db_setup<RefAesFactory>(R, cases, false, false);
+    const std::vector<uint8_t> before = R.data;
+    R.desc[1].data_off += 8;                        // misaligned data
+    R.desc[2].data_len = R.data.size();             // past the end of data
+    R.desc[3].data_off = ~0ull - 15;                // offset + length overflows
+    R.desc[4].key = 7;                              // no such key
+    R.desc[5].nonce_len = 0;                        // empty nonce
+    R.desc[6].nonce_off = R.nonces.size() - 3;      // nonce past the end
+    R.desc[7].aad_off += 4;                         // misaligned AAD
+    R.desc[8].aad_len = ~0ull;                      // AAD past the end and above the GCM limit
+    R.desc[9].data_len = (1ull << 36);              // above the GCM limit
+    db_run<RefAesFactory>(R, GCMX_DB_SEAL, 16, 0);
+    int bad = 0;
+    for (size_t k = 0; k < cases.size(); k++) {
+        const bool invalid = k >= 1 && k <= 9;
+        if (invalid) {
+            uint8_t zero[16] = {0};
+            bool untouched = memcmp(&R.data[R.data_at[k]], &before[R.data_at[k]], cases[k].pt.size()) == 0;
+            bad += !(R.verdicts[k] == GCMX_VERDICT_INVALID && memcmp(&R.tags[16 * k], zero, 16) == 0 && untouched);
+        } else {
+            bad += !(R.verdicts[k] == GCMX_VERDICT_OK && memcmp(&R.tags[16 * k], cases[k].tag, 16) == 0 &&
+                     memcmp(&R.data[R.data_at[k]], cases[k].ct.data(), cases[k].ct.size()) == 0);
+        }
+    }
+    CHECK(bad == 0, "invalid descriptors: %d messages wrong", bad);
+    // J0 given needs 16-byte nonce fields.
+    DbRun J;
+    db_setup<RefAesFactory>(J, cases, false, false); // 12-byte nonces
+    db_run<RefAesFactory>(J, GCMX_DB_SEAL, 16, GCMX_DB_J0_GIVEN);
+    int ok = 0;
+    for (size_t k = 0; k < cases.size(); k++) ok += J.verdicts[k] == GCMX_VERDICT_INVALID;
+    CHECK(ok == (int)cases.size(), "J0 given with 12-byte fields: %d of %zu refused", ok, cases.size());
+    printf("device-batch emulation: invalid descriptors refused and untouched\n");
 }
 
 static void check_batch()
@@ -761,7 +912,7 @@ static void check_batch()
         size_t alen = (k % 5 == 0) ? 0 : rnd64() % 100;
         cases.push_back(make_case(key, ivlen, alen, sizes[k]));
     }
-    check_batch_cases(cases, "mixed sizes");
+    check_db_cases(cases, "mixed sizes");
     // Many small messages packing several units into one warp.
     std::vector<BatchCase> small;
     for (int k = 0; k < 70; k++) {
@@ -771,7 +922,8 @@ static void check_batch()
         }
         small.push_back(make_case(key, 12, rnd64() % 33, rnd64() % 1200));
     }
-    check_batch_cases(small, "small messages");
+    check_db_cases(small, "small messages");
+    check_db_invalid();
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -824,9 +976,9 @@ static void check_vector_file(const char* path)
         nvec++;
     }
     fclose(f);
-    check_batch_cases(cases, "cryptography vectors");
+    check_db_cases(cases, "cryptography vectors");
 #if HAVE_REAL_AES
-    check_batch_cases<RealAesFactory>(cases, "cryptography vectors, bitsliced AES");
+    check_db_cases<RealAesFactory>(cases, "cryptography vectors, bitsliced AES");
     printf("cryptography vectors: %d checked through reference, fused and batch emulation (reference AES and "
            "the bitsliced gcmx_aes_ctr_x32 of aes_bs.cuh)\n", nvec);
 #else

@@ -1,0 +1,304 @@
+// gcm_dbatch.cu -- device-resident batches: many AES-GCM messages whose descriptors, data, AADs, nonces,
+// tags and verdicts are in device memory (or page-locked host memory the device addresses), sealed or
+// opened in ONE cooperative launch. The caller's descriptors are checked on the device; tags are compared
+// on the device; refused messages are zeroed on the device.
+//
+// Math (details in gcmx_abi.h, "Device-resident batches", and dbatch.cuh): message of n blocks, front-
+// padded to K units of 1024 blocks; unit u's lanes run CTR (counter of real block r = ctr0 + 1 + r mod 2^32)
+// and a stride-g Horner GHASH; the unit value Z_u times h^(1024 (K-1-u)) is XOR-ed into the message's
+// accumulator S_C; tag = (((Z_A h^n) ^ S_C ^ [bitlen(A) || bitlen(C)]) h) ^ E_K(J0), where E_K(J0) is the
+// keystream of counter ctr0, taken from the lane whose range holds it or computed by a J0 lane.
+//
+// Memory layout: the caller's buffers as in GcmxDbParams; the scratch (gcmx_db_scratch_bytes): barrier
+// counter and refused flag, per-block column counts, the checked descriptors (GcmxDbMsg), the accumulators,
+// the E_K(J0) blocks and the column lists. Shared memory per thread block: the one-key kernels' AddRoundKey
+// mask table of key 0 (15 KiB, as in gcm_fused.cu), 8 KiB of scan space, the round layout.
+//
+// Work: phases P1..P5 separated by grid barriers (all thread blocks are resident: cooperative launch).
+// P1 and P2 take contiguous message ranges per thread block (so that the per-block counts and the scans
+// line up), P3 and P5 stride over rounds by global warp, P4 strides over messages by global thread. Each
+// round is one gcmx_aes_ctr_x32 call per lane, so warps do equal work whatever the message sizes. Unit
+// lanes load and store as in the fused kernel (a full unit's warp touches 512 contiguous bytes per load).
+//
+// Secrets: keys and powers of H are read from device memory by index; J0 lives in the scratch from P1 to
+// P4, E_K(J0) and the accumulators from P3 to P4, and P4 zeroes all three (the scratch is also zeroed when
+// freed). The one-key kernels clear their shared mask table before they exit. Nothing secret is in the
+// launch parameters.
+//
+// Launch: cuLaunchCooperativeKernel, block = GCMX_DB_THREADS, grid <= resident blocks per SM x SMs.
+#include "dbatch.cuh"
+#include "aes_bs.cuh"
+
+/// Round keys from a shared-memory mask table (the one-key kernels): key 0's round-0/1 words through the
+/// read-only cache, rounds 2..nr from the table.
+struct GcmxDbAesTbl {
+    const GcmxAesKey* key;
+    const uint32_t* tbl;
+    uint32_t nr;
+    uint32_t p0, p1, p2;
+    __device__ __forceinline__ void operator()(uint32_t ctr_first, uint32_t ctr_stride,
+                                               uint4 (&ks)[GCMX_AES_BLOCKS_PER_CALL]) const
+    {
+        uint32_t rk01[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) rk01[i] = __ldg(&key->rk[i]);
+        gcmx_aes_ctr_x32_tbl(rk01, tbl, nr, p0, p1, p2, ctr_first, ctr_stride, ks);
+    }
+};
+
+/// Grid barrier k of a launch: every thread block's thread 0 publishes its block's writes (fence), counts
+/// itself in, and waits until all gridDim.x blocks have: the count reaches bar_base + k gridDim.x (u32
+/// arithmetic, compared as a signed difference, so the never-reset counter may wrap).
+__device__ __forceinline__ void gcmx_db_grid_sync(uint32_t* bar, uint32_t target)
+{
+    __syncthreads();
+    if (threadIdx.x == 0u) {
+        __threadfence();
+        atomicAdd(bar, 1u);
+        for (;;) {
+            uint32_t v;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
+            if ((int32_t)(v - target) >= 0) break;
+            __nanosleep(64);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+/// acc ^= v, atomically (other warps add other units of the same message).
+__device__ __forceinline__ void gcmx_db_acc_xor(GcmxU128* acc, GcmxU128 v)
+{
+    atomicXor(reinterpret_cast<unsigned long long*>(&acc->lo), (unsigned long long)v.lo);
+    atomicXor(reinterpret_cast<unsigned long long*>(&acc->hi), (unsigned long long)v.hi);
+}
+
+/// Inclusive scan over the block's threads of GCMX_DB_COLS columns (Hillis-Steele in shared memory):
+/// `ex` receives thread t's exclusive prefix, `total` the block's sums. All threads call.
+__device__ __forceinline__ void gcmx_db_block_scan(uint64_t (&scan)[GCMX_DB_COLS][GCMX_DB_THREADS],
+                                                   const uint64_t (&inc)[GCMX_DB_COLS], uint64_t (&ex)[GCMX_DB_COLS],
+                                                   uint64_t (&total)[GCMX_DB_COLS])
+{
+    const uint32_t t = threadIdx.x;
+#pragma unroll
+    for (uint32_t c = 0; c < GCMX_DB_COLS; c++) scan[c][t] = inc[c];
+    __syncthreads();
+    for (uint32_t off = 1u; off < GCMX_DB_THREADS; off <<= 1) {
+        uint64_t v[GCMX_DB_COLS];
+#pragma unroll
+        for (uint32_t c = 0; c < GCMX_DB_COLS; c++) v[c] = t >= off ? scan[c][t - off] : 0u;
+        __syncthreads();
+#pragma unroll
+        for (uint32_t c = 0; c < GCMX_DB_COLS; c++) scan[c][t] += v[c];
+        __syncthreads();
+    }
+#pragma unroll
+    for (uint32_t c = 0; c < GCMX_DB_COLS; c++) {
+        ex[c] = scan[c][t] - inc[c];
+        total[c] = scan[c][GCMX_DB_THREADS - 1u];
+    }
+    __syncthreads(); // the next scan may overwrite
+}
+
+template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatch_body(const GcmxDbParams& p)
+{
+    __shared__ __align__(16) uint32_t masks[ONE_KEY ? GCMX_AES_MASK_WORDS : 4u];
+    __shared__ uint64_t scan[GCMX_DB_COLS][GCMX_DB_THREADS];
+    __shared__ GcmxDbLayout layout;
+    // P3: each lane's pending weighted unit value and its message (shared memory rather than registers:
+    // the kernel uses every register, and a spilled value would sit in local memory, which nothing clears;
+    // this is cleared at exit).
+    __shared__ GcmxU128 pend_v[GCMX_DB_THREADS];
+    __shared__ uint32_t pend_k[GCMX_DB_THREADS];
+    constexpr bool CL = GCMX_DEFAULT_CLMAD;
+    const uint32_t t = threadIdx.x, b = blockIdx.x, grid = gridDim.x, n = p.nmsgs;
+    uint8_t* scr = reinterpret_cast<uint8_t*>(p.scratch);
+    uint32_t* bar = reinterpret_cast<uint32_t*>(scr);
+    uint32_t* refused = bar + 1;
+    uint64_t* blk = reinterpret_cast<uint64_t*>(scr + GCMX_DB_SCR_BLK);
+    GcmxDbMsg* msgs = reinterpret_cast<GcmxDbMsg*>(scr + gcmx_db_scr_msgs(grid));
+    GcmxU128* acc = reinterpret_cast<GcmxU128*>(scr + gcmx_db_scr_acc(n, grid));
+    uint8_t* ekj0 = scr + gcmx_db_scr_ekj0(n, grid);
+    uint32_t* slots = reinterpret_cast<uint32_t*>(scr + gcmx_db_scr_slots(n, grid));
+    const GcmxKeyPowers* kps = reinterpret_cast<const GcmxKeyPowers*>(p.key_powers);
+    const GcmxAesKey* keys = reinterpret_cast<const GcmxAesKey*>(p.keys);
+    uint8_t* data = reinterpret_cast<uint8_t*>(p.data);
+    uint8_t* tags = reinterpret_cast<uint8_t*>(p.tags);
+    uint8_t* verdicts = reinterpret_cast<uint8_t*>(p.verdicts);
+    if constexpr (ONE_KEY) gcmx_aes_fill_masks(keys[0], masks, t, blockDim.x); // read in P3, after two barriers
+
+    // P1: this block's contiguous range of messages.
+    const uint64_t per = ((uint64_t)n + grid - 1u) / grid;
+    const uint32_t lo = (uint32_t)(per * b < n ? per * b : n), hi = (uint32_t)(per * (b + 1u) < n ? per * (b + 1u) : n);
+    if (b == 0u && t == 0u) *refused = 0u;
+    uint64_t mine[GCMX_DB_COLS];
+#pragma unroll
+    for (uint32_t c = 0; c < GCMX_DB_COLS; c++) mine[c] = 0u;
+    for (uint32_t k = lo + t; k < hi; k += GCMX_DB_THREADS) {
+        GcmxDbMsg m;
+        gcmx_db_prepare<CL>(p, k, m);
+        msgs[k] = m;
+        acc[k] = gcmx_u128(0u, 0u);
+        uint64_t inc[GCMX_DB_COLS];
+        gcmx_db_incs(m, inc);
+#pragma unroll
+        for (uint32_t c = 0; c < GCMX_DB_COLS; c++) mine[c] += inc[c];
+    }
+    {
+        uint64_t ex[GCMX_DB_COLS], total[GCMX_DB_COLS];
+        gcmx_db_block_scan(scan, mine, ex, total);
+        // The sums are still in the scan's last row (read there: an index t into `total` would put the
+        // array in local memory).
+        if (t < GCMX_DB_COLS) blk[(uint64_t)b * GCMX_DB_COLS + t] = scan[t][GCMX_DB_THREADS - 1u];
+    }
+    gcmx_db_grid_sync(bar, p.bar_base + 1u * grid);
+
+    // P2: prefix over the blocks, then inside this block's range.
+    uint64_t run[GCMX_DB_COLS];
+    {
+        uint64_t before[GCMX_DB_COLS], all[GCMX_DB_COLS], ex[GCMX_DB_COLS], total[GCMX_DB_COLS];
+#pragma unroll
+        for (uint32_t c = 0; c < GCMX_DB_COLS; c++) before[c] = all[c] = 0u;
+        for (uint32_t j = t; j < grid; j += GCMX_DB_THREADS) {
+#pragma unroll
+            for (uint32_t c = 0; c < GCMX_DB_COLS; c++) {
+                const uint64_t v = blk[(uint64_t)j * GCMX_DB_COLS + c];
+                all[c] += v;
+                if (j < b) before[c] += v;
+            }
+        }
+        gcmx_db_block_scan(scan, before, ex, total);
+#pragma unroll
+        for (uint32_t c = 0; c < GCMX_DB_COLS; c++) run[c] = total[c];
+        gcmx_db_block_scan(scan, all, ex, total);
+        if (t == 0u) layout = gcmx_db_layout(total);
+        __syncthreads();
+    }
+    for (uint32_t k0 = lo; k0 < hi; k0 += GCMX_DB_THREADS) {
+        const uint32_t k = k0 + t;
+        uint64_t inc[GCMX_DB_COLS], ex[GCMX_DB_COLS], total[GCMX_DB_COLS];
+        GcmxDbMsg m;
+        if (k < hi) {
+            m = msgs[k];
+            gcmx_db_incs(m, inc);
+        } else {
+#pragma unroll
+            for (uint32_t c = 0; c < GCMX_DB_COLS; c++) inc[c] = 0u;
+        }
+        gcmx_db_block_scan(scan, inc, ex, total);
+        if (k < hi) {
+            uint64_t off[GCMX_DB_COLS];
+#pragma unroll
+            for (uint32_t c = 0; c < GCMX_DB_COLS; c++) off[c] = run[c] + ex[c];
+            gcmx_db_place(m, k, off, layout, slots);
+            msgs[k].full_first = m.full_first;
+        }
+#pragma unroll
+        for (uint32_t c = 0; c < GCMX_DB_COLS; c++) run[c] += total[c];
+    }
+    gcmx_db_grid_sync(bar, p.bar_base + 2u * grid);
+
+    // P3: rounds, by global warp. Each group leader keeps the weighted unit values of one message and
+    // adds them to its accumulator when the message changes (one atomic pair per message and warp).
+    const uint32_t lane = t % GCMX_WARP_SIZE;
+    const uint64_t warps = (uint64_t)grid * GCMX_DB_WARPS;
+    const uint64_t rounds = layout.start[GCMX_DB_COLS];
+    pend_k[t] = 0xffffffffu;
+    pend_v[t] = gcmx_u128(0u, 0u);
+    for (uint64_t r = (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE; r < rounds; r += warps) {
+        const GcmxDbWork w = gcmx_db_work(layout, r, lane, msgs, n, slots);
+        GcmxU128 v = gcmx_u128(0u, 0u);
+        if (w.kind != GCMX_DB_IDLE) {
+            const GcmxDbMsg m = msgs[w.msg];
+            const GcmxKeyPowers& kp = kps[m.key];
+            if constexpr (ONE_KEY) {
+                const GcmxDbAesTbl aes = {keys, masks, p.nr, m.j0[0], m.j0[1], m.j0[2]};
+                v = gcmx_db_lane<CL, DECRYPT>(aes, data, m, kp, w, ekj0 + (uint64_t)GCMX_BLOCK_BYTES * w.msg);
+            } else {
+                const GcmxAesCtrKey aes = {keys + m.key, m.j0[0], m.j0[1], m.j0[2]};
+                v = gcmx_db_lane<CL, DECRYPT>(aes, data, m, kp, w, ekj0 + (uint64_t)GCMX_BLOCK_BYTES * w.msg);
+            }
+        }
+        // XOR over each aligned group of g lanes (idle and J0 lanes have g = 1 and stay alone).
+#pragma unroll
+        for (uint32_t off = GCMX_WARP_SIZE / 2u; off != 0u; off >>= 1) {
+            const uint64_t vlo = __shfl_xor_sync(GCMX_FULL_WARP_MASK, v.lo, off);
+            const uint64_t vhi = __shfl_xor_sync(GCMX_FULL_WARP_MASK, v.hi, off);
+            if (off < w.g) {
+                v.lo ^= vlo;
+                v.hi ^= vhi;
+            }
+        }
+        if (w.kind == GCMX_DB_UNIT && w.i == 0u) {
+            const GcmxDbMsg& m = msgs[w.msg];
+            v = gcmx_db_weight<CL>(v, m, kps[m.key], w.unit);
+            const uint32_t cur = pend_k[t];
+            if (w.msg != cur) {
+                if (cur != 0xffffffffu) gcmx_db_acc_xor(&acc[cur], pend_v[t]);
+                pend_k[t] = w.msg;
+                pend_v[t] = v;
+            } else {
+                pend_v[t] = gcmx_xor128(pend_v[t], v);
+            }
+        }
+    }
+    if (pend_k[t] != 0xffffffffu) gcmx_db_acc_xor(&acc[pend_k[t]], pend_v[t]);
+    pend_v[t] = gcmx_u128(0u, 0u);
+    gcmx_db_grid_sync(bar, p.bar_base + 3u * grid);
+
+    // P4: tags and verdicts, by global thread; the message's secrets in the scratch are zeroed.
+    for (uint64_t k = (uint64_t)b * GCMX_DB_THREADS + t; k < n; k += (uint64_t)grid * GCMX_DB_THREADS) {
+        GcmxDbMsg& m = msgs[k];
+        uint8_t* slot = tags + GCMX_BLOCK_BYTES * k;
+        uint32_t verdict = GCMX_VERDICT_INVALID;
+        if ((m.info & GCMX_DB_INFO_VALID) != 0u) {
+            uint8_t* e = ekj0 + GCMX_BLOCK_BYTES * k;
+            verdict = gcmx_db_finish<CL>(p, m, kps[m.key], acc[k], gcmx_load16(e), slot);
+            gcmx_store16(e, gcmx_u4(0u, 0u, 0u, 0u));
+            acc[k] = gcmx_u128(0u, 0u);
+            m.j0[0] = m.j0[1] = m.j0[2] = m.j0[3] = 0u;
+            if (verdict == GCMX_VERDICT_REFUSED) {
+                m.info |= GCMX_DB_INFO_REFUSED;
+                atomicOr(refused, 1u);
+            }
+        } else if (p.mode != GCMX_DB_OPEN) {
+            gcmx_store16(slot, gcmx_u4(0u, 0u, 0u, 0u));
+        }
+        verdicts[k] = (uint8_t)verdict;
+    }
+    gcmx_db_grid_sync(bar, p.bar_base + 4u * grid);
+
+    // P5: zero every block of a refused message (the same lanes as P3).
+    if (p.mode == GCMX_DB_OPEN && *reinterpret_cast<volatile uint32_t*>(refused) != 0u) {
+        for (uint64_t r = (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE; r < rounds; r += warps) {
+            const GcmxDbWork w = gcmx_db_work(layout, r, lane, msgs, n, slots);
+            if (w.kind == GCMX_DB_UNIT && (msgs[w.msg].info & GCMX_DB_INFO_REFUSED) != 0u)
+                gcmx_db_wipe_lane(data, msgs[w.msg], w);
+        }
+    }
+    if constexpr (ONE_KEY) gcmx_smem_wipe(masks, GCMX_AES_MASK_WORDS); // P3, its last reader, ended at a barrier
+}
+
+/// Seal, nkeys == 1 (round keys from the shared mask table).
+extern "C" __global__ void __launch_bounds__(GCMX_DB_THREADS, 1) gcmx_dbatch_seal1(GcmxDbParams p)
+{
+    gcmx_dbatch_body<true, false>(p);
+}
+
+/// Open or expect, nkeys == 1.
+extern "C" __global__ void __launch_bounds__(GCMX_DB_THREADS, 1) gcmx_dbatch_open1(GcmxDbParams p)
+{
+    gcmx_dbatch_body<true, true>(p);
+}
+
+/// Seal, any number of keys (round keys from each message's key).
+extern "C" __global__ void __launch_bounds__(GCMX_DB_THREADS, 1) gcmx_dbatch_sealn(GcmxDbParams p)
+{
+    gcmx_dbatch_body<false, false>(p);
+}
+
+/// Open or expect, any number of keys.
+extern "C" __global__ void __launch_bounds__(GCMX_DB_THREADS, 1) gcmx_dbatch_openn(GcmxDbParams p)
+{
+    gcmx_dbatch_body<false, true>(p);
+}
