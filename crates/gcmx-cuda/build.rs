@@ -231,27 +231,37 @@ const OFFSETS: &[(&str, &str)] = &[
     ("GcmxExpandParams", "_pad0"),
     ("GcmxKeyPowers", "q"),
     ("GcmxKeyPowers", "pow2"),
-    ("GcmxBatchMsg", "data_off"),
-    ("GcmxBatchMsg", "data_len"),
-    ("GcmxBatchMsg", "aad_off"),
-    ("GcmxBatchMsg", "aad_len"),
-    ("GcmxBatchMsg", "j0"),
-    ("GcmxBatchMsg", "key_index"),
-    ("GcmxBatchMsg", "tag_slot"),
-    ("GcmxBatchMsg", "lane_first"),
-    ("GcmxBatchMsg", "unit_first"),
-    ("GcmxBatchParams", "in"),
-    ("GcmxBatchParams", "out"),
-    ("GcmxBatchParams", "aad"),
-    ("GcmxBatchParams", "msgs"),
-    ("GcmxBatchParams", "keys"),
-    ("GcmxBatchParams", "key_powers"),
-    ("GcmxBatchParams", "unit_partials"),
-    ("GcmxBatchParams", "tags"),
-    ("GcmxBatchParams", "nmsgs"),
-    ("GcmxBatchParams", "nkeys"),
-    ("GcmxBatchParams", "total_lanes"),
-    ("GcmxBatchParams", "decrypt"),
+    ("GcmxKeyPowersParams", "keys"),
+    ("GcmxKeyPowersParams", "key_powers"),
+    ("GcmxKeyPowersParams", "nkeys"),
+    ("GcmxKeyPowersParams", "_pad0"),
+    ("GcmxDevMsg", "data_off"),
+    ("GcmxDevMsg", "data_len"),
+    ("GcmxDevMsg", "aad_off"),
+    ("GcmxDevMsg", "aad_len"),
+    ("GcmxDevMsg", "nonce_off"),
+    ("GcmxDevMsg", "nonce_len"),
+    ("GcmxDevMsg", "key"),
+    ("GcmxDbParams", "msgs"),
+    ("GcmxDbParams", "data"),
+    ("GcmxDbParams", "data_len"),
+    ("GcmxDbParams", "aad"),
+    ("GcmxDbParams", "aad_len"),
+    ("GcmxDbParams", "nonces"),
+    ("GcmxDbParams", "nonces_len"),
+    ("GcmxDbParams", "tags"),
+    ("GcmxDbParams", "verdicts"),
+    ("GcmxDbParams", "keys"),
+    ("GcmxDbParams", "key_powers"),
+    ("GcmxDbParams", "scratch"),
+    ("GcmxDbParams", "nmsgs"),
+    ("GcmxDbParams", "nkeys"),
+    ("GcmxDbParams", "nr"),
+    ("GcmxDbParams", "mode"),
+    ("GcmxDbParams", "tag_len"),
+    ("GcmxDbParams", "flags"),
+    ("GcmxDbParams", "bar_base"),
+    ("GcmxDbParams", "_pad0"),
     ("GcmxBwParams", "in"),
     ("GcmxBwParams", "out"),
     ("GcmxBwParams", "nbytes"),
@@ -272,10 +282,19 @@ const CONSTANTS: &[&str] = &[
     "GCMX_FUSED_WARP_SPAN",
     "GCMX_FUSED_SPAN",
     "GCMX_FUSED_POW_COUNT",
-    "GCMX_BATCH_UNIT_THREADS",
-    "GCMX_BATCH_KEY_THREADS",
-    "GCMX_BATCH_TAG_THREADS",
-    "GCMX_BATCH_UNIT_BLOCKS",
+    "GCMX_KEY_POWERS_THREADS",
+    "GCMX_DB_THREADS",
+    "GCMX_DB_COLS",
+    "GCMX_DB_BARRIERS",
+    "GCMX_DB_UNIT_BLOCKS",
+    "GCMX_DB_SEAL",
+    "GCMX_DB_OPEN",
+    "GCMX_DB_EXPECT",
+    "GCMX_DB_J0_GIVEN",
+    "GCMX_VERDICT_OK",
+    "GCMX_VERDICT_REFUSED",
+    "GCMX_VERDICT_INVALID",
+    "GCMX_DB_SCR_BLK",
     "GCMX_EXPAND_THREADS",
     "GCMX_KEY_POW_LINEAR",
     "GCMX_KEY_POW_POW2",
@@ -295,14 +314,16 @@ const STRUCTS: &[&str] = &[
     "GcmxRawKey",
     "GcmxExpandParams",
     "GcmxKeyPowers",
-    "GcmxBatchMsg",
-    "GcmxBatchParams",
+    "GcmxKeyPowersParams",
+    "GcmxDevMsg",
+    "GcmxDbMsg",
+    "GcmxDbParams",
     "GcmxBwParams",
 ];
 
 /// Compile and run a C program that prints the header's layouts; write them as Rust constants.
-/// Also prints the header's own `gcmx_strided_pow_exponent` and `gcmx_batch_plan` results for a few
-/// inputs, so the Rust mirrors of those two functions are tested against the C originals.
+/// Also prints the header's own `gcmx_strided_pow_exponent`, `gcmx_db_units` and `gcmx_db_scratch_bytes`
+/// results for a few inputs, so the Rust mirrors of those functions are tested against the C originals.
 fn probe_layouts(cuda_dir: &Path, out_dir: &Path) {
     let mut c = String::new();
     c.push_str(
@@ -335,14 +356,14 @@ fn probe_layouts(cuda_dir: &Path, out_dir: &Path) {
         "  for (unsigned i = 0; i < GCMX_FUSED_POW_COUNT; i++) printf(\"fuexp %u %llu\\n\", i, \
          (unsigned long long)gcmx_strided_pow_exponent(GCMX_FUSED_THREADS, GCMX_FUSED_WARP_SPAN, i));\n",
     );
-    // a batch plan over a fixed list of lengths
+    // device-batch unit geometry and scratch sizes over fixed inputs
     c.push_str(
-        "  { static const unsigned long long lens[] = {0, 1, 16, 17, 511, 512, 513, 1024, 16383, 16384, 16385, \
-         33, 100000, 0, 5, 16*1024*3+1, 7, 1<<20, 48, 64}; enum { N = sizeof lens / sizeof lens[0] };\n\
-         GcmxBatchMsg m[N]; unsigned tu = 0, i; for (i = 0; i < N; i++) { m[i].data_len = lens[i]; }\n\
-         unsigned tl = gcmx_batch_plan(m, N, &tu);\n\
-         for (i = 0; i < N; i++) printf(\"plan %llu %u %u\\n\", lens[i], m[i].lane_first, m[i].unit_first);\n\
-         printf(\"plantotal %u %u\\n\", tl, tu); }\n",
+        "  { static const unsigned long long lens[] = {0, 1, 15, 16, 17, 64, 511, 512, 513, 1000, 1024, 1025, \
+         16383, 16384, 16385, 33000, 1<<20, (1ull<<36) - 32}; unsigned i;\n\
+         for (i = 0; i < sizeof lens / sizeof lens[0]; i++) { uint32_t g0, fr; uint32_t k = gcmx_db_units(lens[i], &g0, &fr);\n\
+         printf(\"units %llu %u %u %u\\n\", lens[i], k, g0, fr); }\n\
+         static const unsigned ns[] = {1, 7, 1000, 1000000}, gs[] = {1, 3, 264, 1056};\n\
+         for (i = 0; i < 4; i++) printf(\"scratch %u %u %llu\\n\", ns[i], gs[i], (unsigned long long)gcmx_db_scratch_bytes(ns[i], gs[i])); }\n",
     );
     c.push_str("  return 0;\n}\n");
     let src = out_dir.join("abi_probe.c");
@@ -380,8 +401,8 @@ fn probe_layouts(cuda_dir: &Path, out_dir: &Path) {
     let mut consts = Vec::new();
     let mut ghexp = Vec::new();
     let mut fuexp = Vec::new();
-    let mut plan = Vec::new();
-    let mut plantotal = (0u64, 0u64);
+    let mut units = Vec::new();
+    let mut scratch = Vec::new();
     for line in text.lines() {
         let w: Vec<&str> = line.split_whitespace().collect();
         match w.as_slice() {
@@ -390,8 +411,8 @@ fn probe_layouts(cuda_dir: &Path, out_dir: &Path) {
             ["const", k, v] => consts.push(format!("(\"{k}\", {v}u64)")),
             ["ghexp", _, v] => ghexp.push(v.to_string()),
             ["fuexp", _, v] => fuexp.push(v.to_string()),
-            ["plan", l, lf, uf] => plan.push(format!("({l}, {lf}, {uf})")),
-            ["plantotal", a, b] => plantotal = (a.parse().unwrap_or(0), b.parse().unwrap_or(0)),
+            ["units", l, k, g, f] => units.push(format!("({l}, {k}, {g}, {f})")),
+            ["scratch", n, g, b] => scratch.push(format!("({n}, {g}, {b})")),
             _ => {}
         }
     }
@@ -422,13 +443,13 @@ fn probe_layouts(cuda_dir: &Path, out_dir: &Path) {
     );
     let _ = writeln!(
         rs,
-        "/// gcmx_batch_plan: (len, lane_first, unit_first)\npub(super) const C_PLAN: &[(u64, u32, u32)] = &[{}];",
-        plan.join(", ")
+        "/// gcmx_db_units: (len, units, g0, free slot)\npub(super) const C_UNITS: &[(u64, u64, u32, u32)] = &[{}];",
+        units.join(", ")
     );
     let _ = writeln!(
         rs,
-        "/// gcmx_batch_plan totals: (lanes, units)\npub(super) const C_PLAN_TOTAL: (u32, u32) = ({}, {});",
-        plantotal.0, plantotal.1
+        "/// gcmx_db_scratch_bytes: (n, grid, bytes)\npub(super) const C_SCRATCH: &[(u32, u32, u64)] = &[{}];",
+        scratch.join(", ")
     );
     std::fs::write(out_dir.join("abi_probe.rs"), rs).expect("write abi_probe.rs");
 }

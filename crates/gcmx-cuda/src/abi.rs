@@ -1,5 +1,5 @@
-//! Rust mirrors of `cuda/gcmx_abi.h`: the kernels' parameter structs, constants and the two helper
-//! functions (`gcmx_strided_pow_exponent`, `gcmx_batch_plan`). With the `cuda` feature the unit tests
+//! Rust mirrors of `cuda/gcmx_abi.h`: the kernels' parameter structs, constants and the helper functions
+//! (`gcmx_strided_pow_exponent`, `gcmx_db_units`, `gcmx_db_scratch_bytes`). With the `cuda` feature the unit tests
 //! compare every size, offset, constant and helper result with what the C header gives (the build
 //! script compiles a probe against the header).
 //!
@@ -7,7 +7,7 @@
 //! counts only: keys, power tables and J0 live in device memory (see the header's conventions).
 
 /// Version of the ABI this crate mirrors (`GCMX_ABI_VERSION`).
-pub(crate) const ABI_VERSION: u32 = 2;
+pub(crate) const ABI_VERSION: u32 = 3;
 /// Threads per warp.
 pub(crate) const WARP_SIZE: u32 = 32;
 /// Index of the first per-thread entry of a warp-strided power table.
@@ -34,20 +34,37 @@ pub(crate) const FUSED_SPAN: u64 = (FUSED_THREADS / WARP_SIZE) as u64 * FUSED_WA
 /// Entries of the fused-layout power table.
 pub(crate) const FUSED_POW_COUNT: u32 = POW_THREAD_BASE + FUSED_THREADS;
 
-/// Threads per block of `gcmx_batch_units`.
-pub(crate) const BATCH_UNIT_THREADS: u32 = 128;
-/// Threads per block of `gcmx_batch_key_powers`.
-pub(crate) const BATCH_KEY_THREADS: u32 = 64;
-/// Threads per block of `gcmx_batch_tags`.
-pub(crate) const BATCH_TAG_THREADS: u32 = 128;
-/// Blocks of a full batch unit.
-pub(crate) const BATCH_UNIT_BLOCKS: u64 = WARP_CHUNK;
 /// Threads per block of `gcmx_aes_expand_keys`.
 pub(crate) const EXPAND_THREADS: u32 = 64;
+/// Threads per block of `gcmx_key_powers`.
+pub(crate) const KEY_POWERS_THREADS: u32 = 64;
 /// Linear powers per key in a `GcmxKeyPowers`.
 pub(crate) const KEY_POW_LINEAR: usize = 128;
 /// Powers of two per key in a `GcmxKeyPowers`.
 pub(crate) const KEY_POW_POW2: usize = 32;
+
+/// Threads per block of the device-batch kernels.
+pub(crate) const DB_THREADS: u32 = 128;
+/// Columns of the device-batch plan.
+pub(crate) const DB_COLS: usize = 8;
+/// Grid barriers per device-batch launch.
+pub(crate) const DB_BARRIERS: u32 = 4;
+/// Blocks of a device-batch unit.
+pub(crate) const DB_UNIT_BLOCKS: u64 = WARP_CHUNK;
+/// Device-batch modes (`GCMX_DB_SEAL`, `_OPEN`, `_EXPECT`).
+pub(crate) const DB_SEAL: u32 = 0;
+pub(crate) const DB_OPEN: u32 = 1;
+pub(crate) const DB_EXPECT: u32 = 2;
+/// Flag: every nonce field holds J0 (16 bytes).
+pub(crate) const DB_J0_GIVEN: u32 = 1;
+/// Verdict bytes.
+pub(crate) const VERDICT_OK: u8 = 0;
+pub(crate) const VERDICT_REFUSED: u8 = 1;
+pub(crate) const VERDICT_INVALID: u8 = 2;
+/// Bytes of a `GcmxDevMsg`.
+pub(crate) const DEV_MSG_BYTES: usize = 48;
+/// Scratch offset of the per-block column counts.
+const DB_SCR_BLK: u64 = 256;
 
 /// Threads per block of the bandwidth kernels.
 #[cfg(any(feature = "bench", test))]
@@ -71,9 +88,6 @@ pub(crate) const GCM_CTR_BYTES: usize = 16;
 pub(crate) fn rounds(key_len: usize) -> u32 {
     (key_len / 4 + 6) as u32
 }
-
-/// Bytes of a `GcmxBatchMsg`.
-pub(crate) const BATCH_MSG_BYTES: usize = 64;
 
 /// Parameters of `gcmx_ghash_clmad` / `gcmx_ghash_soft`.
 #[cfg(any(feature = "bench", test))]
@@ -128,80 +142,74 @@ pub(crate) struct GcmxExpandParams {
     pub(crate) _pad0: u32,
 }
 
-/// One message of a batch (serialised by [`GcmxBatchMsg::encode`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct GcmxBatchMsg {
-    /// Byte offset in `in` and `out` (multiple of 16).
-    pub(crate) data_off: u64,
-    /// Message bytes.
-    pub(crate) data_len: u64,
-    /// Byte offset of the AAD (multiple of 16).
-    pub(crate) aad_off: u64,
-    /// AAD bytes.
-    pub(crate) aad_len: u64,
-    /// J0 as four little-endian words (secret for nonces that are not 12 bytes).
-    pub(crate) j0: [u32; 4],
-    /// Index into keys and key powers.
-    pub(crate) key_index: u32,
-    /// Tag slot.
-    pub(crate) tag_slot: u32,
-    /// First global lane.
-    pub(crate) lane_first: u32,
-    /// First unit partial.
-    pub(crate) unit_first: u32,
+/// Parameters of `gcmx_key_powers`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct GcmxKeyPowersParams {
+    /// `GcmxAesKey[nkeys]`.
+    pub(crate) keys: u64,
+    /// `GcmxKeyPowers[nkeys]` out.
+    pub(crate) key_powers: u64,
+    /// Keys.
+    pub(crate) nkeys: u32,
+    /// Padding, zero.
+    pub(crate) _pad0: u32,
 }
 
-impl GcmxBatchMsg {
-    /// The 64 bytes of the C struct (little-endian fields in declaration order, no padding).
-    pub(crate) fn encode(&self, out: &mut [u8; BATCH_MSG_BYTES]) {
-        let words64 = [self.data_off, self.data_len, self.aad_off, self.aad_len];
-        let words32 = [
-            self.j0[0],
-            self.j0[1],
-            self.j0[2],
-            self.j0[3],
-            self.key_index,
-            self.tag_slot,
-            self.lane_first,
-            self.unit_first,
+/// One message of a device-resident batch as the caller writes it (`GcmxDevMsg`, 48 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GcmxDevMsg {
+    pub(crate) data_off: u64,
+    pub(crate) data_len: u64,
+    pub(crate) aad_off: u64,
+    pub(crate) aad_len: u64,
+    pub(crate) nonce_off: u64,
+    pub(crate) nonce_len: u32,
+    pub(crate) key: u32,
+}
+
+impl GcmxDevMsg {
+    /// The 48 bytes of the C struct (little-endian fields in declaration order, no padding).
+    pub(crate) fn encode(&self, out: &mut [u8]) {
+        let w64 = [
+            self.data_off,
+            self.data_len,
+            self.aad_off,
+            self.aad_len,
+            self.nonce_off,
         ];
-        for (dst, w) in out[..32].chunks_exact_mut(8).zip(words64) {
+        for (dst, w) in out[..40].chunks_exact_mut(8).zip(w64) {
             dst.copy_from_slice(&w.to_le_bytes());
         }
-        for (dst, w) in out[32..].chunks_exact_mut(4).zip(words32) {
-            dst.copy_from_slice(&w.to_le_bytes());
-        }
+        out[40..44].copy_from_slice(&self.nonce_len.to_le_bytes());
+        out[44..48].copy_from_slice(&self.key.to_le_bytes());
     }
 }
 
-/// Parameters of the three batch kernels.
+/// Parameters of the device-batch kernels.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct GcmxBatchParams {
-    /// All messages' input.
-    pub(crate) input: u64,
-    /// Output (may equal input).
-    pub(crate) output: u64,
-    /// All AADs.
-    pub(crate) aad: u64,
-    /// `GcmxBatchMsg[nmsgs]`.
+pub(crate) struct GcmxDbParams {
     pub(crate) msgs: u64,
-    /// `GcmxAesKey[nkeys]`.
-    pub(crate) keys: u64,
-    /// `GcmxKeyPowers[nkeys]`.
-    pub(crate) key_powers: u64,
-    /// Unit partials scratch.
-    pub(crate) unit_partials: u64,
-    /// Tags out, 16 bytes per slot.
+    pub(crate) data: u64,
+    pub(crate) data_len: u64,
+    pub(crate) aad: u64,
+    pub(crate) aad_len: u64,
+    pub(crate) nonces: u64,
+    pub(crate) nonces_len: u64,
     pub(crate) tags: u64,
-    /// Messages.
+    pub(crate) verdicts: u64,
+    pub(crate) keys: u64,
+    pub(crate) key_powers: u64,
+    pub(crate) scratch: u64,
     pub(crate) nmsgs: u32,
-    /// Keys.
     pub(crate) nkeys: u32,
-    /// Lanes of the units kernel.
-    pub(crate) total_lanes: u32,
-    /// 0 encrypt, 1 decrypt.
-    pub(crate) decrypt: u32,
+    pub(crate) nr: u32,
+    pub(crate) mode: u32,
+    pub(crate) tag_len: u32,
+    pub(crate) flags: u32,
+    pub(crate) bar_base: u32,
+    pub(crate) _pad0: u32,
 }
 
 /// Parameters of `gcmx_bw_read` / `gcmx_bw_copy`.
@@ -237,42 +245,31 @@ pub(crate) fn strided_pow_exponent(threads: u32, warp_span: u64, i: u32) -> u64 
     u64::from(nwarps - 1 - w) * warp_span + u64::from(WARP_SIZE - l)
 }
 
-/// `gcmx_batch_msg_units`: (units K, lanes of unit 0 g0, lanes owned) for a message of `len` bytes.
-pub(crate) fn batch_units(len: u64) -> (u64, u64, u64) {
+/// `gcmx_db_units`: (units K, lanes of unit 0 g0, whether unit 0 holds E_K(J0)'s block) for `len` bytes.
+pub(crate) fn db_units(len: u64) -> (u64, u32, bool) {
     let n = len.div_ceil(16);
-    let k = n.div_ceil(BATCH_UNIT_BLOCKS);
+    let k = n.div_ceil(DB_UNIT_BLOCKS);
     if k == 0 {
-        return (0, 0, 0);
+        return (0, 0, false);
     }
-    let m = n - BATCH_UNIT_BLOCKS * (k - 1);
+    let m = n - DB_UNIT_BLOCKS * (k - 1);
     let need = m.div_ceil(32);
     let mut g = 1u64;
     while g < need {
         g <<= 1;
     }
-    (k, g, u64::from(WARP_SIZE) * (k - 1) + g)
+    (k, g as u32, m < 32 * g)
 }
 
-/// `gcmx_batch_plan`: fill `lane_first` / `unit_first` in order; returns (total lanes, total units), or
-/// `None` if a count would overflow 32 bits (the caller splits the batch).
-pub(crate) fn batch_plan(msgs: &mut [GcmxBatchMsg]) -> Option<(u32, u32)> {
-    let (mut lane, mut unit) = (0u64, 0u64);
-    for m in msgs.iter_mut() {
-        let (k, g0, lanes) = batch_units(m.data_len);
-        let align = if k > 1 {
-            u64::from(WARP_SIZE)
-        } else if k == 1 {
-            g0
-        } else {
-            1
-        };
-        lane = lane.div_ceil(align) * align;
-        m.lane_first = u32::try_from(lane).ok()?;
-        m.unit_first = u32::try_from(unit).ok()?;
-        lane = lane.checked_add(lanes)?;
-        unit = unit.checked_add(k)?;
-    }
-    Some((u32::try_from(lane).ok()?, u32::try_from(unit).ok()?))
+const fn db_align(x: u64) -> u64 {
+    x.div_ceil(256) * 256
+}
+
+/// `gcmx_db_scratch_bytes`: the scratch of a device-batch launch over `n` messages with `grid` blocks.
+pub(crate) fn db_scratch_bytes(n: u32, grid: u32) -> u64 {
+    let n = u64::from(n);
+    let msgs = db_align(DB_SCR_BLK + 8 * DB_COLS as u64 * u64::from(grid));
+    msgs + db_align(64 * n) + db_align(16 * n) + db_align(16 * n) + db_align(8 * n)
 }
 
 /// Words of a 16-byte block as a `uint4` load sees them (little-endian words).
@@ -360,21 +357,39 @@ mod tests {
             ]
         );
         check_struct!(
-            GcmxBatchParams,
-            "GcmxBatchParams",
+            GcmxKeyPowersParams,
+            "GcmxKeyPowersParams",
             [
-                (input, "in"),
-                (output, "out"),
-                (aad, "aad"),
-                (msgs, "msgs"),
                 (keys, "keys"),
                 (key_powers, "key_powers"),
-                (unit_partials, "unit_partials"),
+                (nkeys, "nkeys"),
+                (_pad0, "_pad0")
+            ]
+        );
+        check_struct!(
+            GcmxDbParams,
+            "GcmxDbParams",
+            [
+                (msgs, "msgs"),
+                (data, "data"),
+                (data_len, "data_len"),
+                (aad, "aad"),
+                (aad_len, "aad_len"),
+                (nonces, "nonces"),
+                (nonces_len, "nonces_len"),
                 (tags, "tags"),
+                (verdicts, "verdicts"),
+                (keys, "keys"),
+                (key_powers, "key_powers"),
+                (scratch, "scratch"),
                 (nmsgs, "nmsgs"),
                 (nkeys, "nkeys"),
-                (total_lanes, "total_lanes"),
-                (decrypt, "decrypt")
+                (nr, "nr"),
+                (mode, "mode"),
+                (tag_len, "tag_len"),
+                (flags, "flags"),
+                (bar_base, "bar_base"),
+                (_pad0, "_pad0")
             ]
         );
         check_struct!(
@@ -398,20 +413,18 @@ mod tests {
             ),
             (0, 12)
         );
-        assert_eq!(c_size("GcmxBatchMsg").0, BATCH_MSG_BYTES);
+        assert_eq!(c_size("GcmxDevMsg"), (DEV_MSG_BYTES, 8));
         let offs = [
             ("data_off", 0),
             ("data_len", 8),
             ("aad_off", 16),
             ("aad_len", 24),
-            ("j0", 32),
-            ("key_index", 48),
-            ("tag_slot", 52),
-            ("lane_first", 56),
-            ("unit_first", 60),
+            ("nonce_off", 32),
+            ("nonce_len", 40),
+            ("key", 44),
         ];
         for (f, o) in offs {
-            assert_eq!(c_off("GcmxBatchMsg", f), o, "GcmxBatchMsg.{f}");
+            assert_eq!(c_off("GcmxDevMsg", f), o, "GcmxDevMsg.{f}");
         }
     }
 
@@ -430,10 +443,19 @@ mod tests {
             ("GCMX_FUSED_WARP_SPAN", FUSED_WARP_SPAN),
             ("GCMX_FUSED_SPAN", FUSED_SPAN),
             ("GCMX_FUSED_POW_COUNT", u64::from(FUSED_POW_COUNT)),
-            ("GCMX_BATCH_UNIT_THREADS", u64::from(BATCH_UNIT_THREADS)),
-            ("GCMX_BATCH_KEY_THREADS", u64::from(BATCH_KEY_THREADS)),
-            ("GCMX_BATCH_TAG_THREADS", u64::from(BATCH_TAG_THREADS)),
-            ("GCMX_BATCH_UNIT_BLOCKS", BATCH_UNIT_BLOCKS),
+            ("GCMX_KEY_POWERS_THREADS", u64::from(KEY_POWERS_THREADS)),
+            ("GCMX_DB_THREADS", u64::from(DB_THREADS)),
+            ("GCMX_DB_COLS", DB_COLS as u64),
+            ("GCMX_DB_BARRIERS", u64::from(DB_BARRIERS)),
+            ("GCMX_DB_UNIT_BLOCKS", DB_UNIT_BLOCKS),
+            ("GCMX_DB_SEAL", u64::from(DB_SEAL)),
+            ("GCMX_DB_OPEN", u64::from(DB_OPEN)),
+            ("GCMX_DB_EXPECT", u64::from(DB_EXPECT)),
+            ("GCMX_DB_J0_GIVEN", u64::from(DB_J0_GIVEN)),
+            ("GCMX_VERDICT_OK", u64::from(VERDICT_OK)),
+            ("GCMX_VERDICT_REFUSED", u64::from(VERDICT_REFUSED)),
+            ("GCMX_VERDICT_INVALID", u64::from(VERDICT_INVALID)),
+            ("GCMX_DB_SCR_BLK", DB_SCR_BLK),
             ("GCMX_EXPAND_THREADS", u64::from(EXPAND_THREADS)),
             ("GCMX_KEY_POW_LINEAR", KEY_POW_LINEAR as u64),
             ("GCMX_KEY_POW_POW2", KEY_POW_POW2 as u64),
@@ -469,23 +491,17 @@ mod tests {
     }
 
     #[test]
-    fn batch_plan_matches_the_header() {
-        let mut msgs: Vec<GcmxBatchMsg> = c::C_PLAN
-            .iter()
-            .map(|&(len, _, _)| GcmxBatchMsg {
-                data_len: len,
-                ..Default::default()
-            })
-            .collect();
-        let (lanes, units) = batch_plan(&mut msgs).expect("small plan");
-        for (m, &(len, lf, uf)) in msgs.iter().zip(c::C_PLAN) {
+    fn device_batch_helpers_match_the_header() {
+        for &(len, k, g0, free) in c::C_UNITS {
+            assert_eq!(db_units(len), (k, g0, free != 0), "gcmx_db_units({len})");
+        }
+        for &(n, grid, bytes) in c::C_SCRATCH {
             assert_eq!(
-                (m.lane_first, m.unit_first),
-                (lf, uf),
-                "message of {len} bytes"
+                db_scratch_bytes(n, grid),
+                bytes,
+                "scratch of {n} messages, {grid} blocks"
             );
         }
-        assert_eq!((lanes, units), c::C_PLAN_TOTAL);
     }
 }
 
@@ -494,19 +510,17 @@ mod serialise_tests {
     use super::*;
 
     #[test]
-    fn message_bytes_follow_the_c_layout() {
-        let m = GcmxBatchMsg {
+    fn descriptor_bytes_follow_the_c_layout() {
+        let m = GcmxDevMsg {
             data_off: 0x1111,
             data_len: 0x2222,
             aad_off: 0x3333,
             aad_len: 0x4444,
-            j0: [5, 6, 7, 8],
-            key_index: 9,
-            tag_slot: 10,
-            lane_first: 11,
-            unit_first: 12,
+            nonce_off: 0x5555,
+            nonce_len: 12,
+            key: 9,
         };
-        let mut v = [0u8; BATCH_MSG_BYTES];
+        let mut v = [0u8; DEV_MSG_BYTES];
         m.encode(&mut v);
         let at = |o: usize, n: usize| -> u64 {
             let mut b = [0u8; 8];
@@ -514,10 +528,20 @@ mod serialise_tests {
             u64::from_le_bytes(b)
         };
         assert_eq!(at(8, 8), 0x2222);
-        assert_eq!(at(24, 8), 0x4444);
-        assert_eq!(at(32 + 12, 4), 8);
-        assert_eq!(at(48, 4), 9);
-        assert_eq!(at(60, 4), 12);
+        assert_eq!(at(32, 8), 0x5555);
+        assert_eq!(at(40, 4), 12);
+        assert_eq!(at(44, 4), 9);
+    }
+
+    #[test]
+    fn unit_geometry() {
+        assert_eq!(db_units(0), (0, 0, false));
+        assert_eq!(db_units(64), (1, 1, true)); // 4 blocks: one lane, J0's block free
+        assert_eq!(db_units(1024), (1, 2, false)); // 64 blocks fill two lanes
+        assert_eq!(db_units(1000), (1, 2, true));
+        assert_eq!(db_units(16384), (1, 32, false));
+        assert_eq!(db_units(16385), (2, 1, true));
+        assert_eq!(db_units(1 << 20), (64, 32, false));
     }
 
     #[test]
@@ -529,18 +553,5 @@ mod serialise_tests {
         // ctr0 + 1 + 3 = 0xffff_fffe + 4 = 2 (mod 2^32), as the little-endian word a uint4 load reads
         assert_eq!(&c[12..], &2u32.to_le_bytes());
         assert_eq!(le_words(&[1u8; 16])[0], 0x0101_0101);
-    }
-
-    #[test]
-    fn batch_plan_refuses_overflow() {
-        // A message of 2^36 bytes owns 2^22 units of 32 lanes: 2^27 lanes; 64 of them overflow u32 lanes.
-        let mut msgs = vec![
-            GcmxBatchMsg {
-                data_len: 1 << 36,
-                ..Default::default()
-            };
-            64
-        ];
-        assert_eq!(batch_plan(&mut msgs), None);
     }
 }

@@ -8,10 +8,12 @@ use std::sync::{Arc, Mutex};
 use gcmx_core::{Direction, Error, GcmEngine, KeyMaterial, Message};
 
 use crate::batch::{self, Job};
-use crate::keys::{BatchPowers, DeviceKeys, FusedPowers, Keyed};
+use crate::dbatch::{self, DeviceBatch, RawBatch, Regions};
+use crate::keys::{DeviceKeys, FusedPowers, KeyPowers, KeySet, Keyed};
+use crate::pending::Pending;
 use crate::pipeline;
 use crate::resident::{self, DeviceBuf};
-use crate::runtime::{DeviceInfo, Gpu};
+use crate::runtime::{DeviceInfo, Gpu, RawDeviceSpan, Region, Stream};
 
 /// Messages at least this large go through the host pipeline rather than the batch kernels, also inside
 /// a batch (the batch path stages whole sub-batches in page-locked memory).
@@ -24,7 +26,13 @@ const BATCH_LARGE: usize = 16 << 20;
 ///   page-locked for the call and DMA'd in place (or used as they are inside a [`crate::PinnedRegion`]),
 ///   smaller ones are staged. Batches of small messages run in a few launches for all of them.
 /// * Device buffers ([`DeviceBuf`]): [`CudaEngine::seal_device`] and [`CudaEngine::open_device`], one
-///   launch over the buffer, in place.
+///   launch over the buffer, in place, waited for.
+/// * Device-resident batches ([`DeviceBatch`]): many messages, their table, nonces, AADs, tags and
+///   verdicts all in GPU memory, one launch ([`CudaEngine::seal_batch_device`],
+///   [`CudaEngine::open_batch_device`]).
+/// * Asynchronous calls on a caller's [`Stream`]: [`CudaEngine::seal_async`],
+///   [`CudaEngine::open_async`], [`CudaEngine::seal_batch_async`], [`CudaEngine::open_batch_async`] return
+///   a [`Pending`] at once; the `*_raw` calls take memory of other CUDA libraries ([`RawDeviceSpan`]).
 ///
 /// The key is uploaded once and expanded on the device; its expanded schedule and the powers of H the
 /// kernels use stay in device memory, which is wiped when the engine is dropped. The engine is not
@@ -45,8 +53,8 @@ pub struct CudaEngine {
     host: KeyMaterial,
     keys: DeviceKeys,
     powers: FusedPowers,
-    /// The batch kernels' powers of H, made on first use.
-    batch: Mutex<Option<Arc<BatchPowers>>>,
+    /// The device-batch kernels' powers of H, made on first use.
+    batch: Mutex<Option<Arc<KeyPowers>>>,
 }
 
 impl core::fmt::Debug for CudaEngine {
@@ -67,8 +75,22 @@ impl CudaEngine {
     /// device, or the kernels do not load (a later call tries again); `Error::Device` when the device
     /// fails.
     pub fn new(key: &[u8]) -> Result<CudaEngine, Error> {
+        CudaEngine::on_device(key, 0)
+    }
+
+    /// An engine for `key` on device `ordinal` (`Error::InvalidInput` for an ordinal past the last
+    /// device). Its buffers must be on the same device.
+    ///
+    /// ```no_run
+    /// for d in 0..gcmx_cuda::device_count()? {
+    ///     let engine = gcmx_cuda::CudaEngine::on_device(&[7u8; 32], d)?;
+    ///     println!("{}", engine.device());
+    /// }
+    /// # Ok::<(), gcmx_cuda::Error>(())
+    /// ```
+    pub fn on_device(key: &[u8], ordinal: u32) -> Result<CudaEngine, Error> {
         let host = KeyMaterial::new(key)?;
-        let gpu = Gpu::get(0)?;
+        let gpu = Gpu::get(ordinal)?;
         let keys = DeviceKeys::expand(&gpu, &[key])?;
         let powers = FusedPowers::new(&gpu, &host)?;
         Ok(CudaEngine {
@@ -144,14 +166,264 @@ impl CudaEngine {
         (&self.gpu, self.keyed())
     }
 
-    fn batch_powers(&self) -> Result<Arc<BatchPowers>, Error> {
+    fn batch_powers(&self) -> Result<Arc<KeyPowers>, Error> {
         let mut slot = self.batch.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = slot.as_ref() {
             return Ok(p.clone());
         }
-        let p = Arc::new(BatchPowers::new(&self.gpu, &self.keys)?);
+        let p = Arc::new(KeyPowers::new(&self.gpu, &self.keys)?);
         *slot = Some(p.clone());
         Ok(p)
+    }
+
+    fn key_set<'a>(&'a self, powers: &'a KeyPowers) -> KeySet<'a> {
+        KeySet {
+            keys: self.keys.all(),
+            powers: powers.at(),
+            count: 1,
+            nr0: crate::abi::rounds(self.host.key_len()),
+        }
+    }
+
+    /// Seal every message of a device-resident batch (all its keys 0) and wait. Each message's tag goes
+    /// to `batch.tags`, its [`crate::Verdict`] to `batch.verdicts` (`Invalid` for a table entry that
+    /// fails the checks; such a message is untouched). `Error::InvalidInput` for buffers that are too
+    /// small or of another device.
+    ///
+    /// ```no_run
+    /// use gcmx_cuda::{CudaEngine, DeviceBatch, DeviceBuf, DeviceMessage, Verdict};
+    /// let engine = CudaEngine::new(&[7u8; 32])?;
+    /// let n = 1000;
+    /// let msgs: Vec<DeviceMessage> = (0..n)
+    ///     .map(|i| DeviceMessage {
+    ///         data_offset: 1024 * i as u64,
+    ///         data_len: 1024,
+    ///         nonce_offset: 12 * i as u64,
+    ///         nonce_len: 12,
+    ///         ..Default::default()
+    ///     })
+    ///     .collect();
+    /// let table = DeviceBuf::from_host(&DeviceMessage::table(&msgs))?;
+    /// let mut data = DeviceBuf::new(1024 * n)?; // filled by other GPU code
+    /// let nonces = DeviceBuf::from_host(&vec![1u8; 12 * n])?;
+    /// let (aad, mut tags, mut verdicts) = (DeviceBuf::new(0)?, DeviceBuf::new(16 * n)?, DeviceBuf::new(n)?);
+    /// engine.seal_batch_device(DeviceBatch {
+    ///     messages: &table, count: n, data: &mut data, aad: &aad, nonces: &nonces,
+    ///     tags: &mut tags, verdicts: &mut verdicts,
+    /// })?;
+    /// assert!(verdicts.to_vec()?.iter().all(|&v| Verdict::from_byte(v) == Some(Verdict::Ok)));
+    /// # Ok::<(), gcmx_cuda::Error>(())
+    /// ```
+    pub fn seal_batch_device(&self, batch: DeviceBatch<'_>) -> Result<(), Error> {
+        let p = self.batch_powers()?;
+        let r = Regions::of_batch(&batch);
+        dbatch::run_on_lane(&self.gpu, self.key_set(&p), r, Direction::Seal, 16)
+    }
+
+    /// Open every message of a device-resident batch and wait: each message's tag in `batch.tags` is
+    /// compared (its first `tag_len` bytes, in constant time) on the device; a message with a wrong tag
+    /// is zeroed there and gets [`crate::Verdict::Refused`]. No plaintext of a refused message is left
+    /// in `batch.data` when this returns.
+    pub fn open_batch_device(&self, batch: DeviceBatch<'_>, tag_len: usize) -> Result<(), Error> {
+        let p = self.batch_powers()?;
+        let r = Regions::of_batch(&batch);
+        dbatch::run_on_lane(&self.gpu, self.key_set(&p), r, Direction::Open, tag_len)
+    }
+
+    /// Queue the sealing of a device-resident batch on `stream` and return at once; the [`Pending`]
+    /// borrows the batch's buffers until the work is complete (see [`CudaEngine::seal_batch_device`] for
+    /// what is written).
+    pub fn seal_batch_async<'a>(
+        &'a self,
+        stream: &'a Stream,
+        batch: DeviceBatch<'a>,
+    ) -> Result<Pending<'a>, Error> {
+        let p = self.batch_powers()?;
+        dbatch::queue(
+            stream,
+            self.key_set(&p),
+            Regions::of_batch(&batch),
+            Direction::Seal,
+            16,
+        )
+    }
+
+    /// Queue the opening of a device-resident batch on `stream` and return at once (see
+    /// [`CudaEngine::open_batch_device`]); the verdicts are in `batch.verdicts` once the [`Pending`] has
+    /// been waited for.
+    pub fn open_batch_async<'a>(
+        &'a self,
+        stream: &'a Stream,
+        batch: DeviceBatch<'a>,
+        tag_len: usize,
+    ) -> Result<Pending<'a>, Error> {
+        let p = self.batch_powers()?;
+        dbatch::queue(
+            stream,
+            self.key_set(&p),
+            Regions::of_batch(&batch),
+            Direction::Open,
+            tag_len,
+        )
+    }
+
+    /// Queue the sealing of `buf` on `stream` and return at once: the tag goes to the first 16 bytes of
+    /// `tag` (device memory). One launch of the device-batch kernel (the whole GPU works on one buffer
+    /// in units of 16 KiB); `nonce` and `aad` are copied at the call. Inputs are checked first
+    /// (`Error::NonceLength`, lengths, `Error::InvalidInput` for a tag buffer under 16 bytes or buffers
+    /// of another device).
+    pub fn seal_async<'a>(
+        &'a self,
+        stream: &'a Stream,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: &'a mut DeviceBuf,
+        tag: &'a mut DeviceBuf,
+    ) -> Result<Pending<'a>, Error> {
+        let p = self.batch_powers()?;
+        dbatch::queue_single(
+            stream,
+            self.key_set(&p),
+            nonce,
+            aad,
+            Region::whole(&buf.mem),
+            Region::whole(&tag.mem),
+            Direction::Seal,
+            16,
+            None,
+        )
+    }
+
+    /// Queue the opening of `buf` on `stream` and return at once: the first `tag_len` bytes of `tag`
+    /// (device memory, at least 16 bytes) are compared on the device in constant time; on a mismatch
+    /// the buffer is zeroed there, and [`Pending::wait`] returns `Error::Authentication`.
+    pub fn open_async<'a>(
+        &'a self,
+        stream: &'a Stream,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: &'a mut DeviceBuf,
+        tag: &'a DeviceBuf,
+        tag_len: usize,
+    ) -> Result<Pending<'a>, Error> {
+        let p = self.batch_powers()?;
+        dbatch::queue_single(
+            stream,
+            self.key_set(&p),
+            nonce,
+            aad,
+            Region::whole(&buf.mem),
+            Region::whole(&tag.mem),
+            Direction::Open,
+            tag_len,
+            None,
+        )
+    }
+
+    /// [`CudaEngine::seal_async`] on memory of another CUDA library: `data` in place, the tag to the first
+    /// 16 bytes of `tag`. Returns once the work is queued; it is complete when `stream` has reached it
+    /// (the spans' contract, [`RawDeviceSpan::new`], covers that time).
+    ///
+    /// ```no_run
+    /// # fn torch_tensor() -> (u64, usize, u64) { (0, 0, 0) }
+    /// use gcmx_cuda::{CudaEngine, RawDeviceSpan, Stream};
+    /// let engine = CudaEngine::new(&[7u8; 32])?;
+    /// let (data_ptr, len, tag_ptr) = torch_tensor();
+    /// // SAFETY: `data_ptr` (len bytes) and `tag_ptr` (16 bytes) are device memory of device 0's primary
+    /// // context, 16-byte aligned, untouched by other work until the stream below has done this call.
+    /// let (data, tag) = unsafe { (RawDeviceSpan::new(data_ptr, len), RawDeviceSpan::new(tag_ptr, 16)) };
+    /// let stream = Stream::new()?;
+    /// engine.seal_raw(&stream, &[0u8; 12], b"", data, tag)?;
+    /// stream.synchronize()?;
+    /// # Ok::<(), gcmx_cuda::Error>(())
+    /// ```
+    pub fn seal_raw(
+        &self,
+        stream: &Stream,
+        nonce: &[u8],
+        aad: &[u8],
+        data: RawDeviceSpan,
+        tag: RawDeviceSpan,
+    ) -> Result<(), Error> {
+        let p = self.batch_powers()?;
+        let pending = dbatch::queue_single(
+            stream,
+            self.key_set(&p),
+            nonce,
+            aad,
+            Region::Raw(data),
+            Region::Raw(tag),
+            Direction::Seal,
+            16,
+            None,
+        )?;
+        pending.detach();
+        Ok(())
+    }
+
+    /// [`CudaEngine::open_async`] on memory of another CUDA library: the verdict (a [`crate::Verdict`]
+    /// byte) goes to the first byte of `verdict`; a refused message is zeroed on the device.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_raw(
+        &self,
+        stream: &Stream,
+        nonce: &[u8],
+        aad: &[u8],
+        data: RawDeviceSpan,
+        tag: RawDeviceSpan,
+        tag_len: usize,
+        verdict: RawDeviceSpan,
+    ) -> Result<(), Error> {
+        if verdict.is_empty() {
+            return Err(Error::InvalidInput("the verdict span is empty".into()));
+        }
+        let p = self.batch_powers()?;
+        let pending = dbatch::queue_single(
+            stream,
+            self.key_set(&p),
+            nonce,
+            aad,
+            Region::Raw(data),
+            Region::Raw(tag),
+            Direction::Open,
+            tag_len,
+            Some(Region::Raw(verdict)),
+        )?;
+        pending.detach();
+        Ok(())
+    }
+
+    /// [`CudaEngine::seal_batch_async`] on memory of another CUDA library.
+    pub fn seal_batch_raw(&self, stream: &Stream, batch: &RawBatch) -> Result<(), Error> {
+        let p = self.batch_powers()?;
+        dbatch::queue(
+            stream,
+            self.key_set(&p),
+            Regions::of_raw(batch),
+            Direction::Seal,
+            16,
+        )?
+        .detach();
+        Ok(())
+    }
+
+    /// [`CudaEngine::open_batch_async`] on memory of another CUDA library.
+    pub fn open_batch_raw(
+        &self,
+        stream: &Stream,
+        batch: &RawBatch,
+        tag_len: usize,
+    ) -> Result<(), Error> {
+        let p = self.batch_powers()?;
+        dbatch::queue(
+            stream,
+            self.key_set(&p),
+            Regions::of_raw(batch),
+            Direction::Open,
+            tag_len,
+        )?
+        .detach();
+        Ok(())
     }
 }
 
@@ -199,7 +471,7 @@ impl GcmEngine for CudaEngine {
             return Ok(());
         }
         let powers = self.batch_powers()?;
-        batch::run(&self.gpu, &self.keys, &powers, &mut small, dir)?;
+        batch::run(&self.gpu, self.key_set(&powers), &mut small, dir)?;
         for (job, &i) in small.iter().zip(&small_idx) {
             tags[i] = job.tag;
         }

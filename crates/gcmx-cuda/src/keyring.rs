@@ -8,11 +8,16 @@ use gcmx_core::{Direction, Error, KeyMaterial};
 use zeroize::Zeroize;
 
 use crate::batch::{self, Job};
-use crate::keys::{BatchPowers, DeviceKeys};
-use crate::runtime::Gpu;
+use crate::dbatch::{self, DeviceBatch, RawBatch, Regions};
+use crate::keys::{DeviceKeys, KeyPowers, KeySet};
+use crate::pending::Pending;
+use crate::runtime::{Gpu, Stream};
 
 /// Many AES keys resident on the device (expanded there, with their powers of H), for batches in which
-/// every message names its key: servers with a key per client, files with a key per segment.
+/// every message names its key: servers with a key per client, files with a key per segment. Host
+/// batches ([`CudaKeyring::seal`], [`CudaKeyring::open`]) and device-resident ones
+/// ([`CudaKeyring::seal_batch_device`], [`CudaKeyring::seal_batch_async`], ...; each
+/// [`crate::DeviceMessage`] names its key) run in one launch per batch.
 ///
 /// Keys are wiped from device memory when the keyring is dropped.
 ///
@@ -40,7 +45,7 @@ pub struct CudaKeyring {
     /// Host key material for J0 (the tags are computed on the device).
     keys: Vec<KeyMaterial>,
     dev: DeviceKeys,
-    powers: BatchPowers,
+    powers: KeyPowers,
 }
 
 impl core::fmt::Debug for CudaKeyring {
@@ -92,13 +97,24 @@ impl CudaKeyring {
     /// their powers of H. `Error::KeyLength` for a key of another length, `Error::BackendUnavailable`
     /// without a usable device.
     pub fn new(keys: &[&[u8]]) -> Result<CudaKeyring, Error> {
+        CudaKeyring::on_device(keys, 0)
+    }
+
+    /// The keyring on device `ordinal` (`Error::InvalidInput` for an ordinal past the last device, or
+    /// for no keys).
+    pub fn on_device(keys: &[&[u8]], ordinal: u32) -> Result<CudaKeyring, Error> {
+        if keys.is_empty() {
+            return Err(Error::InvalidInput(
+                "a keyring needs at least one key".into(),
+            ));
+        }
         let host: Vec<KeyMaterial> = keys
             .iter()
             .map(|k| KeyMaterial::new(k))
             .collect::<Result<_, _>>()?;
-        let gpu = Gpu::get(0)?;
+        let gpu = Gpu::get(ordinal)?;
         let dev = DeviceKeys::expand(&gpu, keys)?;
-        let powers = BatchPowers::new(&gpu, &dev)?;
+        let powers = KeyPowers::new(&gpu, &dev)?;
         Ok(CudaKeyring {
             gpu,
             keys: host,
@@ -110,6 +126,101 @@ impl CudaKeyring {
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.keys.len()
+    }
+
+    /// The device the keys live on.
+    pub fn device(&self) -> &crate::DeviceInfo {
+        self.gpu.info()
+    }
+
+    fn key_set(&self) -> KeySet<'_> {
+        KeySet {
+            keys: self.dev.all(),
+            powers: self.powers.at(),
+            count: self.dev.count(),
+            nr0: self
+                .keys
+                .first()
+                .map_or(10, |k| crate::abi::rounds(k.key_len())),
+        }
+    }
+
+    /// Seal a device-resident batch whose messages name their keys, and wait (as
+    /// [`crate::CudaEngine::seal_batch_device`]; a key index past the last key makes that message
+    /// [`crate::Verdict::Invalid`]).
+    pub fn seal_batch_device(&self, batch: DeviceBatch<'_>) -> Result<(), Error> {
+        let r = Regions::of_batch(&batch);
+        dbatch::run_on_lane(&self.gpu, self.key_set(), r, Direction::Seal, 16)
+    }
+
+    /// Open a device-resident batch whose messages name their keys, and wait (as
+    /// [`crate::CudaEngine::open_batch_device`]).
+    pub fn open_batch_device(&self, batch: DeviceBatch<'_>, tag_len: usize) -> Result<(), Error> {
+        let r = Regions::of_batch(&batch);
+        dbatch::run_on_lane(&self.gpu, self.key_set(), r, Direction::Open, tag_len)
+    }
+
+    /// Queue the sealing of a device-resident batch on `stream` and return at once.
+    pub fn seal_batch_async<'a>(
+        &'a self,
+        stream: &'a Stream,
+        batch: DeviceBatch<'a>,
+    ) -> Result<Pending<'a>, Error> {
+        dbatch::queue(
+            stream,
+            self.key_set(),
+            Regions::of_batch(&batch),
+            Direction::Seal,
+            16,
+        )
+    }
+
+    /// Queue the opening of a device-resident batch on `stream` and return at once.
+    pub fn open_batch_async<'a>(
+        &'a self,
+        stream: &'a Stream,
+        batch: DeviceBatch<'a>,
+        tag_len: usize,
+    ) -> Result<Pending<'a>, Error> {
+        dbatch::queue(
+            stream,
+            self.key_set(),
+            Regions::of_batch(&batch),
+            Direction::Open,
+            tag_len,
+        )
+    }
+
+    /// [`CudaKeyring::seal_batch_async`] on memory of another CUDA library (see
+    /// [`crate::RawDeviceSpan`]).
+    pub fn seal_batch_raw(&self, stream: &Stream, batch: &RawBatch) -> Result<(), Error> {
+        dbatch::queue(
+            stream,
+            self.key_set(),
+            Regions::of_raw(batch),
+            Direction::Seal,
+            16,
+        )?
+        .detach();
+        Ok(())
+    }
+
+    /// [`CudaKeyring::open_batch_async`] on memory of another CUDA library.
+    pub fn open_batch_raw(
+        &self,
+        stream: &Stream,
+        batch: &RawBatch,
+        tag_len: usize,
+    ) -> Result<(), Error> {
+        dbatch::queue(
+            stream,
+            self.key_set(),
+            Regions::of_raw(batch),
+            Direction::Open,
+            tag_len,
+        )?
+        .detach();
+        Ok(())
     }
 
     /// Whether the keyring has no keys.
@@ -159,13 +270,7 @@ impl CudaKeyring {
             .map(|(j, &t)| (j.key, j.nonce, j.aad, &mut *j.buf, t))
             .collect();
         let mut work = self.jobs(parts)?;
-        batch::run(
-            &self.gpu,
-            &self.dev,
-            &self.powers,
-            &mut work,
-            Direction::Seal,
-        )?;
+        batch::run(&self.gpu, self.key_set(), &mut work, Direction::Seal)?;
         let mut tags: Vec<[u8; 16]> = work.iter().map(|w| w.tag).collect();
         drop(work);
         for (j, t) in jobs.iter_mut().zip(&tags) {
@@ -186,13 +291,7 @@ impl CudaKeyring {
             .map(|j| (j.key, j.nonce, j.aad, &mut *j.buf, j.tag.len()))
             .collect();
         let mut work = self.jobs(parts)?;
-        batch::run(
-            &self.gpu,
-            &self.dev,
-            &self.powers,
-            &mut work,
-            Direction::Open,
-        )?;
+        batch::run(&self.gpu, self.key_set(), &mut work, Direction::Open)?;
         let mut ok = Vec::with_capacity(work.len());
         for (w, t) in work.iter_mut().zip(&given) {
             let good = gcmx_core::frame::tag_matches(&w.tag, t);

@@ -122,29 +122,40 @@ pub(crate) fn ghash_powers(gpu: &Arc<Gpu>, key: &KeyMaterial) -> Result<Arc<Devi
     Ok(mem)
 }
 
-/// The batch kernels' per-key powers (`GcmxKeyPowers[n]`), computed on the device from the keys.
+/// Each key's powers of H (`GcmxKeyPowers[n]`: Q_1..Q_128 and Q_(2^i)), computed on the device from the
+/// expanded keys (`gcmx_key_powers`); what the device-batch kernels read.
 #[derive(Debug)]
-pub(crate) struct BatchPowers(Arc<DeviceMem>);
+pub(crate) struct KeyPowers(Arc<DeviceMem>);
 
-impl BatchPowers {
-    /// Run `gcmx_batch_key_powers` over `keys`.
-    pub(crate) fn new(gpu: &Arc<Gpu>, keys: &DeviceKeys) -> Result<BatchPowers, Error> {
+impl KeyPowers {
+    /// Run `gcmx_key_powers` over `keys`.
+    pub(crate) fn new(gpu: &Arc<Gpu>, keys: &DeviceKeys) -> Result<KeyPowers, Error> {
         let mem = DeviceMem::new(gpu, abi::KEY_POWERS_BYTES * keys.count() as usize)?;
         if keys.count() > 0 {
             gpu.with_lane(|lane| {
-                lane.launch(Launch::BatchKeyPowers {
+                lane.launch(Launch::KeyPowers {
                     keys: keys.all(),
                     key_powers: At::start(&mem),
                     nkeys: keys.count(),
                 })
             })?;
         }
-        Ok(BatchPowers(mem))
+        Ok(KeyPowers(mem))
     }
 
     pub(crate) fn at(&self) -> At<'_> {
         At::start(&self.0)
     }
+}
+
+/// A set of device keys with their powers, as a device-batch launch takes them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeySet<'a> {
+    pub(crate) keys: At<'a>,
+    pub(crate) powers: At<'a>,
+    pub(crate) count: u32,
+    /// Rounds of key 0 (the one-key kernels).
+    pub(crate) nr0: u32,
 }
 
 /// Entries `Q_e(i)` of a warp-strided power table (`gcmx_core::field::HashKey::power`), wiped on drop.

@@ -26,9 +26,11 @@
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod abi;
 mod batch;
+mod dbatch;
 mod engine;
 mod keyring;
 mod keys;
+mod pending;
 mod pinned;
 mod pipeline;
 mod plan;
@@ -38,19 +40,39 @@ pub mod raw;
 mod resident;
 mod runtime;
 
+pub use dbatch::{DeviceBatch, DeviceMessage, RawBatch, Verdict};
 pub use engine::CudaEngine;
 pub use gcmx_core::Error;
 pub use keyring::{CudaKeyring, KeyedOpenJob, KeyedSealJob};
+pub use pending::Pending;
 pub use pinned::PinnedRegion;
 pub use resident::DeviceBuf;
-pub use runtime::{DeviceInfo, GhashVariant};
+pub use runtime::{DeviceInfo, GhashVariant, RawDeviceSpan, Stream};
 
 /// The default device (device 0) and the kernels loaded on it. Starts the driver on first use.
 ///
 /// `Error::BackendUnavailable` when there is no driver or device, or the kernels do not load on it
 /// (a failed start is not remembered: a later call tries again).
 pub fn info() -> Result<DeviceInfo, Error> {
-    runtime::Gpu::get(0).map(|g| g.info().clone())
+    device_info(0)
+}
+
+/// Device `ordinal` and the kernels loaded on it (`Error::InvalidInput` for an ordinal past the last
+/// device, `Error::BackendUnavailable` as for [`info`]).
+///
+/// ```no_run
+/// for d in 0..gcmx_cuda::device_count()? {
+///     println!("{}", gcmx_cuda::device_info(d)?);
+/// }
+/// # Ok::<(), gcmx_cuda::Error>(())
+/// ```
+pub fn device_info(ordinal: u32) -> Result<DeviceInfo, Error> {
+    runtime::Gpu::get(ordinal).map(|g| g.info().clone())
+}
+
+/// How many CUDA devices the driver reports (`Error::BackendUnavailable` without a driver).
+pub fn device_count() -> Result<u32, Error> {
+    runtime::Gpu::count()
 }
 
 /// Whether a usable CUDA device is present (the driver starts and the kernels load).

@@ -60,19 +60,34 @@ impl DeviceBuf {
     /// `Error::BackendUnavailable` without a usable device; `Error::Device` when the device cannot
     /// allocate `len` bytes.
     pub fn new(len: usize) -> Result<DeviceBuf, Error> {
-        let gpu = Gpu::get(0)?;
+        DeviceBuf::on_device(len, 0)
+    }
+
+    /// `len` zero bytes in the memory of device `ordinal` (`Error::InvalidInput` past the last device).
+    pub fn on_device(len: usize, ordinal: u32) -> Result<DeviceBuf, Error> {
+        let gpu = Gpu::get(ordinal)?;
         Ok(DeviceBuf {
             mem: DeviceMem::zeroed(&gpu, len)?,
             lost: false,
         })
     }
 
-    /// A buffer holding a copy of `data`.
+    /// A buffer on the default device holding a copy of `data`.
     pub fn from_host(data: &[u8]) -> Result<DeviceBuf, Error> {
-        let gpu = Gpu::get(0)?;
+        DeviceBuf::from_host_on(data, 0)
+    }
+
+    /// A buffer on device `ordinal` holding a copy of `data`.
+    pub fn from_host_on(data: &[u8], ordinal: u32) -> Result<DeviceBuf, Error> {
+        let gpu = Gpu::get(ordinal)?;
         let mem = DeviceMem::new(&gpu, data.len())?;
         mem.upload(0, data)?;
         Ok(DeviceBuf { mem, lost: false })
+    }
+
+    /// The ordinal of the device whose memory holds the buffer.
+    pub fn device(&self) -> u32 {
+        self.mem.gpu().info().ordinal
     }
 
     /// Bytes.

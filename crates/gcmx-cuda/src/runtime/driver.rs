@@ -5,6 +5,7 @@
 use std::any::Any;
 use std::borrow::Cow;
 use std::ffi::c_void;
+use std::ptr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cust::context::{Context, CurrentContext};
@@ -13,12 +14,14 @@ use cust::error::CudaError;
 use cust::function::{BlockSize, Function, GridSize};
 use cust::memory::{DeviceBuffer, LockedBuffer};
 use cust::module::Module;
-use cust::stream::{Stream, StreamFlags};
+use cust::stream::{Stream as CuStream, StreamFlags};
 use cust::sys as cu;
-use gcmx_core::{DeviceError, Direction, Error};
+use gcmx_core::{DeviceError, Error};
 use zeroize::Zeroize;
 
-use super::{At, BatchArgs, DeviceInfo, GhashVariant, Launch, internal};
+use super::{
+    At, DB_ALIGN, DbArgs, DeviceInfo, GhashVariant, Launch, RawDeviceSpan, Region, Stream, internal,
+};
 use crate::abi;
 
 /// The fatbin built by build.rs from cuda/gcmx_all.cu (SASS sm_80..sm_120 + PTX compute_120).
@@ -76,6 +79,12 @@ pub(crate) struct Gpu {
     states: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
     /// Idle lanes for synchronous helper work.
     pool: Mutex<Vec<Lane>>,
+    /// Idle page-locked parameter slots of asynchronous calls.
+    slots: Mutex<Vec<ParamSlot>>,
+    /// Idle device-batch scratch buffers.
+    scratches: Mutex<Vec<Scratch>>,
+    /// Thread blocks of each cooperative kernel resident at once on the whole device.
+    resident: Mutex<Vec<(&'static str, u32)>>,
     // Field order is drop order: the module unloads before the context is released.
     module: Module,
     ctx: Context,
@@ -150,7 +159,7 @@ impl Gpu {
             abi::GHASH_SPAN as u32,
             abi::FUSED_THREADS,
             abi::FUSED_SPAN as u32,
-            abi::BATCH_UNIT_BLOCKS as u32,
+            abi::DB_UNIT_BLOCKS as u32,
             core::mem::size_of::<abi::GcmxGcmParams>() as u32,
         ];
         if words != expect {
@@ -187,6 +196,9 @@ impl Gpu {
             },
             states: Mutex::new(Vec::new()),
             pool: Mutex::new(Vec::new()),
+            slots: Mutex::new(Vec::new()),
+            scratches: Mutex::new(Vec::new()),
+            resident: Mutex::new(Vec::new()),
             module,
             ctx,
         })
@@ -195,6 +207,89 @@ impl Gpu {
     /// What was learned at load time.
     pub(crate) fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// Devices the driver reports (`Error::BackendUnavailable` without a driver).
+    pub(crate) fn count() -> Result<u32, Error> {
+        cust::init(cust::CudaFlags::empty()).map_err(|e| {
+            Error::BackendUnavailable(format!("no CUDA driver or device: cuInit failed ({e})"))
+        })?;
+        Device::num_devices()
+            .map_err(|e| Error::BackendUnavailable(format!("cuDeviceGetCount failed ({e})")))
+    }
+
+    /// A parameter slot of at least `len` bytes whose last use has completed (or a new one).
+    pub(crate) fn take_slot(self: &Arc<Self>, len: usize) -> Result<ParamSlot, Error> {
+        {
+            let mut idle = lock(&self.slots);
+            if let Some(i) = idle.iter().position(|s| s.len >= len && s.ready()) {
+                return Ok(idle.swap_remove(i));
+            }
+        }
+        ParamSlot::new(self, len.max(SLOT_MIN))
+    }
+
+    /// Return a slot to the pool (its fence, if any, says when it is free again).
+    pub(crate) fn give_slot(&self, slot: ParamSlot) {
+        let mut idle = lock(&self.slots);
+        if idle.len() < POOL_MAX {
+            idle.push(slot);
+        }
+    }
+
+    /// A device-batch scratch of at least `len` bytes (zeroed when new), for this caller alone until
+    /// [`Gpu::give_scratch`]. Work queued on it later is ordered after earlier work by its fences.
+    pub(crate) fn take_scratch(self: &Arc<Self>, len: usize) -> Result<Scratch, Error> {
+        {
+            let mut idle = lock(&self.scratches);
+            let best = idle
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.mem.len() >= len)
+                .min_by_key(|(_, s)| s.mem.len())
+                .map(|(i, _)| i);
+            if let Some(i) = best {
+                return Ok(idle.swap_remove(i));
+            }
+        }
+        Ok(Scratch {
+            mem: DeviceMem::zeroed(self, len.max(SCRATCH_MIN))?,
+            bar: 0,
+        })
+    }
+
+    /// Return a scratch to the pool.
+    pub(crate) fn give_scratch(&self, s: Scratch) {
+        let mut idle = lock(&self.scratches);
+        if idle.len() < POOL_MAX {
+            idle.push(s);
+        }
+    }
+
+    /// Thread blocks of cooperative kernel `name` (blocks of `block` threads) that are resident at once.
+    pub(crate) fn resident_blocks(&self, name: &'static str, block: u32) -> Result<u32, Error> {
+        if let Some(&(_, n)) = lock(&self.resident).iter().find(|(k, _)| *k == name) {
+            return Ok(n);
+        }
+        self.enter()?;
+        let f = self.function(name)?;
+        let mut per_sm: i32 = 0;
+        // SAFETY: queries the occupancy of a loaded kernel; writes one int.
+        let r = unsafe {
+            cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut per_sm,
+                f.to_raw(),
+                block as i32,
+                0,
+            )
+        };
+        check(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?;
+        let n = u32::try_from(per_sm).unwrap_or(0) * self.info.multiprocessors;
+        if n == 0 {
+            return Err(internal(format!("{name}: no thread block fits on an SM")));
+        }
+        lock(&self.resident).push((name, n));
+        Ok(n)
     }
 
     /// Make this device's context current on the calling thread.
@@ -249,7 +344,8 @@ impl Gpu {
 fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
     let out =
         DeviceBuffer::from_slice(&[0u32; abi::ABI_INFO_WORDS]).map_err(dev_err("cuMemAlloc"))?;
-    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
+    let stream =
+        CuStream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
     let f = module
         .get_function("gcmx_abi_info")
         .map_err(dev_err("kernel gcmx_abi_info"))?;
@@ -281,6 +377,29 @@ pub(crate) struct DeviceMem {
     /// Device address (0 when `len == 0`).
     addr: u64,
     len: usize,
+    /// Work queued on callers' streams that uses this memory (see [`DeviceMem::order`]).
+    uses: Mutex<Uses>,
+}
+
+/// The fences of the queued work that last wrote a buffer and that read it since.
+#[derive(Default)]
+struct Uses {
+    write: Option<Arc<Fence>>,
+    reads: Vec<Arc<Fence>>,
+}
+
+impl Uses {
+    /// Forget fences whose work has completed.
+    fn prune(&mut self) {
+        if self
+            .write
+            .as_ref()
+            .is_some_and(|f| f.done().unwrap_or(false))
+        {
+            self.write = None;
+        }
+        self.reads.retain(|f| !f.done().unwrap_or(false));
+    }
 }
 
 impl core::fmt::Debug for DeviceMem {
@@ -306,7 +425,49 @@ impl DeviceMem {
             gpu: gpu.clone(),
             addr,
             len,
+            uses: Mutex::new(Uses::default()),
         }))
+    }
+
+    /// Make `stream` wait for the queued work a new use must follow: the last write and, for a write,
+    /// every read since. Work queued on a caller's stream finishes in any order relative to gcmx's own
+    /// streams; this is what orders it (a forgotten `Pending` included).
+    fn order(&self, stream: cu::CUstream, write: bool) -> Result<(), Error> {
+        let mut u = lock(&self.uses);
+        u.prune();
+        if let Some(f) = &u.write {
+            f.make_wait(stream)?;
+        }
+        if write {
+            for f in &u.reads {
+                f.make_wait(stream)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Record that queued work ending at `f` reads (or writes) this memory.
+    fn note(&self, f: &Arc<Fence>, write: bool) {
+        let mut u = lock(&self.uses);
+        if write {
+            u.write = Some(f.clone());
+            u.reads.clear();
+        } else {
+            u.reads.push(f.clone());
+        }
+    }
+
+    /// Wait on the host for all queued work that uses this memory.
+    fn settle(&self) -> Result<(), Error> {
+        let mut u = lock(&self.uses);
+        if let Some(f) = &u.write {
+            f.wait()?;
+        }
+        for f in &u.reads {
+            f.wait()?;
+        }
+        *u = Uses::default();
+        Ok(())
     }
 
     /// `len` bytes of device memory set to zero.
@@ -410,6 +571,11 @@ impl Drop for DeviceMem {
         if self.len == 0 {
             return;
         }
+        // Queued work of callers' streams may still use the memory: wait for it. If that fails the
+        // memory is leaked rather than freed under a kernel.
+        if self.settle().is_err() {
+            return;
+        }
         // Best effort: with a lost context neither the wipe nor the free can run, and the driver
         // releases the memory with the context.
         let (addr, len) = (self.addr, self.len);
@@ -466,8 +632,10 @@ impl Drop for PinnedMem {
 /// method safe.
 pub(crate) struct Lane {
     gpu: Arc<Gpu>,
-    stream: Stream,
+    stream: CuStream,
     busy: bool,
+    /// Wait by sleeping on a blocking-sync event instead of spinning in cuStreamSynchronize.
+    sleepy: bool,
     keep: Vec<Arc<DeviceMem>>,
     host: Vec<PinnedMem>,
 }
@@ -483,14 +651,22 @@ impl Lane {
     pub(crate) fn new(gpu: &Arc<Gpu>) -> Result<Lane, Error> {
         gpu.enter()?;
         let stream =
-            Stream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
+            CuStream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
         Ok(Lane {
             gpu: gpu.clone(),
             stream,
             busy: false,
+            sleepy: false,
             keep: Vec::new(),
             host: Vec::new(),
         })
+    }
+
+    /// Make [`Lane::wait`] sleep until the work is done instead of spinning a CPU core on it: for lanes
+    /// whose host thread has nothing to do meanwhile (batches), where a spinning wait would count as a
+    /// busy core.
+    pub(crate) fn set_sleepy(&mut self, sleepy: bool) {
+        self.sleepy = sleepy;
     }
 
     /// The lane's device.
@@ -504,13 +680,24 @@ impl Lane {
         let mut r = Ok(());
         if self.busy {
             r = self.gpu.enter().and_then(|()| {
-                self.stream
-                    .synchronize()
-                    .map_err(dev_err("cuStreamSynchronize"))
+                if self.sleepy {
+                    let f = Fence::new(&self.gpu)?;
+                    f.record(self.stream.as_inner())?;
+                    f.wait()
+                } else {
+                    self.stream
+                        .synchronize()
+                        .map_err(dev_err("cuStreamSynchronize"))
+                }
             });
             self.busy = false;
         }
-        self.keep.clear();
+        if r.is_ok() {
+            self.keep.clear();
+        } else {
+            // The work may still be running: never free what it uses.
+            std::mem::forget(std::mem::take(&mut self.keep));
+        }
         r
     }
 
@@ -600,6 +787,7 @@ impl Lane {
             return Ok(());
         }
         self.gpu.enter()?;
+        dst.mem.order(self.stream.as_inner(), true)?;
         self.keep.push(dst.mem.clone());
         self.busy = true;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
@@ -620,6 +808,7 @@ impl Lane {
             return Ok(());
         }
         self.gpu.enter()?;
+        src.mem.order(self.stream.as_inner(), false)?;
         self.keep.push(src.mem.clone());
         self.busy = true;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
@@ -632,6 +821,8 @@ impl Lane {
     pub(crate) fn memset(&mut self, dst: At<'_>, n: usize) -> Result<(), Error> {
         self.same_device(&dst)?;
         let d = dst.mem.range(dst.off, n, "memset")?;
+        self.gpu.enter()?;
+        dst.mem.order(self.stream.as_inner(), true)?;
         self.keep.push(dst.mem.clone());
         self.memset_raw(d, n)
     }
@@ -690,23 +881,18 @@ impl Lane {
                 self.hold(&[raw, out])?;
                 self.launch_struct(name, grid, block, &p)
             }
-            Launch::BatchKeyPowers {
+            Launch::KeyPowers {
                 keys,
                 key_powers,
                 nkeys,
             } => {
-                let p = abi::GcmxBatchParams {
+                let p = abi::GcmxKeyPowersParams {
                     keys: a(keys),
                     key_powers: a(key_powers),
                     nkeys,
-                    ..Default::default()
+                    _pad0: 0,
                 };
                 self.hold(&[keys, key_powers])?;
-                self.launch_struct(name, grid, block, &p)
-            }
-            Launch::BatchUnits(b) | Launch::BatchTags(b) => {
-                let p = batch_params(&b, a);
-                self.hold(&[b.data, b.aad, b.msgs, b.keys, b.key_powers, b.units, b.tags])?;
                 self.launch_struct(name, grid, block, &p)
             }
             #[cfg(feature = "bench")]
@@ -772,7 +958,26 @@ impl Lane {
         for at in ats {
             self.same_device(at)?;
         }
+        self.gpu.enter()?;
+        for at in ats {
+            at.mem.order(self.stream.as_inner(), true)?;
+        }
         self.keep.extend(ats.iter().map(|at| at.mem.clone()));
+        Ok(())
+    }
+
+    /// Queue a device-batch launch (cooperative) whose regions are all device buffers of this lane's
+    /// device; they are held until the lane waits.
+    pub(crate) fn launch_dbatch(&mut self, args: DbArgs<'_>) -> Result<(), Error> {
+        let (p, name, grid, uses) = db_prepare(&self.gpu, &args)?;
+        let ats: Vec<At<'_>> = uses.iter().map(|(m, _)| At::start(m)).collect();
+        self.hold(&ats)?;
+        self.busy = true;
+        // SAFETY: `p` is the GcmxDbParams of `args`, built by `db_prepare` from ranges it checked; every
+        // device buffer it names is held in `keep` until the lane waits (the slots and raw spans that
+        // lanes never use are refused by db_prepare's caller contract: see `Region`).
+        unsafe { launch_coop(&self.gpu, self.stream.as_inner(), name, grid, &p)? };
+        args.scratch.advance(grid);
         Ok(())
     }
 
@@ -820,23 +1025,6 @@ impl Lane {
     }
 }
 
-fn batch_params(b: &BatchArgs<'_>, a: impl Fn(At<'_>) -> u64) -> abi::GcmxBatchParams {
-    abi::GcmxBatchParams {
-        input: a(b.data),
-        output: a(b.data),
-        aad: a(b.aad),
-        msgs: a(b.msgs),
-        keys: a(b.keys),
-        key_powers: a(b.key_powers),
-        unit_partials: a(b.units),
-        tags: a(b.tags),
-        nmsgs: b.nmsgs,
-        nkeys: b.nkeys,
-        total_lanes: b.total_lanes,
-        decrypt: u32::from(b.dir == Direction::Open),
-    }
-}
-
 impl Drop for Lane {
     fn drop(&mut self) {
         let _ = self.wait();
@@ -872,6 +1060,501 @@ impl Event {
 }
 
 // ------------------------------------------------------------------------------------------------------
+// Fences, callers' streams, parameter slots, device-batch launches
+// ------------------------------------------------------------------------------------------------------
+
+/// Smallest parameter slot allocated (bytes).
+const SLOT_MIN: usize = 4096;
+/// Smallest device-batch scratch allocated (bytes).
+const SCRATCH_MIN: usize = 1 << 20;
+
+/// A CUDA event recorded after queued work: the work is complete when the fence is. Waits on it sleep
+/// (blocking-sync event) rather than spin.
+pub(crate) struct Fence {
+    gpu: Arc<Gpu>,
+    raw: cu::CUevent,
+}
+
+// SAFETY: a CUevent handle may be used from any thread (the driver API is thread-safe); the Fence owns
+// it and destroys it once, in Drop.
+unsafe impl Send for Fence {}
+// SAFETY: as above; every method takes &self and only passes the handle to the driver.
+unsafe impl Sync for Fence {}
+
+impl core::fmt::Debug for Fence {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Fence({:?})", self.gpu)
+    }
+}
+
+impl Fence {
+    /// A new, unrecorded fence (an unrecorded event counts as complete).
+    pub(crate) fn new(gpu: &Arc<Gpu>) -> Result<Arc<Fence>, Error> {
+        gpu.enter()?;
+        let mut raw: cu::CUevent = ptr::null_mut();
+        let flags = cu::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32
+            | cu::CUevent_flags_enum::CU_EVENT_BLOCKING_SYNC as u32;
+        // SAFETY: creates an event in the current (this device's primary) context; writes the handle.
+        let r = unsafe { cu::cuEventCreate(&mut raw, flags) };
+        check(r, "cuEventCreate")?;
+        Ok(Arc::new(Fence {
+            gpu: gpu.clone(),
+            raw,
+        }))
+    }
+
+    /// Record the fence after the work queued so far on `stream` (a stream of the same device).
+    fn record(&self, stream: cu::CUstream) -> Result<(), Error> {
+        self.gpu.enter()?;
+        // SAFETY: both handles are valid: the event is ours, the stream is alive for the call.
+        let r = unsafe { cu::cuEventRecord(self.raw, stream) };
+        check(r, "cuEventRecord")
+    }
+
+    /// Make work queued later on `stream` wait until the fenced work is complete.
+    fn make_wait(&self, stream: cu::CUstream) -> Result<(), Error> {
+        // SAFETY: both handles are valid; the driver takes a reference to the event's current record.
+        let r = unsafe { cu::cuStreamWaitEvent(stream, self.raw, 0) };
+        check(r, "cuStreamWaitEvent")
+    }
+
+    /// Whether the fenced work is complete (an error of that work is returned here).
+    pub(crate) fn done(&self) -> Result<bool, Error> {
+        self.gpu.enter()?;
+        // SAFETY: queries our event.
+        let r = unsafe { cu::cuEventQuery(self.raw) };
+        match r {
+            cu::CUresult::CUDA_SUCCESS => Ok(true),
+            cu::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            e => check(e, "cuEventQuery").map(|()| false),
+        }
+    }
+
+    /// Wait (sleeping) until the fenced work is complete.
+    pub(crate) fn wait(&self) -> Result<(), Error> {
+        self.gpu.enter()?;
+        // SAFETY: waits on our event.
+        let r = unsafe { cu::cuEventSynchronize(self.raw) };
+        check(r, "cuEventSynchronize")
+    }
+}
+
+impl Drop for Fence {
+    fn drop(&mut self) {
+        if self.gpu.enter().is_ok() {
+            // SAFETY: destroys our event once; the driver defers the release if work still references it.
+            let r = unsafe { cu::cuEventDestroy_v2(self.raw) };
+            let _ = r;
+        }
+    }
+}
+
+/// A caller's stream: created by gcmx ([`Stream::on_device`], destroyed with it) or borrowed from
+/// another library ([`Stream::from_raw`]).
+pub(crate) struct UserStream {
+    gpu: Arc<Gpu>,
+    raw: cu::CUstream,
+    owned: bool,
+}
+
+// SAFETY: a CUstream handle may be used from any thread; an owned one is destroyed once, in Drop.
+unsafe impl Send for UserStream {}
+// SAFETY: as above; work is queued through the handle by the driver, which serialises it.
+unsafe impl Sync for UserStream {}
+
+impl Drop for UserStream {
+    fn drop(&mut self) {
+        if self.owned && self.gpu.enter().is_ok() {
+            // SAFETY: destroys the stream this value created, once. Work still queued on it completes
+            // first (the driver defers the release), and everything that work uses is kept alive by
+            // fences (DeviceMem::order / settle), not by the stream.
+            let r = unsafe { cu::cuStreamDestroy_v2(self.raw) };
+            let _ = r;
+        }
+    }
+}
+
+impl Stream {
+    /// A new stream on device `ordinal` (non-blocking with respect to the legacy default stream).
+    ///
+    /// `Error::BackendUnavailable` without a usable device, `Error::InvalidInput` for an ordinal past
+    /// the last device.
+    pub fn on_device(ordinal: u32) -> Result<Stream, Error> {
+        let gpu = Gpu::get(ordinal)?;
+        gpu.enter()?;
+        let mut raw: cu::CUstream = ptr::null_mut();
+        // SAFETY: creates a stream in the current context (this device's primary one); writes the handle.
+        let r = unsafe {
+            cu::cuStreamCreate(
+                &mut raw,
+                cu::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32,
+            )
+        };
+        check(r, "cuStreamCreate")?;
+        Ok(Stream {
+            inner: UserStream {
+                gpu,
+                raw,
+                owned: true,
+            },
+        })
+    }
+
+    /// A stream of another library (a `cudaStream_t` / `CUstream`, e.g. cudarc's `CudaStream::cu_stream`
+    /// or `torch.cuda.current_stream().cuda_stream`), borrowed: gcmx queues work on it and never
+    /// destroys it. A null handle is the default stream of the device's primary context.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a stream of the primary context of device `ordinal` (what the CUDA runtime and the
+    /// libraries above it use), or null, and stays valid (not destroyed) for as long as the returned
+    /// `Stream` lives and until the work gcmx queued on it has completed.
+    pub unsafe fn from_raw(ordinal: u32, raw: *mut c_void) -> Result<Stream, Error> {
+        let gpu = Gpu::get(ordinal)?;
+        Ok(Stream {
+            inner: UserStream {
+                gpu,
+                raw: raw.cast(),
+                owned: false,
+            },
+        })
+    }
+
+    /// The raw handle, for other CUDA libraries (valid while this `Stream` lives).
+    pub fn as_raw(&self) -> *mut c_void {
+        self.inner.raw.cast()
+    }
+
+    /// Wait until all work queued on the stream has completed.
+    pub fn synchronize(&self) -> Result<(), Error> {
+        self.inner.gpu.enter()?;
+        // SAFETY: waits on a valid stream (ours, or borrowed under from_raw's contract).
+        let r = unsafe { cu::cuStreamSynchronize(self.inner.raw) };
+        check(r, "cuStreamSynchronize")
+    }
+
+    /// The device ordinal.
+    pub fn device(&self) -> u32 {
+        self.inner.gpu.info().ordinal
+    }
+
+    pub(crate) fn gpu(&self) -> &Arc<Gpu> {
+        &self.inner.gpu
+    }
+}
+
+/// Page-locked host memory mapped for the device, for the parameters of one asynchronous call (its
+/// descriptor, nonce and AAD, which the kernel reads in place, and the verdict it writes back). Reused
+/// only once the fence of the work that used it is complete.
+pub(crate) struct ParamSlot {
+    gpu: Arc<Gpu>,
+    host: *mut u8,
+    len: usize,
+    dev: u64,
+    /// The fence of the last work that used the slot.
+    fence: Mutex<Option<Arc<Fence>>>,
+    /// Set when work on it could not be waited for: the memory is then never reused or freed.
+    leaked: std::sync::atomic::AtomicBool,
+}
+
+// SAFETY: the slot owns its page-locked allocation; host access goes through &mut self (after the fence),
+// device access through work that the fence tracks.
+unsafe impl Send for ParamSlot {}
+// SAFETY: &self methods read only the handle fields, never the memory.
+unsafe impl Sync for ParamSlot {}
+
+impl core::fmt::Debug for ParamSlot {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "ParamSlot({} bytes)", self.len)
+    }
+}
+
+impl ParamSlot {
+    fn new(gpu: &Arc<Gpu>, len: usize) -> Result<ParamSlot, Error> {
+        gpu.enter()?;
+        let mut host: *mut c_void = ptr::null_mut();
+        let flags = cu::CU_MEMHOSTALLOC_PORTABLE | cu::CU_MEMHOSTALLOC_DEVICEMAP;
+        // SAFETY: allocates `len` bytes of page-locked, device-mapped host memory; writes the pointer.
+        let r = unsafe { cu::cuMemHostAlloc(&mut host, len, flags) };
+        check(r, "cuMemHostAlloc")?;
+        let mut slot = ParamSlot {
+            gpu: gpu.clone(),
+            host: host.cast(),
+            len,
+            dev: 0,
+            fence: Mutex::new(None),
+            leaked: std::sync::atomic::AtomicBool::new(false),
+        };
+        let mut dev: cu::CUdeviceptr = 0;
+        // SAFETY: asks the device address of the allocation just made (mapped, so it has one).
+        let r = unsafe { cu::cuMemHostGetDevicePointer_v2(&mut dev, host, 0) };
+        check(r, "cuMemHostGetDevicePointer")?;
+        slot.dev = dev;
+        slot.bytes()?.fill(0);
+        Ok(slot)
+    }
+
+    fn is_leaked(&self) -> bool {
+        self.leaked.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn ready(&self) -> bool {
+        !self.is_leaked()
+            && lock(&self.fence)
+                .as_ref()
+                .is_none_or(|f| f.done().unwrap_or(false))
+    }
+
+    /// The bytes, once the work that last used them is complete.
+    pub(crate) fn bytes(&mut self) -> Result<&mut [u8], Error> {
+        if self.is_leaked() {
+            return Err(internal("a parameter slot whose work was lost".into()));
+        }
+        let f = lock(&self.fence).take();
+        if let Some(f) = f
+            && let Err(e) = f.wait()
+        {
+            *lock(&self.fence) = Some(f);
+            return Err(e);
+        }
+        // SAFETY: `host` is our allocation of `len` bytes; no queued work uses it (its fence is
+        // complete) and `&mut self` excludes every other host access.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.host, self.len) })
+    }
+
+    /// The work ending at `f` uses the slot.
+    pub(crate) fn set_fence(&self, f: &Arc<Fence>) {
+        *lock(&self.fence) = Some(f.clone());
+    }
+}
+
+impl Drop for ParamSlot {
+    fn drop(&mut self) {
+        // Never free memory that queued work may still read or write.
+        if self.is_leaked()
+            || lock(&self.fence)
+                .as_ref()
+                .is_some_and(|f| f.wait().is_err())
+        {
+            return;
+        }
+        if let Ok(b) = self.bytes() {
+            b.fill(0);
+            std::hint::black_box(&b);
+        }
+        if self.gpu.enter().is_ok() {
+            // SAFETY: frees our allocation once; no work uses it (waited above).
+            let r = unsafe { cu::cuMemFreeHost(self.host.cast()) };
+            let _ = r;
+        }
+    }
+}
+
+/// A device-batch scratch and its never-reset barrier counter (the value the counter holds once every
+/// launch queued on this scratch so far has run).
+#[derive(Debug)]
+pub(crate) struct Scratch {
+    mem: Arc<DeviceMem>,
+    bar: u32,
+}
+
+impl Scratch {
+    /// Bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.mem.len()
+    }
+
+    fn advance(&mut self, grid: u32) {
+        self.bar = self.bar.wrapping_add(abi::DB_BARRIERS.wrapping_mul(grid));
+    }
+}
+
+/// The address of a region of a device batch, checked: inside its buffer, on `gpu`, aligned to `align`.
+fn region_addr(gpu: &Arc<Gpu>, r: &Region<'_>, align: u64, what: &str) -> Result<u64, Error> {
+    let addr = match *r {
+        Region::Mem { at, len } => {
+            if !Arc::ptr_eq(at.mem.gpu(), gpu) {
+                return Err(Error::InvalidInput(format!(
+                    "the {what} buffer belongs to another device"
+                )));
+            }
+            at.mem.range(at.off, len, what)?
+        }
+        Region::Slot { slot, off, len } => {
+            if off.checked_add(len).is_none_or(|e| e > slot.len) || !Arc::ptr_eq(&slot.gpu, gpu) {
+                return Err(internal(format!(
+                    "{what}: {len} bytes at {off} of a parameter slot"
+                )));
+            }
+            slot.dev + off as u64
+        }
+        Region::Raw(RawDeviceSpan { addr, .. }) => addr,
+    };
+    if r.len() > 0 && !addr.is_multiple_of(align) {
+        return Err(Error::InvalidInput(format!(
+            "the {what} must start on a {align}-byte boundary"
+        )));
+    }
+    Ok(addr)
+}
+
+/// What a device-batch launch needs: its parameter block, kernel, grid, and the device buffers it uses
+/// (with whether it writes them).
+type DbPrepared = (
+    abi::GcmxDbParams,
+    &'static str,
+    u32,
+    Vec<(Arc<DeviceMem>, bool)>,
+);
+
+fn db_prepare(gpu: &Arc<Gpu>, a: &DbArgs<'_>) -> Result<DbPrepared, Error> {
+    a.check()?;
+    let name = a.kernel();
+    let grid = a.grid.clamp(1, gpu.resident_blocks(name, abi::DB_THREADS)?);
+    let scratch_len = abi::db_scratch_bytes(a.nmsgs, grid);
+    if (a.scratch.len() as u64) < scratch_len {
+        return Err(internal(format!(
+            "device-batch scratch of {} bytes, {scratch_len} needed",
+            a.scratch.len()
+        )));
+    }
+    let regions = [a.msgs, a.data, a.aad, a.nonces, a.tags, a.verdicts];
+    let names = ["message table", "data", "AAD", "nonce", "tag", "verdict"];
+    let mut addr = [0u64; 6];
+    for i in 0..6 {
+        addr[i] = region_addr(gpu, &regions[i], DB_ALIGN[i], names[i])?;
+    }
+    for at in [a.keys, a.key_powers, At::start(&a.scratch.mem)] {
+        if !Arc::ptr_eq(at.mem.gpu(), gpu) {
+            return Err(Error::InvalidInput(
+                "keys and buffers of different devices".into(),
+            ));
+        }
+    }
+    let p = abi::GcmxDbParams {
+        msgs: addr[0],
+        data: addr[1],
+        data_len: a.data.len() as u64,
+        aad: addr[2],
+        aad_len: a.aad.len() as u64,
+        nonces: addr[3],
+        nonces_len: a.nonces.len() as u64,
+        tags: addr[4],
+        verdicts: addr[5],
+        keys: a.keys.mem.addr + a.keys.off as u64,
+        key_powers: a.key_powers.mem.addr + a.key_powers.off as u64,
+        scratch: a.scratch.mem.addr,
+        nmsgs: a.nmsgs,
+        nkeys: a.nkeys,
+        nr: a.nr,
+        mode: a.mode,
+        tag_len: a.tag_len,
+        flags: a.flags,
+        bar_base: a.scratch.bar,
+        _pad0: 0,
+    };
+    // Device buffers it uses: (msgs, data, aad, nonces) read / written, tags and verdicts written (tags
+    // are read when opening: counted as written, which orders more, never less), keys read, scratch written.
+    let writes = [false, true, false, false, true, true];
+    let mut uses: Vec<(Arc<DeviceMem>, bool)> = Vec::new();
+    for (r, w) in regions.iter().zip(writes) {
+        if let Region::Mem { at, .. } = r {
+            uses.push((at.mem.clone(), w));
+        }
+    }
+    uses.push((a.keys.mem.clone(), false));
+    uses.push((a.key_powers.mem.clone(), false));
+    uses.push((a.scratch.mem.clone(), true));
+    Ok((p, name, grid, uses))
+}
+
+/// Launch cooperative kernel `name` with one parameter struct on `stream`.
+///
+/// # Safety
+/// `p` must be kernel `name`'s parameter struct, and every address in it must stay valid for the
+/// kernel's accesses until it has completed on `stream`.
+unsafe fn launch_coop<P>(
+    gpu: &Arc<Gpu>,
+    stream: cu::CUstream,
+    name: &'static str,
+    grid: u32,
+    p: &P,
+) -> Result<(), Error> {
+    gpu.enter()?;
+    let f = gpu.function(name)?;
+    let mut args = [(p as *const P).cast_mut().cast::<c_void>()];
+    // SAFETY: forwarded from this function's contract; the grid is at most the resident limit
+    // (`Gpu::resident_blocks`), as cooperative launches require, and the driver copies the parameter
+    // values at launch time.
+    let r = unsafe {
+        cu::cuLaunchCooperativeKernel(
+            f.to_raw(),
+            grid,
+            1,
+            1,
+            abi::DB_THREADS,
+            1,
+            1,
+            0,
+            stream,
+            args.as_mut_ptr(),
+        )
+    };
+    check(r, "cuLaunchCooperativeKernel")
+}
+
+/// Queue a device-batch launch on a caller's stream, ordered after the queued work that uses the same
+/// device buffers; returns the fence of the launch, which every buffer it uses (and `slot`) records.
+/// Nothing waits: buffers stay valid because their owners' `Drop` and later uses wait for the fence.
+pub(crate) fn queue_dbatch(
+    stream: &Stream,
+    args: DbArgs<'_>,
+    slot: Option<&ParamSlot>,
+) -> Result<Arc<Fence>, Error> {
+    let gpu = stream.gpu().clone();
+    let (p, name, grid, uses) = db_prepare(&gpu, &args)?;
+    let s = stream.inner.raw;
+    gpu.enter()?;
+    for (m, w) in &uses {
+        m.order(s, *w)?;
+    }
+    if let Some(sl) = slot
+        && let Some(f) = lock(&sl.fence).as_ref()
+    {
+        // A slot is handed out only once its fence is complete; ordering again costs nothing.
+        f.make_wait(s)?;
+    }
+    let fence = Fence::new(&gpu)?;
+    // SAFETY: `p` comes from db_prepare (checked ranges). The device buffers are kept alive and unchanged
+    // until the launch completes by the fence recorded below (DeviceMem::order / settle); the slot by its
+    // fence (ParamSlot::drop and reuse wait); raw spans by RawDeviceSpan::new's contract.
+    unsafe { launch_coop(&gpu, s, name, grid, &p)? };
+    args.scratch.advance(grid);
+    if let Err(e) = fence.record(s) {
+        // Without a fence nothing could tell when the launch is over: wait for it here, and if even
+        // that fails, keep everything it uses alive for good.
+        // SAFETY: waits on the caller's valid stream.
+        let r = unsafe { cu::cuStreamSynchronize(s) };
+        if r != cu::CUresult::CUDA_SUCCESS {
+            for (m, _) in uses {
+                std::mem::forget(m);
+            }
+            if let Some(sl) = slot {
+                sl.leaked.store(true, std::sync::atomic::Ordering::Release);
+            }
+        }
+        return Err(e);
+    }
+    for (m, w) in &uses {
+        m.note(&fence, *w);
+    }
+    if let Some(sl) = slot {
+        sl.set_fence(&fence);
+    }
+    Ok(fence)
+}
+
+// ------------------------------------------------------------------------------------------------------
 // Caller memory
 // ------------------------------------------------------------------------------------------------------
 
@@ -891,16 +1574,17 @@ struct Registration {
 }
 
 impl Registration {
-    /// Page-lock `host` for this call; `None` if the driver refuses (the caller stages instead).
+    /// Page-lock the `len` bytes at `ptr` for this call; `None` if the driver refuses (the caller stages
+    /// instead). The range must be caller memory borrowed exclusively for the call.
     ///
     /// A range inside a live [`pin_scope`] is used as is. A range the driver reports as already
     /// registered by someone else may be only partly page-locked, so it is refused.
-    fn for_call(gpu: &Arc<Gpu>, host: &mut [u8]) -> Option<Registration> {
-        if host.is_empty() {
+    fn for_call(gpu: &Arc<Gpu>, ptr: *mut u8, len: usize) -> Option<Registration> {
+        if len == 0 {
             return None;
         }
-        let ptr = host.as_mut_ptr().cast::<c_void>();
-        if pinned_covers(ptr as usize, host.len()) {
+        let ptr = ptr.cast::<c_void>();
+        if pinned_covers(ptr as usize, len) {
             return Some(Registration {
                 gpu: gpu.clone(),
                 ptr,
@@ -910,7 +1594,7 @@ impl Registration {
         gpu.enter().ok()?;
         // SAFETY: page-locks a live host range that the caller borrows exclusively for as long as this
         // registration lives; `Drop` unregisters it after every transfer on it has ended (direct_io).
-        let r = unsafe { cu::cuMemHostRegister_v2(ptr, host.len(), 0) };
+        let r = unsafe { cu::cuMemHostRegister_v2(ptr, len, 0) };
         (r == cu::CUresult::CUDA_SUCCESS).then(|| Registration {
             gpu: gpu.clone(),
             ptr,
@@ -929,19 +1613,20 @@ impl Drop for Registration {
     }
 }
 
-/// Transfers between the caller's buffer and device memory, on the lanes of a [`direct_io`] call.
+/// Transfers between the caller's buffers and device memory, on the lanes of a [`direct_io`] or
+/// [`direct_io_spans`] call.
 pub(crate) struct DirectIo<'a> {
     lanes: &'a mut [Lane],
-    host: *mut u8,
-    len: usize,
+    /// The page-locked ranges (start, length): one per span.
+    ranges: Vec<(*mut u8, usize)>,
 }
 
 impl core::fmt::Debug for DirectIo<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
-            "DirectIo({} bytes, {} lanes)",
-            self.len,
+            "DirectIo({} ranges, {} lanes)",
+            self.ranges.len(),
             self.lanes.len()
         )
     }
@@ -956,14 +1641,16 @@ impl DirectIo<'_> {
             .ok_or_else(|| internal(format!("lane {i} of {n}")))
     }
 
-    fn host_range(&self, off: usize, n: usize) -> Result<*mut u8, Error> {
-        if off.checked_add(n).is_none_or(|e| e > self.len) {
+    fn host_range(&self, span: usize, off: usize, n: usize) -> Result<*mut u8, Error> {
+        let Some(&(p, len)) = self.ranges.get(span) else {
+            return Err(internal(format!("span {span} of {}", self.ranges.len())));
+        };
+        if off.checked_add(n).is_none_or(|e| e > len) {
             return Err(internal(format!(
-                "caller range {off}+{n} outside {} bytes",
-                self.len
+                "caller range {off}+{n} outside {len} bytes"
             )));
         }
-        Ok(self.host.wrapping_add(off))
+        Ok(p.wrapping_add(off))
     }
 
     /// Enqueue on lane `i`: `n` caller bytes from `host_off` to `dst`.
@@ -974,12 +1661,7 @@ impl DirectIo<'_> {
         dst: At<'_>,
         n: usize,
     ) -> Result<(), Error> {
-        let src = self.host_range(host_off, n)?;
-        let lane = self.lane(i)?;
-        // SAFETY: the source is inside the caller's buffer, which `direct_io` borrows exclusively and
-        // keeps page-locked until every lane of the call has waited for its work (also when the closure
-        // fails or panics).
-        unsafe { lane.htod(src.cast_const(), dst, n) }
+        self.upload_span(i, 0, host_off, dst, n)
     }
 
     /// Enqueue on lane `i`: `n` bytes from `src` to the caller's buffer at `host_off`.
@@ -990,10 +1672,39 @@ impl DirectIo<'_> {
         host_off: usize,
         n: usize,
     ) -> Result<(), Error> {
-        let dst = self.host_range(host_off, n)?;
+        self.download_span(i, 0, src, host_off, n)
+    }
+
+    /// Enqueue on lane `i`: `n` bytes from byte `off` of span `span` to `dst`.
+    pub(crate) fn upload_span(
+        &mut self,
+        i: usize,
+        span: usize,
+        off: usize,
+        dst: At<'_>,
+        n: usize,
+    ) -> Result<(), Error> {
+        let src = self.host_range(span, off, n)?;
         let lane = self.lane(i)?;
-        // SAFETY: as in `upload`, in the other direction: nothing reads or writes the caller's buffer
-        // until `direct_io` has waited for every lane.
+        // SAFETY: the source is inside caller memory that the direct_io call borrows exclusively and
+        // keeps page-locked until every lane of the call has waited for its work (also when the closure
+        // fails or panics).
+        unsafe { lane.htod(src.cast_const(), dst, n) }
+    }
+
+    /// Enqueue on lane `i`: `n` bytes from `src` to byte `off` of span `span`.
+    pub(crate) fn download_span(
+        &mut self,
+        i: usize,
+        span: usize,
+        src: At<'_>,
+        off: usize,
+        n: usize,
+    ) -> Result<(), Error> {
+        let dst = self.host_range(span, off, n)?;
+        let lane = self.lane(i)?;
+        // SAFETY: as in `upload_span`, in the other direction: nothing reads or writes the caller's
+        // memory until the direct_io call has waited for every lane.
         unsafe { lane.dtoh(src, dst, n) }
     }
 }
@@ -1008,12 +1719,38 @@ pub(crate) fn direct_io<R>(
     host: &mut [u8],
     f: impl FnOnce(&mut DirectIo<'_>) -> Result<R, Error>,
 ) -> Option<Result<R, Error>> {
-    let reg = Registration::for_call(gpu, host)?;
-    let mut io = DirectIo {
-        lanes,
-        host: host.as_mut_ptr(),
-        len: host.len(),
-    };
+    let reg = Registration::for_call(gpu, host.as_mut_ptr(), host.len())?;
+    run_direct(lanes, vec![(host.as_mut_ptr(), host.len())], vec![reg], f)
+}
+
+/// [`direct_io`] over many caller buffers: the buffers that lie back to back in memory form spans
+/// ([`spans_of`]); each span is page-locked as one range (or used as it is inside a live [`pin_scope`])
+/// and the closure addresses span `k` (bytes from the start of `bufs[spans[k].first]`). `None` when a
+/// span cannot be page-locked.
+pub(crate) fn direct_io_spans<R>(
+    gpu: &Arc<Gpu>,
+    lanes: &mut [Lane],
+    bufs: &mut [&mut [u8]],
+    f: impl FnOnce(&mut DirectIo<'_>, &[super::Span]) -> Result<R, Error>,
+) -> Option<Result<R, Error>> {
+    let spans = super::spans_of(bufs);
+    let mut ranges = Vec::with_capacity(spans.len());
+    let mut regs = Vec::with_capacity(spans.len());
+    for sp in &spans {
+        let p = bufs[sp.first].as_mut_ptr();
+        regs.push(Registration::for_call(gpu, p, sp.len)?);
+        ranges.push((p, sp.len));
+    }
+    run_direct(lanes, ranges, regs, |io| f(io, &spans))
+}
+
+fn run_direct<R>(
+    lanes: &mut [Lane],
+    ranges: Vec<(*mut u8, usize)>,
+    regs: Vec<Registration>,
+    f: impl FnOnce(&mut DirectIo<'_>) -> Result<R, Error>,
+) -> Option<Result<R, Error>> {
+    let mut io = DirectIo { lanes, ranges };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut io)));
     let mut waited = Ok(());
     for lane in io.lanes.iter_mut() {
@@ -1021,7 +1758,12 @@ pub(crate) fn direct_io<R>(
             waited = Err(e);
         }
     }
-    drop(reg);
+    if waited.is_err() {
+        // Transfers may still be running: keep the pages locked for good rather than unlock them.
+        std::mem::forget(regs);
+    } else {
+        drop(regs);
+    }
     match r {
         Ok(r) => Some(r.and_then(|v| waited.map(|()| v))),
         Err(panic) => std::panic::resume_unwind(panic),

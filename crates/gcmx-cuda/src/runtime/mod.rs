@@ -32,11 +32,17 @@ mod absent;
 mod driver;
 
 #[cfg(not(feature = "cuda"))]
-pub(crate) use absent::{DeviceMem, DirectIo, Gpu, Lane, direct_io, pin_scope};
+pub(crate) use absent::{
+    DeviceMem, DirectIo, Fence, Gpu, Lane, ParamSlot, Scratch, UserStream, direct_io,
+    direct_io_spans, pin_scope, queue_dbatch,
+};
 #[cfg(feature = "bench")]
 pub(crate) use driver::Event;
 #[cfg(feature = "cuda")]
-pub(crate) use driver::{DeviceMem, DirectIo, Gpu, Lane, direct_io, pin_scope};
+pub(crate) use driver::{
+    DeviceMem, DirectIo, Fence, Gpu, Lane, ParamSlot, Scratch, UserStream, direct_io,
+    direct_io_spans, pin_scope, queue_dbatch,
+};
 
 use crate::abi;
 use crate::plan;
@@ -112,6 +118,78 @@ impl core::fmt::Display for DeviceInfo {
     }
 }
 
+/// A CUDA stream of one device, on which gcmx's asynchronous calls queue their work.
+///
+/// Made by gcmx ([`Stream::new`], [`Stream::on_device`]; destroyed when dropped, after its work) or
+/// borrowed from another CUDA library ([`Stream::from_raw`]; never destroyed by gcmx). Its raw handle
+/// ([`Stream::as_raw`]) lets other libraries queue their work on the same stream, in order with gcmx's.
+///
+/// ```no_run
+/// let stream = gcmx_cuda::Stream::new()?;
+/// let raw = stream.as_raw(); // a CUstream / cudaStream_t for cudarc, PyTorch, ...
+/// stream.synchronize()?;
+/// # let _ = raw;
+/// # Ok::<(), gcmx_cuda::Error>(())
+/// ```
+///
+/// A `Stream` is neither `Clone` nor `Copy` (an owned one is destroyed once):
+///
+/// ```compile_fail
+/// let s = gcmx_cuda::Stream::new().unwrap();
+/// let t = s.clone();
+/// ```
+pub struct Stream {
+    pub(crate) inner: UserStream,
+}
+
+impl core::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Stream {{ device {} }}", self.device())
+    }
+}
+
+impl Stream {
+    /// A new stream on the default device (device 0).
+    pub fn new() -> Result<Stream, Error> {
+        Stream::on_device(0)
+    }
+}
+
+/// Caller buffers that lie back to back in memory: `bufs[first..first + count]`, `len` bytes in all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) first: usize,
+    pub(crate) count: usize,
+    pub(crate) len: usize,
+}
+
+/// The spans of `bufs`: maximal runs of buffers each starting where the previous one ends. Empty
+/// buffers never start a span (a run may take them in when they start at its end).
+pub(crate) fn spans_of(bufs: &[&mut [u8]]) -> Vec<Span> {
+    let mut out: Vec<Span> = Vec::new();
+    let mut end = 0usize;
+    for (i, b) in bufs.iter().enumerate() {
+        let start = b.as_ptr() as usize;
+        match out.last_mut() {
+            Some(sp) if sp.first + sp.count == i && start == end => {
+                sp.count += 1;
+                sp.len += b.len();
+                end += b.len();
+            }
+            _ if b.is_empty() => {}
+            _ => {
+                out.push(Span {
+                    first: i,
+                    count: 1,
+                    len: b.len(),
+                });
+                end = start + b.len();
+            }
+        }
+    }
+    out
+}
+
 /// A place in a device buffer: the buffer and a byte offset.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct At<'a> {
@@ -139,27 +217,170 @@ impl<'a> At<'a> {
     }
 }
 
-/// Arguments shared by the three batch kernels (see `gcm_batch.cu`). The message table's per-message
-/// ranges (data, AAD, units, tag slot, key index) are planned and checked by the batch layer, which
-/// builds the table; here the buffers are checked against the counts.
+/// Device memory a device-batch kernel reads or writes.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct BatchArgs<'a> {
-    pub(crate) data: At<'a>,
-    pub(crate) data_len: usize,
-    pub(crate) aad: At<'a>,
-    pub(crate) aad_len: usize,
-    pub(crate) msgs: At<'a>,
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) enum Region<'a> {
+    /// `len` bytes of a device buffer from `at`.
+    Mem { at: At<'a>, len: usize },
+    /// `len` bytes of a page-locked parameter slot from `off` (the device addresses it directly).
+    Slot {
+        slot: &'a ParamSlot,
+        off: usize,
+        len: usize,
+    },
+    /// Caller memory by address.
+    Raw(RawDeviceSpan),
+}
+
+impl Region<'_> {
+    /// Bytes.
+    pub(crate) fn len(&self) -> usize {
+        match *self {
+            Region::Mem { len, .. } | Region::Slot { len, .. } => len,
+            Region::Raw(s) => s.len,
+        }
+    }
+
+    /// The whole of a device buffer.
+    pub(crate) fn whole(mem: &Arc<DeviceMem>) -> Region<'_> {
+        Region::Mem {
+            at: At::start(mem),
+            len: mem.len(),
+        }
+    }
+}
+
+/// A range of device memory given by its address: memory that another CUDA library (the CUDA runtime,
+/// cudarc, PyTorch, ...) allocated in the primary context of a device, for gcmx's `*_raw` calls.
+///
+/// Making one is `unsafe`: gcmx cannot check an address, its length, its lifetime or who else uses it.
+///
+/// ```no_run
+/// # fn from_other_library() -> (u64, usize) { (0, 0) }
+/// let (addr, len) = from_other_library(); // e.g. cudarc's `DevicePtr::device_ptr`, torch's `data_ptr()`
+/// // SAFETY: `addr` is device memory of device 0's primary context, `len` bytes, 16-byte aligned; it
+/// // stays allocated and untouched by other work until every gcmx call given this span has completed
+/// // on its stream.
+/// let span = unsafe { gcmx_cuda::RawDeviceSpan::new(addr, len) };
+/// assert_eq!(span.len(), len);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawDeviceSpan {
+    addr: u64,
+    len: usize,
+}
+
+impl RawDeviceSpan {
+    /// The `len` bytes at device address `addr`.
+    ///
+    /// # Safety
+    ///
+    /// For every gcmx call this span (or a copy of it) is given to, until the work that call queues has
+    /// completed on the call's stream:
+    /// * `addr..addr + len` is memory that kernels of the call's device can read and write (device memory
+    ///   allocated in that device's primary context, e.g. by `cudaMalloc` or cudarc, or page-locked host
+    ///   memory mapped for that device), allocated and not freed;
+    /// * no other work (host code, kernels or copies on any stream) reads or writes it, except work
+    ///   ordered before the call on its stream;
+    /// * it does not overlap any other memory given to the same call that the call writes.
+    ///
+    /// Alignment is checked by the calls (data and tags 16 bytes, message tables 8 bytes).
+    pub unsafe fn new(addr: u64, len: usize) -> RawDeviceSpan {
+        RawDeviceSpan { addr, len }
+    }
+
+    /// The device address.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the span has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// One device-batch launch (`gcm_dbatch.cu`): the caller's regions, the keys, the plan's scratch.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) struct DbArgs<'a> {
+    pub(crate) msgs: Region<'a>,
     pub(crate) nmsgs: u32,
+    pub(crate) data: Region<'a>,
+    pub(crate) aad: Region<'a>,
+    pub(crate) nonces: Region<'a>,
+    pub(crate) tags: Region<'a>,
+    pub(crate) verdicts: Region<'a>,
     pub(crate) keys: At<'a>,
     pub(crate) key_powers: At<'a>,
     pub(crate) nkeys: u32,
-    pub(crate) units: At<'a>,
-    pub(crate) nunits: u32,
-    pub(crate) tags: At<'a>,
-    pub(crate) total_lanes: u32,
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) dir: Direction,
+    /// Rounds of key 0 (used by the one-key kernels).
+    pub(crate) nr: u32,
+    pub(crate) mode: u32,
+    pub(crate) tag_len: u32,
+    pub(crate) flags: u32,
+    /// Thread blocks wanted (clamped to what is resident at once).
+    pub(crate) grid: u32,
+    pub(crate) scratch: &'a mut Scratch,
 }
+
+impl DbArgs<'_> {
+    /// Check what the kernel relies on without checking: table, tags and verdicts sized for the count,
+    /// alignment of the table, data, AAD and tags, the keys, the mode. The kernel checks each descriptor.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        let n = self.nmsgs as usize;
+        let bad = |what: &str| Err(Error::InvalidInput(what.to_string()));
+        if self.nmsgs >= 1 << 31 {
+            return bad("a device batch holds fewer than 2^31 messages");
+        }
+        if self.msgs.len() < abi::DEV_MSG_BYTES * n {
+            return bad("the message table is shorter than 48 bytes per message");
+        }
+        if self.tags.len() < 16 * n {
+            return bad("the tag buffer is shorter than 16 bytes per message");
+        }
+        if self.verdicts.len() < n {
+            return bad("the verdict buffer is shorter than one byte per message");
+        }
+        if !matches!(self.mode, abi::DB_SEAL | abi::DB_OPEN | abi::DB_EXPECT) {
+            return Err(internal(format!("device batch mode {}", self.mode)));
+        }
+        if self.mode == abi::DB_OPEN && !(1..=16).contains(&self.tag_len) {
+            return Err(internal(format!("tag length {}", self.tag_len)));
+        }
+        check_rounds(self.nr)?;
+        if self.nkeys == 0 {
+            return Err(internal("a device batch without keys".into()));
+        }
+        let nk = self.nkeys as usize;
+        self.keys
+            .check(abi::AES_KEY_BYTES * nk, 4, "device batch keys")?;
+        self.key_powers
+            .check(abi::KEY_POWERS_BYTES * nk, 16, "device batch key powers")?;
+        Ok(())
+    }
+
+    /// The kernel for these arguments.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn kernel(&self) -> &'static str {
+        match (self.nkeys == 1, self.mode == abi::DB_SEAL) {
+            (true, true) => "gcmx_dbatch_seal1",
+            (true, false) => "gcmx_dbatch_open1",
+            (false, true) => "gcmx_dbatch_sealn",
+            (false, false) => "gcmx_dbatch_openn",
+        }
+    }
+}
+
+/// Required address alignment of each region of a device batch: (table, data, AAD, nonces, tags, verdicts).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) const DB_ALIGN: [u64; 6] = [8, 16, 16, 1, 16, 1];
 
 /// One kernel launch, with the device buffers it reads and writes. [`Lane::launch`] checks every
 /// range against its buffer before the launch and keeps the buffers alive until the lane waits.
@@ -182,16 +403,12 @@ pub(crate) enum Launch<'a> {
         out: At<'a>,
         nkeys: u32,
     },
-    /// `gcmx_batch_key_powers`.
-    BatchKeyPowers {
+    /// `gcmx_key_powers`.
+    KeyPowers {
         keys: At<'a>,
         key_powers: At<'a>,
         nkeys: u32,
     },
-    /// `gcmx_batch_units`.
-    BatchUnits(BatchArgs<'a>),
-    /// `gcmx_batch_tags`.
-    BatchTags(BatchArgs<'a>),
     /// `gcmx_ghash_clmad` / `gcmx_ghash_soft` over `len` bytes at `data`.
     #[cfg(feature = "bench")]
     Ghash {
@@ -281,34 +498,18 @@ impl Launch<'_> {
                     abi::EXPAND_THREADS,
                 ))
             }
-            Launch::BatchKeyPowers {
+            Launch::KeyPowers {
                 keys,
                 key_powers,
                 nkeys,
             } => {
                 let n = nkeys as usize;
-                keys.check(abi::AES_KEY_BYTES * n, 4, "batch keys")?;
-                key_powers.check(abi::KEY_POWERS_BYTES * n, 16, "batch key powers")?;
+                keys.check(abi::AES_KEY_BYTES * n, 4, "keys")?;
+                key_powers.check(abi::KEY_POWERS_BYTES * n, 16, "key powers")?;
                 Ok((
-                    "gcmx_batch_key_powers",
-                    nkeys.div_ceil(abi::BATCH_KEY_THREADS).max(1),
-                    abi::BATCH_KEY_THREADS,
-                ))
-            }
-            Launch::BatchUnits(a) => {
-                a.check()?;
-                Ok((
-                    "gcmx_batch_units",
-                    a.total_lanes.div_ceil(abi::BATCH_UNIT_THREADS).max(1),
-                    abi::BATCH_UNIT_THREADS,
-                ))
-            }
-            Launch::BatchTags(a) => {
-                a.check()?;
-                Ok((
-                    "gcmx_batch_tags",
-                    a.nmsgs.div_ceil(abi::BATCH_TAG_THREADS).max(1),
-                    abi::BATCH_TAG_THREADS,
+                    "gcmx_key_powers",
+                    nkeys.div_ceil(abi::KEY_POWERS_THREADS).max(1),
+                    abi::KEY_POWERS_THREADS,
                 ))
             }
             #[cfg(feature = "bench")]
@@ -374,30 +575,6 @@ impl Launch<'_> {
     }
 }
 
-impl BatchArgs<'_> {
-    fn check(&self) -> Result<(), Error> {
-        self.data.check(self.data_len, 16, "batch data")?;
-        self.aad.check(self.aad_len, 16, "batch AAD")?;
-        self.msgs.check(
-            abi::BATCH_MSG_BYTES * self.nmsgs as usize,
-            16,
-            "batch message table",
-        )?;
-        self.keys
-            .check(abi::AES_KEY_BYTES * self.nkeys as usize, 4, "batch keys")?;
-        self.key_powers.check(
-            abi::KEY_POWERS_BYTES * self.nkeys as usize,
-            16,
-            "batch key powers",
-        )?;
-        self.units
-            .check(16 * self.nunits as usize, 16, "batch unit partials")?;
-        self.tags
-            .check(16 * self.nmsgs as usize, 16, "batch tags")?;
-        Ok(())
-    }
-}
-
 /// Whether [start, start + len) lies inside one of `regions` (start, length).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 fn region_covers(regions: &[(usize, usize)], start: usize, len: usize) -> bool {
@@ -416,7 +593,32 @@ pub(crate) fn internal(what: String) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::region_covers;
+    use super::{Span, region_covers, spans_of};
+
+    #[test]
+    #[allow(clippy::useless_vec)] // two heap allocations, so that they are not neighbours by chance
+    fn spans_follow_adjacency() {
+        let mut a = vec![0u8; 100];
+        let mut b = vec![0u8; 10];
+        let (a0, rest) = a.split_at_mut(30);
+        let (a1, a2) = rest.split_at_mut(30);
+        let (empty, a2) = a2.split_at_mut(0);
+        let bufs: Vec<&mut [u8]> = vec![a0, a1, empty, &mut b, a2];
+        let sp = spans_of(&bufs);
+        assert_eq!(
+            sp[0],
+            Span {
+                first: 0,
+                count: 3,
+                len: 60
+            }
+        );
+        assert_eq!(sp[1].first, 3);
+        assert_eq!(sp[2].first, 4);
+        assert_eq!(sp.len(), 3);
+        let none: Vec<&mut [u8]> = vec![];
+        assert!(spans_of(&none).is_empty());
+    }
 
     #[test]
     fn pinned_region_coverage() {

@@ -1,0 +1,489 @@
+//! Device-resident batches: the public message table ([`DeviceMessage`]), the buffers of a batch
+//! ([`DeviceBatch`], [`RawBatch`]), the verdicts ([`Verdict`]), and how a batch becomes one launch of the
+//! device-batch kernels (`cuda/gcm_dbatch.cu`): on a caller's stream ([`queue`], [`queue_single`]) or
+//! on an internal lane that is waited for ([`run_on_lane`]).
+//!
+//! Layer: above the runtime and the device keys (beside the host pipeline and `DeviceBuf`); the host
+//! batch path and the engines use it.
+
+use std::sync::Arc;
+
+use gcmx_core::{Direction, Error};
+
+use crate::abi;
+use crate::keys::KeySet;
+use crate::pending::Pending;
+use crate::resident::DeviceBuf;
+use crate::runtime::{
+    DbArgs, Gpu, Lane, ParamSlot, RawDeviceSpan, Region, Scratch, Stream, queue_dbatch,
+};
+
+/// One message of a device-resident batch: where its data, AAD and nonce are, and its key. A batch's
+/// message table is these, 48 bytes each, one after the other (see [`DeviceMessage::table`]); a table
+/// written on the device by other code has the same layout: five little-endian `u64` (data offset, data
+/// length, AAD offset, AAD length, nonce offset) and two little-endian `u32` (nonce length, key index).
+///
+/// The kernel checks every message before it touches it: data and AAD offsets must be multiples of 16,
+/// every range must lie inside its buffer, lengths within GCM's limits, the nonce at least one byte, the
+/// key index below the number of keys. A message that fails gets [`Verdict::Invalid`] and is left alone.
+/// Messages should not overlap (overlapping ones give unspecified bytes in the overlap, nothing worse).
+///
+/// ```
+/// use gcmx_cuda::DeviceMessage;
+/// let m = DeviceMessage { data_offset: 1024, data_len: 1000, nonce_offset: 12, nonce_len: 12, ..Default::default() };
+/// let table = DeviceMessage::table(&[DeviceMessage::default(), m]);
+/// assert_eq!(table.len(), 2 * DeviceMessage::SIZE);
+/// assert_eq!(&table[48..56], &1024u64.to_le_bytes());
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DeviceMessage {
+    /// Byte offset of the message in the batch's data buffer (a multiple of 16).
+    pub data_offset: u64,
+    /// Bytes of the message (at most 2^36 - 32).
+    pub data_len: u64,
+    /// Byte offset of its AAD in the batch's AAD buffer (a multiple of 16).
+    pub aad_offset: u64,
+    /// Bytes of AAD.
+    pub aad_len: u64,
+    /// Byte offset of its nonce in the batch's nonce buffer (any).
+    pub nonce_offset: u64,
+    /// Bytes of nonce (at least 1; 12 is the fast path).
+    pub nonce_len: u32,
+    /// Index of its key (0 for a `CudaEngine`; a `CudaKeyring` index otherwise).
+    pub key: u32,
+}
+
+impl DeviceMessage {
+    /// Bytes of one entry of a message table.
+    pub const SIZE: usize = abi::DEV_MSG_BYTES;
+
+    /// The message table of `msgs`, to upload (e.g. with [`DeviceBuf::from_host`]).
+    pub fn table(msgs: &[DeviceMessage]) -> Vec<u8> {
+        let mut out = vec![0u8; Self::SIZE * msgs.len()];
+        for (m, slot) in msgs.iter().zip(out.chunks_exact_mut(Self::SIZE)) {
+            m.abi().encode(slot);
+        }
+        out
+    }
+
+    fn abi(&self) -> abi::GcmxDevMsg {
+        abi::GcmxDevMsg {
+            data_off: self.data_offset,
+            data_len: self.data_len,
+            aad_off: self.aad_offset,
+            aad_len: self.aad_len,
+            nonce_off: self.nonce_offset,
+            nonce_len: self.nonce_len,
+            key: self.key,
+        }
+    }
+}
+
+/// What a device-resident batch says about each message, one byte per message in its verdict buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Sealed, or opened with the right tag.
+    Ok,
+    /// Opened with a wrong tag: the message was zeroed on the device.
+    Refused,
+    /// The message's table entry failed the checks (see [`DeviceMessage`]): untouched.
+    Invalid,
+}
+
+impl Verdict {
+    /// The verdict a byte of a verdict buffer holds (`None` for a byte no batch writes).
+    ///
+    /// ```
+    /// use gcmx_cuda::Verdict;
+    /// assert_eq!(Verdict::from_byte(0), Some(Verdict::Ok));
+    /// assert_eq!(Verdict::from_byte(1), Some(Verdict::Refused));
+    /// assert_eq!(Verdict::from_byte(9), None);
+    /// ```
+    pub fn from_byte(b: u8) -> Option<Verdict> {
+        match b {
+            abi::VERDICT_OK => Some(Verdict::Ok),
+            abi::VERDICT_REFUSED => Some(Verdict::Refused),
+            abi::VERDICT_INVALID => Some(Verdict::Invalid),
+            _ => None,
+        }
+    }
+}
+
+/// The buffers of a device-resident batch, all in the memory of the engine's (or keyring's) device.
+///
+/// `count` messages are described by the table at the start of `messages` ([`DeviceMessage`]); their bytes
+/// are in `data` (transformed in place), their AADs in `aad`, their nonces in `nonces`; message `i`'s tag is
+/// bytes `16 i .. 16 i + 16` of `tags` (written when sealing, compared when opening) and its
+/// [`Verdict`] byte `i` of `verdicts`. An unused buffer may be empty (`DeviceBuf::new(0)`).
+///
+/// The buffers written (`data`, `tags`, `verdicts`) are borrowed mutably, the others shared: an
+/// asynchronous call holds the borrows in its [`Pending`] until the work is complete.
+#[derive(Debug)]
+pub struct DeviceBatch<'a> {
+    /// The message table (at least `48 count` bytes).
+    pub messages: &'a DeviceBuf,
+    /// Messages in the table.
+    pub count: usize,
+    /// Every message's bytes.
+    pub data: &'a mut DeviceBuf,
+    /// Every message's AAD.
+    pub aad: &'a DeviceBuf,
+    /// Every message's nonce.
+    pub nonces: &'a DeviceBuf,
+    /// 16 bytes per message.
+    pub tags: &'a mut DeviceBuf,
+    /// One byte per message.
+    pub verdicts: &'a mut DeviceBuf,
+}
+
+/// The buffers of a device-resident batch given by device address (memory of another CUDA library), for
+/// the `*_batch_raw` calls; the same layout as [`DeviceBatch`].
+#[derive(Clone, Copy, Debug)]
+pub struct RawBatch {
+    /// The message table.
+    pub messages: RawDeviceSpan,
+    /// Messages in the table.
+    pub count: usize,
+    /// Every message's bytes (written).
+    pub data: RawDeviceSpan,
+    /// Every message's AAD.
+    pub aad: RawDeviceSpan,
+    /// Every message's nonce.
+    pub nonces: RawDeviceSpan,
+    /// 16 bytes per message (written when sealing).
+    pub tags: RawDeviceSpan,
+    /// One byte per message (written).
+    pub verdicts: RawDeviceSpan,
+}
+
+/// The regions of a batch, whichever way it was given.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Regions<'a> {
+    pub(crate) msgs: Region<'a>,
+    pub(crate) count: usize,
+    pub(crate) data: Region<'a>,
+    pub(crate) aad: Region<'a>,
+    pub(crate) nonces: Region<'a>,
+    pub(crate) tags: Region<'a>,
+    pub(crate) verdicts: Region<'a>,
+}
+
+impl<'a> Regions<'a> {
+    pub(crate) fn of_batch(b: &'a DeviceBatch<'_>) -> Regions<'a> {
+        Regions {
+            msgs: Region::whole(&b.messages.mem),
+            count: b.count,
+            data: Region::whole(&b.data.mem),
+            aad: Region::whole(&b.aad.mem),
+            nonces: Region::whole(&b.nonces.mem),
+            tags: Region::whole(&b.tags.mem),
+            verdicts: Region::whole(&b.verdicts.mem),
+        }
+    }
+
+    pub(crate) fn of_raw(b: &RawBatch) -> Regions<'static> {
+        Regions {
+            msgs: Region::Raw(b.messages),
+            count: b.count,
+            data: Region::Raw(b.data),
+            aad: Region::Raw(b.aad),
+            nonces: Region::Raw(b.nonces),
+            tags: Region::Raw(b.tags),
+            verdicts: Region::Raw(b.verdicts),
+        }
+    }
+}
+
+/// The kernel mode for a direction: sealing, or opening with the tags compared on the device.
+pub(crate) fn mode_of(dir: Direction) -> u32 {
+    match dir {
+        Direction::Seal => abi::DB_SEAL,
+        Direction::Open => abi::DB_OPEN,
+    }
+}
+
+/// Thread blocks worth launching for `count` messages over `data_len` bytes (the runtime clamps to what
+/// is resident): one warp per 32 lane-calls (a lane-call is 32 blocks, 512 bytes), four warps per block.
+/// One message: its units exactly; several: 512 bytes a lane-call plus two per message (its front unit
+/// and E_K(J0)).
+pub(crate) fn grid_for(count: usize, data_len: usize) -> u32 {
+    let lane_calls = if count == 1 {
+        let (k, g0, free) = abi::db_units(data_len as u64);
+        32 * k.saturating_sub(1) + u64::from(g0) + u64::from(!free)
+    } else {
+        (data_len / 512) as u64 + 2 * count as u64
+    };
+    let warps = lane_calls.div_ceil(32);
+    u32::try_from(warps.div_ceil(4)).unwrap_or(u32::MAX).max(1)
+}
+
+/// Checks on the caller's side of a batch: the count fits the kernels and the tag length is one GCM allows.
+fn check_count(count: usize, dir: Direction, tag_len: usize) -> Result<u32, Error> {
+    let n = u32::try_from(count)
+        .ok()
+        .filter(|&n| n < 1 << 31)
+        .ok_or_else(|| {
+            Error::InvalidInput(format!("{count} messages: at most 2^31 - 1 per batch"))
+        })?;
+    if dir == Direction::Open && !gcmx_core::frame::TAG_LENGTHS.contains(&tag_len) {
+        return Err(Error::TagLength(tag_len));
+    }
+    Ok(n)
+}
+
+/// The grid of a launch and the scratch it needs.
+fn sizing(
+    gpu: &Arc<Gpu>,
+    keys: &KeySet<'_>,
+    n: u32,
+    data_len: usize,
+    mode: u32,
+) -> Result<(u32, usize), Error> {
+    let name = kernel_name(keys.count, mode);
+    let grid = grid_for(n as usize, data_len).min(gpu.resident_blocks(name, abi::DB_THREADS)?);
+    let len = usize::try_from(abi::db_scratch_bytes(n, grid))
+        .map_err(|_| Error::InvalidInput("batch too large for this host".into()))?;
+    Ok((grid, len))
+}
+
+/// A scratch lent by the device's pool for one launch on a caller's stream (given back when dropped:
+/// later work on it is ordered after this launch by the fence the launch records on it).
+struct Lent {
+    gpu: Arc<Gpu>,
+    scratch: Option<Scratch>,
+}
+
+impl Lent {
+    fn take(gpu: &Arc<Gpu>, len: usize) -> Result<Lent, Error> {
+        Ok(Lent {
+            gpu: gpu.clone(),
+            scratch: Some(gpu.take_scratch(len)?),
+        })
+    }
+
+    fn get(&mut self) -> Result<&mut Scratch, Error> {
+        self.scratch
+            .as_mut()
+            .ok_or_else(|| crate::runtime::internal("device-batch scratch".into()))
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(s) = self.scratch.take() {
+            self.gpu.give_scratch(s);
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn args<'a>(
+    keys: &KeySet<'a>,
+    r: &Regions<'a>,
+    n: u32,
+    mode: u32,
+    tag_len: u32,
+    flags: u32,
+    grid: u32,
+    scratch: &'a mut Scratch,
+) -> DbArgs<'a> {
+    DbArgs {
+        msgs: r.msgs,
+        nmsgs: n,
+        data: r.data,
+        aad: r.aad,
+        nonces: r.nonces,
+        tags: r.tags,
+        verdicts: r.verdicts,
+        keys: keys.keys,
+        key_powers: keys.powers,
+        nkeys: keys.count,
+        nr: keys.nr0,
+        mode,
+        tag_len,
+        flags,
+        grid,
+        scratch,
+    }
+}
+
+/// The kernel a launch of `nkeys` keys in `mode` runs (the same rule as `DbArgs::kernel`).
+fn kernel_name(nkeys: u32, mode: u32) -> &'static str {
+    match (nkeys == 1, mode == abi::DB_SEAL) {
+        (true, true) => "gcmx_dbatch_seal1",
+        (true, false) => "gcmx_dbatch_open1",
+        (false, true) => "gcmx_dbatch_sealn",
+        (false, false) => "gcmx_dbatch_openn",
+    }
+}
+
+/// Queue a batch on `stream` (same device as the keys); the fence of the launch.
+pub(crate) fn queue<'p>(
+    stream: &Stream,
+    keys: KeySet<'_>,
+    r: Regions<'_>,
+    dir: Direction,
+    tag_len: usize,
+) -> Result<Pending<'p>, Error> {
+    let n = check_count(r.count, dir, tag_len)?;
+    if n == 0 {
+        return Ok(Pending::done());
+    }
+    let mode = mode_of(dir);
+    let (grid, len) = sizing(stream.gpu(), &keys, n, r.data.len(), mode)?;
+    let mut lent = Lent::take(stream.gpu(), len)?;
+    let a = args(&keys, &r, n, mode, tag_len as u32, 0, grid, lent.get()?);
+    let fence = queue_dbatch(stream, a, None)?;
+    Ok(Pending::new(fence, None))
+}
+
+/// Queue one message held in `data` (its tag at the start of `tag`) on `stream`: its descriptor, nonce
+/// and AAD go into a page-locked parameter slot that the kernel reads in place, and the verdict comes
+/// back there (the [`Pending`] reads it).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn queue_single<'p>(
+    stream: &Stream,
+    keys: KeySet<'_>,
+    nonce: &[u8],
+    aad: &[u8],
+    data: Region<'_>,
+    tag: Region<'_>,
+    dir: Direction,
+    tag_len: usize,
+    verdict: Option<Region<'_>>,
+) -> Result<Pending<'p>, Error> {
+    gcmx_core::frame::check(nonce, aad, data.len(), tag_len)?;
+    if tag.len() < 16 {
+        return Err(Error::InvalidInput(
+            "the tag buffer must hold 16 bytes".into(),
+        ));
+    }
+    let gpu = stream.gpu().clone();
+    let aad_at = (abi::DEV_MSG_BYTES + nonce.len()).div_ceil(16) * 16;
+    let v_at = aad_at + aad.len().div_ceil(16) * 16;
+    let mut slot = gpu.take_slot(v_at + 16)?;
+    {
+        let b = slot.bytes()?;
+        let m = abi::GcmxDevMsg {
+            data_off: 0,
+            data_len: data.len() as u64,
+            aad_off: 0,
+            aad_len: aad.len() as u64,
+            nonce_off: 0,
+            nonce_len: u32::try_from(nonce.len()).map_err(|_| Error::NonceLength(nonce.len()))?,
+            key: 0,
+        };
+        m.encode(&mut b[..abi::DEV_MSG_BYTES]);
+        b[abi::DEV_MSG_BYTES..abi::DEV_MSG_BYTES + nonce.len()].copy_from_slice(nonce);
+        b[aad_at..aad_at + aad.len()].copy_from_slice(aad);
+        b[v_at] = 0xff;
+    }
+    let mode = mode_of(dir);
+    let tag_len = if dir == Direction::Open { tag_len } else { 16 };
+    let (grid, len) = sizing(&gpu, &keys, 1, data.len(), mode)?;
+    let mut lent = Lent::take(&gpu, len)?;
+    let slot_ref: &ParamSlot = &slot;
+    let r = Regions {
+        msgs: Region::Slot {
+            slot: slot_ref,
+            off: 0,
+            len: abi::DEV_MSG_BYTES,
+        },
+        count: 1,
+        data,
+        aad: Region::Slot {
+            slot: slot_ref,
+            off: aad_at,
+            len: aad.len(),
+        },
+        nonces: Region::Slot {
+            slot: slot_ref,
+            off: abi::DEV_MSG_BYTES,
+            len: nonce.len(),
+        },
+        tags: tag,
+        verdicts: verdict.unwrap_or(Region::Slot {
+            slot: slot_ref,
+            off: v_at,
+            len: 1,
+        }),
+    };
+    let a = args(&keys, &r, 1, mode, tag_len as u32, 0, grid, lent.get()?);
+    let fence = queue_dbatch(stream, a, Some(slot_ref))?;
+    let keep = verdict.is_none().then_some(v_at);
+    match keep {
+        Some(at) => Ok(Pending::new(fence, Some((gpu, slot, at)))),
+        None => {
+            gpu.give_slot(slot);
+            Ok(Pending::new(fence, None))
+        }
+    }
+}
+
+/// Queue a batch on `lane` (of `gpu`) with the caller's own scratch `slot` (grown here when too small:
+/// the caller has waited for the lane's earlier work on it). The lane holds the buffers until it waits.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn queue_on_lane(
+    gpu: &Arc<Gpu>,
+    lane: &mut Lane,
+    keys: KeySet<'_>,
+    r: Regions<'_>,
+    mode: u32,
+    tag_len: usize,
+    flags: u32,
+    slot: &mut Option<Scratch>,
+) -> Result<(), Error> {
+    let dir = if mode == abi::DB_SEAL {
+        Direction::Seal
+    } else {
+        Direction::Open
+    };
+    let n = check_count(
+        r.count,
+        dir,
+        if mode == abi::DB_OPEN { tag_len } else { 16 },
+    )?;
+    if n == 0 {
+        return Ok(());
+    }
+    let (grid, len) = sizing(gpu, &keys, n, r.data.len(), mode)?;
+    if slot.as_ref().is_none_or(|s| s.len() < len) {
+        *slot = None;
+        *slot = Some(gpu.take_scratch(len)?);
+    }
+    let scratch = slot
+        .as_mut()
+        .ok_or_else(|| crate::runtime::internal("device-batch scratch".into()))?;
+    lane.launch_dbatch(args(
+        &keys,
+        &r,
+        n,
+        mode,
+        tag_len as u32,
+        flags,
+        grid,
+        scratch,
+    ))
+}
+
+/// Run a batch on an internal lane of `gpu` and wait for it (the synchronous device-resident calls).
+pub(crate) fn run_on_lane(
+    gpu: &Arc<Gpu>,
+    keys: KeySet<'_>,
+    r: Regions<'_>,
+    dir: Direction,
+    tag_len: usize,
+) -> Result<(), Error> {
+    let mut slot = None;
+    let out = gpu
+        .with_lane(|lane| queue_on_lane(gpu, lane, keys, r, mode_of(dir), tag_len, 0, &mut slot));
+    // with_lane waited for the lane (also on errors, or it kept the lane's buffers): the scratch is idle.
+    if let Some(s) = slot
+        && out.is_ok()
+    {
+        gpu.give_scratch(s);
+    }
+    out
+}
