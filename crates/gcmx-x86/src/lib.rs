@@ -41,7 +41,7 @@ mod kernels;
 #[derive(Clone)]
 pub struct StitchedKey {
     #[cfg(target_arch = "x86_64")]
-    keys: kernels::Keys,
+    keys: Box<kernels::Keys>,
     #[cfg(not(target_arch = "x86_64"))]
     never: core::convert::Infallible,
 }
