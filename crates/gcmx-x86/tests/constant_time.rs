@@ -36,6 +36,87 @@ fn main() {
     println!("constant_time: needs Linux on x86-64 (ptrace); not run here");
 }
 
+/// The allocator of this program: the system's, with a small last-in-first-out cache of freed
+/// blocks per size and alignment in front of it, so that one sequence of allocations gets the
+/// same addresses every time it repeats. (glibc's malloc splits and merges its larger blocks
+/// depending on its whole history, so run A and run B could otherwise get a key at different
+/// addresses: a difference the check would report though no secret caused it.)
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod lifo {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::UnsafeCell;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    const SLOTS: usize = 64;
+
+    pub struct Lifo {
+        lock: AtomicBool,
+        /// (size, align, block); size 0 marks an empty slot
+        slots: UnsafeCell<[(usize, usize, usize); SLOTS]>,
+    }
+
+    // SAFETY: `slots` is only touched while `lock` is held.
+    unsafe impl Sync for Lifo {}
+
+    impl Lifo {
+        pub const fn new() -> Lifo {
+            Lifo {
+                lock: AtomicBool::new(false),
+                slots: UnsafeCell::new([(0, 0, 0); SLOTS]),
+            }
+        }
+
+        fn with<T>(&self, f: impl FnOnce(&mut [(usize, usize, usize); SLOTS]) -> T) -> T {
+            while self.lock.swap(true, Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            // SAFETY: the lock is held: no other reference to `slots` exists.
+            let r = f(unsafe { &mut *self.slots.get() });
+            self.lock.store(false, Ordering::Release);
+            r
+        }
+    }
+
+    // SAFETY: blocks come from `System` with the same layout they are cached and handed out
+    // for; a cached block is handed out at most once before it is freed again.
+    unsafe impl GlobalAlloc for Lifo {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            let cached = self.with(|s| {
+                let i = s
+                    .iter()
+                    .rposition(|&(n, a, _)| n == l.size() && a == l.align())?;
+                let p = s[i].2;
+                s[i] = (0, 0, 0);
+                Some(p)
+            });
+            match cached {
+                Some(p) => p as *mut u8,
+                // SAFETY: the caller's layout, passed on.
+                None => unsafe { System.alloc(l) },
+            }
+        }
+
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            let kept = l.size() > 0
+                && self.with(|s| {
+                    let Some(slot) = s.iter_mut().find(|x| x.0 == 0) else {
+                        return false;
+                    };
+                    *slot = (l.size(), l.align(), p as usize);
+                    true
+                });
+            if !kept {
+                // SAFETY: `p` came from `System` with layout `l`.
+                unsafe { System.dealloc(p, l) }
+            }
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[global_allocator]
+static ALLOC: lifo::Lifo = lifo::Lifo::new();
+
 /// The runs to compare: what the child executes and the parent reads back.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod cases {
@@ -50,6 +131,8 @@ mod cases {
         Open,
         Ghash,
         EncryptBlock,
+        SealMessage,
+        OpenMessage,
     }
 
     /// The kernel widths, each forced through its constructor.
@@ -57,6 +140,7 @@ mod cases {
     pub fn widths() -> Vec<(&'static str, Ctor)> {
         vec![
             ("default", StitchedKey::new as Ctor),
+            ("256", StitchedKey::new_256 as Ctor),
             ("narrow", StitchedKey::new_narrow as Ctor),
         ]
     }
@@ -69,6 +153,7 @@ mod cases {
         pub width: usize,
         pub key_len: usize,
         pub len: usize,
+        pub aad_len: usize,
         pub ctr_pair: usize,
     }
 
@@ -84,35 +169,36 @@ mod cases {
         let mut v = Vec::new();
         for width in 0..widths().len() {
             for key_len in [16, 24, 32] {
-                v.push(Case {
-                    op: Op::New,
-                    width,
-                    key_len,
-                    len: 0,
-                    ctr_pair: 0,
-                });
-                v.push(Case {
-                    op: Op::EncryptBlock,
-                    width,
-                    key_len,
-                    len: 16,
-                    ctr_pair: 0,
-                });
+                for op in [Op::New, Op::EncryptBlock] {
+                    v.push(Case {
+                        op,
+                        width,
+                        key_len,
+                        len: 16,
+                        aad_len: 0,
+                        ctr_pair: 0,
+                    });
+                }
             }
-            for len in [0usize, 1, 16, 63, 64, 255, 256, 300, 600, 1024 + 7] {
-                for op in [Op::Seal, Op::Open, Op::Ghash] {
-                    for ctr_pair in 0..CTR_PAIRS.len() {
-                        if matches!(op, Op::Ghash) && ctr_pair > 0 {
-                            continue;
-                        }
-                        v.push(Case {
-                            op,
-                            width,
-                            key_len: [16, 32, 24][(len + ctr_pair) % 3],
-                            len,
-                            ctr_pair,
-                        });
-                    }
+            // lengths across every kernel's step (128, 256, 512 bytes) and tail; each length
+            // with one pair of counters, each pair at a length with whole steps
+            let lens = [0usize, 1, 16, 64, 255, 300, 600, 1031];
+            for (i, len) in lens.into_iter().enumerate() {
+                for op in [
+                    Op::Seal,
+                    Op::Open,
+                    Op::Ghash,
+                    Op::SealMessage,
+                    Op::OpenMessage,
+                ] {
+                    v.push(Case {
+                        op,
+                        width,
+                        key_len: [16, 32, 24][(i + op as usize) % 3],
+                        len,
+                        aad_len: [0, 13, 64, 100][(i + 2 * op as usize) % 4],
+                        ctr_pair: i % CTR_PAIRS.len(),
+                    });
                 }
             }
         }
@@ -145,18 +231,37 @@ mod tracee {
 
     /// One run's secrets; the key's and data's lengths are the case's public lengths. Each run
     /// copies its secrets into one place, so that both runs read them from the same addresses.
-    #[derive(Clone, Default)]
+    #[derive(Clone)]
     struct Secrets {
         key: [u8; 32],
         key_len: usize,
         ctr: [u8; 16],
         y: u128,
+        aad: [u8; 128],
+        aad_len: usize,
         data: Vec<u8>,
+    }
+
+    impl Default for Secrets {
+        fn default() -> Secrets {
+            Secrets {
+                key: [0; 32],
+                key_len: 0,
+                ctr: [0; 16],
+                y: 0,
+                aad: [0; 128],
+                aad_len: 0,
+                data: Vec::new(),
+            }
+        }
     }
 
     impl Secrets {
         fn key(&self) -> &[u8] {
             &self.key[..self.key_len]
+        }
+        fn aad(&self) -> &[u8] {
+            &self.aad[..self.aad_len]
         }
     }
 
@@ -164,11 +269,13 @@ mod tracee {
         let mut key = [0u8; 32];
         let mut ctr = [0u8; 16];
         let mut data = vec![0u8; case.len];
+        let mut aad = [0u8; 128];
         rng.fill(&mut key[..case.key_len]);
         rng.fill(&mut ctr);
         // class A: all-zero data, class B: random data
         if class == 1 {
             rng.fill(&mut data);
+            rng.fill(&mut aad[..case.aad_len]);
         }
         let (a, b) = cases::CTR_PAIRS[case.ctr_pair];
         let low = if class == 0 { a } else { b };
@@ -179,6 +286,8 @@ mod tracee {
             key_len: case.key_len,
             ctr,
             y,
+            aad,
+            aad_len: case.aad_len,
             data,
         }
     }
@@ -191,9 +300,13 @@ mod tracee {
 
     /// Run one entry point on `s`, with `buf` (already holding the data) as the message.
     #[inline(never)]
-    fn run_op(op: Op, ctor: cases::Ctor, key: &StitchedKey, s: &Secrets, buf: &mut [u8]) {
+    fn run_op(op: Op, ctor: cases::Ctor, key: Option<&StitchedKey>, s: &Secrets, buf: &mut [u8]) {
+        let Some(key) = key else {
+            drop(black_box(ctor(black_box(s.key()))));
+            return;
+        };
         match op {
-            Op::New => drop(black_box(ctor(black_box(s.key())))),
+            Op::New => unreachable!("key set-up runs without a key"),
             Op::Seal => {
                 let mut y = s.y;
                 key.seal(&s.ctr, &mut y, buf);
@@ -214,13 +327,22 @@ mod tracee {
                 key.encrypt_block(&mut b);
                 black_box(b);
             }
+            // `ctr` as J0: secret, as for a nonce that is not 12 bytes long
+            Op::SealMessage => drop(black_box(key.seal_message(&s.ctr, s.aad(), buf))),
+            Op::OpenMessage => drop(black_box(key.open_message(&s.ctr, s.aad(), buf))),
         }
     }
 
     /// One traced run: the parent single-steps from the first stop to the second. Not inlined,
     /// so that run A and run B execute the same code whatever the caller's loop becomes.
     #[inline(never)]
-    fn bracketed(op: Op, ctor: cases::Ctor, key: &StitchedKey, s: &Secrets, buf: &mut [u8]) {
+    fn bracketed(
+        op: Op,
+        ctor: cases::Ctor,
+        key: Option<&StitchedKey>,
+        s: &Secrets,
+        buf: &mut [u8],
+    ) {
         stop();
         run_op(op, ctor, key, s, buf);
         stop();
@@ -242,14 +364,18 @@ mod tracee {
             for (i, s) in [&pair[0], &pair[0], &pair[1]].into_iter().enumerate() {
                 slot.clone_from(s);
                 // Each key is built and dropped outside the brackets, at the same heap address
-                // for run A and run B (the allocator hands back the block just freed).
-                let key = ctor(slot.key()).expect("CPU runs the kernels");
+                // for run A and run B (the allocator hands back the block just freed). Key
+                // set-up itself runs inside them, with no other key alive.
+                let key = match case.op {
+                    Op::New => None,
+                    _ => Some(ctor(slot.key()).expect("CPU runs the kernels")),
+                };
                 let b = &mut buf[..case.len];
                 b.copy_from_slice(&slot.data);
                 if i == 0 {
-                    run_op(case.op, ctor, &key, &slot, b);
+                    run_op(case.op, ctor, key.as_ref(), &slot, b);
                 } else {
-                    bracketed(case.op, ctor, &key, &slot, b);
+                    bracketed(case.op, ctor, key.as_ref(), &slot, b);
                 }
                 drop(key);
             }

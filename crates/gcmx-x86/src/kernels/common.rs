@@ -1,0 +1,234 @@
+//! Helpers of every kernel width, compiled for the narrow features (a subset of every wider
+//! set) so that they inline into each: loads and stores, key expansion and set-up, one-block
+//! AES, the GHASH reduction, and the one-block-at-a-time tails.
+
+use core::arch::x86_64::*;
+
+use bytemuck::cast;
+use zeroize::Zeroize;
+
+use super::Keys;
+
+/// POLYVAL's reduction constant: `x^127 + x^126 + x^121` shifted into the top of a 64-bit word.
+const POLY_C: i64 = 0xC200_0000_0000_0000_u64 as i64;
+
+#[inline(always)]
+pub(super) fn load16(b: &[u8]) -> __m128i {
+    bytemuck::pod_read_unaligned(&b[..16])
+}
+
+#[inline(always)]
+pub(super) fn store16(b: &mut [u8], v: __m128i) {
+    b[..16].copy_from_slice(bytemuck::bytes_of(&v));
+}
+
+#[inline(always)]
+pub(super) fn load32(b: &[u8]) -> __m256i {
+    bytemuck::pod_read_unaligned(&b[..32])
+}
+
+#[inline(always)]
+pub(super) fn store32(b: &mut [u8], v: __m256i) {
+    b[..32].copy_from_slice(bytemuck::bytes_of(&v));
+}
+
+/// The byte-reflection mask: byte `i` takes byte `15 − i`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn rev128() -> __m128i {
+    _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+}
+
+/// `mulX(v)` modulo POLYVAL's polynomial, constant time.
+pub(super) fn mulx(v: u128) -> u128 {
+    let top = v >> 127;
+    (v << 1) ^ (top.wrapping_neg() & 0xC200_0000_0000_0000_0000_0000_0000_0001)
+}
+
+/// `SubWord` of one AES key-schedule word (bytes in memory order, read little-endian).
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn sub_word(w: u32) -> u32 {
+    // aeskeygenassist's dword 0 is SubWord of the input's dword 1.
+    let v = _mm_set_epi32(0, 0, w as i32, 0);
+    _mm_cvtsi128_si32(_mm_aeskeygenassist_si128::<0>(v)) as u32
+}
+
+/// FIPS 197 key expansion for any of the three key sizes (`key.len()` is 16, 24 or 32),
+/// `SubWord` by AES-NI.
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn expand(key: &[u8], rk: &mut [u128; 15]) -> usize {
+    let nk = key.len() / 4;
+    let nr = nk + 6;
+    let mut w = [0u32; 60];
+    for (wi, c) in w.iter_mut().zip(key.chunks_exact(4)) {
+        *wi = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    }
+    let mut rcon = 1u32;
+    for i in nk..4 * (nr + 1) {
+        let mut t = w[i - 1];
+        if i % nk == 0 {
+            // RotWord(SubWord(t)) with the bytes read little-endian is a rotation right by 8.
+            t = sub_word(t).rotate_right(8) ^ rcon;
+            // xtime on the public round constant
+            rcon = if rcon & 0x80 != 0 {
+                ((rcon << 1) ^ 0x11b) & 0xff
+            } else {
+                rcon << 1
+            };
+        } else if nk > 6 && i % nk == 4 {
+            t = sub_word(t);
+        }
+        w[i] = w[i - nk] ^ t;
+    }
+    for (k, ws) in rk.iter_mut().zip(w.chunks_exact(4)).take(nr + 1) {
+        *k = ws
+            .iter()
+            .enumerate()
+            .fold(0u128, |acc, (j, &x)| acc | (u128::from(x) << (32 * j)));
+    }
+    w.zeroize();
+    nr
+}
+
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn setup(key: &[u8], keys: &mut Keys) {
+    keys.nr = expand(key, &mut keys.rk);
+    let mut h = [0u8; 16];
+    block_entry(keys, &mut h);
+    let mut hp = mulx(u128::from_be_bytes(h));
+    h.zeroize();
+    // Q_1..Q_4 one after another, then Q_(i+4) = Q_i · Q_4: four independent chains.
+    let mut q4 = hp;
+    for i in 0..4 {
+        keys.q[i] = q4;
+        if i < 3 {
+            q4 = cast(dot(cast(q4), cast(hp)));
+        }
+    }
+    for i in 4..keys.q.len() {
+        keys.q[i] = cast(dot(cast(keys.q[i - 4]), cast(q4)));
+    }
+    hp.zeroize();
+    q4.zeroize();
+}
+
+/// Montgomery reduction of the 256-bit carry-less product `hi·x^128 + mid·x^64 + lo`:
+/// returns that times `x^-128` modulo `x^128 + x^127 + x^126 + x^121 + 1`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn reduce(lo: __m128i, mid: __m128i, hi: __m128i) -> __m128i {
+    let d_lo = _mm_xor_si128(lo, _mm_slli_si128::<8>(mid));
+    let d_hi = _mm_xor_si128(hi, _mm_srli_si128::<8>(mid));
+    let c = _mm_set_epi64x(0, POLY_C);
+    // (d1 ^ lo(t), d0 ^ hi(t)) with t = d0·C; then the same once more.
+    let t = _mm_clmulepi64_si128::<0x00>(d_lo, c);
+    let a = _mm_xor_si128(_mm_shuffle_epi32::<0x4E>(d_lo), t);
+    let u = _mm_clmulepi64_si128::<0x00>(a, c);
+    let b = _mm_xor_si128(_mm_shuffle_epi32::<0x4E>(a), u);
+    _mm_xor_si128(d_hi, b)
+}
+
+/// `dot(a, b) = a·b·x^-128`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn dot(a: __m128i, b: __m128i) -> __m128i {
+    let lo = _mm_clmulepi64_si128::<0x00>(a, b);
+    let hi = _mm_clmulepi64_si128::<0x11>(a, b);
+    let mid = _mm_xor_si128(
+        _mm_clmulepi64_si128::<0x01>(a, b),
+        _mm_clmulepi64_si128::<0x10>(a, b),
+    );
+    reduce(lo, mid, hi)
+}
+
+/// GHASH one block (16 bytes as in memory) into the state `y`: `dot(y ^ X, H')`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn absorb1(y: __m128i, block: __m128i, q1: __m128i) -> __m128i {
+    let x = _mm_shuffle_epi8(block, rev128());
+    dot(_mm_xor_si128(y, x), q1)
+}
+
+/// A register's halves XORed together, in both halves (Karatsuba's middle operand).
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn kara128(x: __m128i) -> __m128i {
+    _mm_xor_si128(x, _mm_shuffle_epi32::<0x4E>(x))
+}
+
+/// AES of one block with `NR` rounds.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn aes1<const NR: usize>(keys: &Keys, b: __m128i) -> __m128i {
+    let mut s = _mm_xor_si128(b, cast(keys.rk[0]));
+    for r in &keys.rk[1..NR] {
+        s = _mm_aesenc_si128(s, cast(*r));
+    }
+    _mm_aesenclast_si128(s, cast(keys.rk[NR]))
+}
+
+/// `ctr` advanced by `blocks` with inc32.
+pub(super) fn ctr_add(ctr: u128, blocks: usize) -> u128 {
+    // Truncation is the point: the GCM counter is the low 32 bits and wraps.
+    let low = (ctr as u32).wrapping_add(blocks as u32);
+    (ctr & !0xFFFF_FFFF) | u128::from(low)
+}
+
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn block_entry(keys: &Keys, b: &mut [u8; 16]) {
+    let x: __m128i = cast(*b);
+    let out = match keys.nr {
+        10 => aes1::<10>(keys, x),
+        12 => aes1::<12>(keys, x),
+        _ => aes1::<14>(keys, x),
+    };
+    *b = cast(out);
+}
+
+/// GHASH of the blocks after the bulk steps, one at a time, the last one zero-padded.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn ghash_tail(keys: &Keys, mut yv: __m128i, data: &[u8]) -> __m128i {
+    let q1: __m128i = cast(keys.q[0]);
+    for b in data.chunks(16) {
+        let mut t = [0u8; 16];
+        t[..b.len()].copy_from_slice(b);
+        yv = absorb1(yv, load16(&t), q1);
+    }
+    yv
+}
+
+/// CTR and GHASH of the blocks after the bulk steps (fewer than one step), one at a time, from
+/// counter `c`; the last block may be partial, its ciphertext hashed zero-padded.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn crypt_tail<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    mut c: u128,
+    mut yv: __m128i,
+    tail: &mut [u8],
+) -> __m128i {
+    let q1: __m128i = cast(keys.q[0]);
+    for b in tail.chunks_mut(16) {
+        let n = b.len();
+        let mut t = [0u8; 16];
+        t[..n].copy_from_slice(b);
+        if !SEAL {
+            yv = absorb1(yv, load16(&t), q1);
+        }
+        let ks = aes1::<NR>(keys, cast(c.to_be_bytes()));
+        let mut out: [u8; 16] = cast(_mm_xor_si128(load16(&t), ks));
+        b.copy_from_slice(&out[..n]);
+        if SEAL {
+            let mut z = [0u8; 16];
+            z[..n].copy_from_slice(&out[..n]);
+            yv = absorb1(yv, load16(&z), q1);
+        }
+        // the plaintext and, beyond `n`, the keystream
+        t.zeroize();
+        out.zeroize();
+        c = ctr_add(c, 1);
+    }
+    yv
+}
