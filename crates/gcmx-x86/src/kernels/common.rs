@@ -7,7 +7,7 @@ use core::arch::x86_64::*;
 use bytemuck::cast;
 use zeroize::Zeroize;
 
-use super::Keys;
+use super::{Keys, NQ};
 
 /// POLYVAL's reduction constant: `x^127 + x^126 + x^121` shifted into the top of a 64-bit word.
 const POLY_C: i64 = 0xC200_0000_0000_0000_u64 as i64;
@@ -55,39 +55,86 @@ pub(super) fn sub_word(w: u32) -> u32 {
 }
 
 /// FIPS 197 key expansion for any of the three key sizes (`key.len()` is 16, 24 or 32),
-/// `SubWord` by AES-NI.
+/// written straight into `rk`; returns the number of rounds.
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn expand(key: &[u8], rk: &mut [u128; 15]) -> usize {
-    let nk = key.len() / 4;
-    let nr = nk + 6;
-    let mut w = [0u32; 60];
+    match key.len() {
+        16 => expand128(key, rk),
+        24 => expand_nk::<6>(key, rk),
+        _ => expand256(key, rk),
+    }
+}
+
+/// The round constants (public).
+const RCON: [u32; 10] = [0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x1b, 0x36];
+
+/// `v ^ (v << 32) ^ (v << 64) ^ (v << 96)`: each word XORed with all words before it, the
+/// chain of `w[i] = w[i - 1] ^ ...` within one 128-bit round key.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn prefix_xor(v: __m128i) -> __m128i {
+    let v = _mm_xor_si128(v, _mm_slli_si128::<4>(v));
+    _mm_xor_si128(v, _mm_slli_si128::<8>(v))
+}
+
+/// AES-128 key expansion, four words a round in one register.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn expand128(key: &[u8], rk: &mut [u128; 15]) -> usize {
+    let mut k = load16(key);
+    rk[0] = cast(k);
+    for (r, rc) in RCON.iter().enumerate() {
+        // dword 3 of aeskeygenassist (round constant 0) is RotWord(SubWord(word 3))
+        let t = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(k));
+        k = _mm_xor_si128(prefix_xor(k), _mm_xor_si128(t, _mm_set1_epi32(*rc as i32)));
+        rk[r + 1] = cast(k);
+    }
+    10
+}
+
+/// AES-256 key expansion, two registers of four words.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn expand256(key: &[u8], rk: &mut [u128; 15]) -> usize {
+    let mut a = load16(key);
+    let mut b = load16(&key[16..]);
+    rk[0] = cast(a);
+    rk[1] = cast(b);
+    for (r, rc) in RCON[..7].iter().enumerate() {
+        let t = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(b));
+        a = _mm_xor_si128(prefix_xor(a), _mm_xor_si128(t, _mm_set1_epi32(*rc as i32)));
+        rk[2 * r + 2] = cast(a);
+        if r == 6 {
+            break;
+        }
+        // dword 2 of aeskeygenassist is SubWord(word 3), no rotation
+        let u = _mm_shuffle_epi32::<0xAA>(_mm_aeskeygenassist_si128::<0>(a));
+        b = _mm_xor_si128(prefix_xor(b), u);
+        rk[2 * r + 3] = cast(b);
+    }
+    14
+}
+
+/// Key expansion for `NK` 32-bit key words, `SubWord` by AES-NI. The schedule's words are
+/// `rk`'s 32-bit words in order (little-endian).
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn expand_nk<const NK: usize>(key: &[u8], rk: &mut [u128; 15]) -> usize {
+    let nr = NK + 6;
+    let w: &mut [u32] = bytemuck::cast_slice_mut(&mut rk[..]);
     for (wi, c) in w.iter_mut().zip(key.chunks_exact(4)) {
         *wi = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
     }
-    let mut rcon = 1u32;
-    for i in nk..4 * (nr + 1) {
+    for i in NK..4 * (nr + 1) {
         let mut t = w[i - 1];
-        if i % nk == 0 {
+        if i % NK == 0 {
             // RotWord(SubWord(t)) with the bytes read little-endian is a rotation right by 8.
-            t = sub_word(t).rotate_right(8) ^ rcon;
-            // xtime on the public round constant
-            rcon = if rcon & 0x80 != 0 {
-                ((rcon << 1) ^ 0x11b) & 0xff
-            } else {
-                rcon << 1
-            };
-        } else if nk > 6 && i % nk == 4 {
+            t = sub_word(t).rotate_right(8) ^ RCON[i / NK - 1];
+        } else if NK > 6 && i % NK == 4 {
             t = sub_word(t);
         }
-        w[i] = w[i - nk] ^ t;
+        w[i] = w[i - NK] ^ t;
     }
-    for (k, ws) in rk.iter_mut().zip(w.chunks_exact(4)).take(nr + 1) {
-        *k = ws
-            .iter()
-            .enumerate()
-            .fold(0u128, |acc, (j, &x)| acc | (u128::from(x) << (32 * j)));
-    }
-    w.zeroize();
     nr
 }
 
@@ -98,19 +145,22 @@ pub(super) fn setup(key: &[u8], keys: &mut Keys) {
     block_entry(keys, &mut h);
     let mut hp = mulx(u128::from_be_bytes(h));
     h.zeroize();
-    // Q_1..Q_4 one after another, then Q_(i+4) = Q_i · Q_4: four independent chains.
-    let mut q4 = hp;
-    for i in 0..4 {
-        keys.q[i] = q4;
-        if i < 3 {
-            q4 = cast(dot(cast(q4), cast(hp)));
+    // The powers by doubling, Q_(n+i) = Q_i · Q_n for i = 1..n: log2(NQ) products deep, the
+    // products of each level independent of each other.
+    keys.set_q(1, hp);
+    let mut n = 1;
+    while n < NQ {
+        let qn: __m128i = cast(keys.q(n));
+        for i in 1..=n.min(NQ - n) {
+            keys.set_q(n + i, cast(dot(cast(keys.q(i)), qn)));
         }
+        n *= 2;
     }
-    for i in 4..keys.q.len() {
-        keys.q[i] = cast(dot(cast(keys.q[i - 4]), cast(q4)));
+    for (k, p) in keys.pk.iter_mut().zip(keys.p.iter()) {
+        let m = (p >> 64) ^ (p & u128::from(u64::MAX));
+        *k = m | m << 64;
     }
     hp.zeroize();
-    q4.zeroize();
 }
 
 /// Montgomery reduction of the 256-bit carry-less product `hi·x^128 + mid·x^64 + lo`:
@@ -190,7 +240,7 @@ pub(super) fn block_entry(keys: &Keys, b: &mut [u8; 16]) {
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn ghash_tail(keys: &Keys, mut yv: __m128i, data: &[u8]) -> __m128i {
-    let q1: __m128i = cast(keys.q[0]);
+    let q1: __m128i = cast(keys.q(1));
     for b in data.chunks(16) {
         let mut t = [0u8; 16];
         t[..b.len()].copy_from_slice(b);
@@ -209,7 +259,7 @@ pub(super) fn crypt_tail<const SEAL: bool, const NR: usize>(
     mut yv: __m128i,
     tail: &mut [u8],
 ) -> __m128i {
-    let q1: __m128i = cast(keys.q[0]);
+    let q1: __m128i = cast(keys.q(1));
     for b in tail.chunks_mut(16) {
         let n = b.len();
         let mut t = [0u8; 16];

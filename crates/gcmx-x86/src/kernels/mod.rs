@@ -73,15 +73,18 @@ impl Level {
 /// Expanded key material. Built only by [`Keys::new`], for a level the CPU has; lives on the
 /// heap (moving a key moves a pointer) and is wiped on drop.
 #[derive(Clone)]
-#[repr(C, align(64))]
 pub(crate) struct Keys {
-    /// The 512-bit kernels' tables (zero unless `level` is [`Level::Zmm`]).
-    z: zmm::Tables,
+    /// The powers of `H` in step order: `p[i]` = `Q_(NQ − i)`, the Montgomery form of
+    /// `h^(NQ − i)` (`Q_1 = H' = mulX(H)`), so that block `i` of a run of `n` blocks is
+    /// multiplied by `p[NQ − n + i]`. The four entries after them are zero: the lanes past the
+    /// end of a run in a 512-bit register.
+    p: [u128; NQ + 4],
+    /// `pk[i]`: the two 64-bit halves of `p[i]` XORed, in both halves (Karatsuba's middle
+    /// operand).
+    pk: [u128; NQ + 4],
     /// Round keys `0..=nr`, each the 16 round-key bytes read little-endian (so a cast to
     /// `__m128i` gives the bytes in memory order).
     rk: [u128; 15],
-    /// `q[i]` = `Q_(i+1)`, the Montgomery form of `h^(i+1)` (`Q_1 = H' = mulX(H)`).
-    q: [u128; NQ],
     /// Rounds: 10, 12 or 14.
     nr: usize,
     /// The kernels to run; the CPU has this level's features (checked in [`Keys::new`]).
@@ -90,9 +93,9 @@ pub(crate) struct Keys {
 
 impl Drop for Keys {
     fn drop(&mut self) {
+        self.p.zeroize();
+        self.pk.zeroize();
         self.rk.zeroize();
-        self.q.zeroize();
-        self.z.zeroize();
     }
 }
 
@@ -106,9 +109,9 @@ impl Keys {
         // Built in place on the heap: moving the key moves a pointer and leaves no copies of
         // the round keys or powers behind.
         let mut keys = Box::new(Keys {
-            z: zmm::Tables::zeroed(),
+            p: [0; NQ + 4],
+            pk: [0; NQ + 4],
             rk: [0; 15],
-            q: [0; NQ],
             nr: 0,
             level,
         });
@@ -117,10 +120,16 @@ impl Keys {
         unsafe {
             common::setup(key, &mut keys)
         };
-        if level == Level::Zmm {
-            zmm::setup(&mut keys);
-        }
         Some(keys)
+    }
+
+    /// `Q_k`, for `1 <= k <= NQ`.
+    fn q(&self, k: usize) -> u128 {
+        self.p[NQ - k]
+    }
+
+    fn set_q(&mut self, k: usize, v: u128) {
+        self.p[NQ - k] = v;
     }
 
     pub(crate) fn key_len(&self) -> usize {
@@ -217,15 +226,27 @@ fn message(
     block(&mut mask);
     let mut y = 0u128;
     ghash(&mut y, aad);
-    crypt(common::ctr_add(u128::from_be_bytes(*j0), 1), &mut y, buf);
+    crypt(first_counter(j0), &mut y, buf);
     ghash(&mut y, &length_block(aad.len(), buf.len()));
-    let tag = (y ^ u128::from_be_bytes(mask)).to_be_bytes();
+    let t = tag(y, u128::from_be_bytes(mask));
     mask.zeroize();
     y.zeroize();
-    tag
+    t
+}
+
+/// The counter block of a message's first block, `inc32(J0)`, as a `u128` (the block read
+/// big-endian).
+fn first_counter(j0: &[u8; 16]) -> u128 {
+    common::ctr_add(u128::from_be_bytes(*j0), 1)
 }
 
 /// GCM's last GHASH block: `[len(A)]_64 ‖ [len(C)]_64` in bits.
 fn length_block(aad_len: usize, ct_len: usize) -> [u8; 16] {
     (((aad_len as u128) * 8) << 64 | ((ct_len as u128) * 8)).to_be_bytes()
+}
+
+/// The tag `S ^ E_K(J0)` from the GHASH state `s` and the mask `E_K(J0)` (both read
+/// big-endian).
+fn tag(s: u128, mask: u128) -> [u8; 16] {
+    (s ^ mask).to_be_bytes()
 }

@@ -36,7 +36,7 @@ fn narrow_powers(keys: &Keys) -> NarrowPowers {
         k: [_mm_setzero_si128(); NW],
     };
     for j in 0..NW {
-        let p: __m128i = cast(keys.q[NW - 1 - j]);
+        let p: __m128i = cast(keys.q(NW - j));
         sp.p[j] = p;
         sp.k[j] = kara128(p);
     }
@@ -138,7 +138,7 @@ pub(super) fn crypt_entry<const SEAL: bool>(keys: &Keys, ctr: u128, y: &mut u128
     }
 }
 
-/// The stitched narrow loop, shaped like [`crypt_wide`] with 8-block steps.
+/// The stitched narrow loop, shaped like the wide one (`super::wide`) with 8-block steps.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 fn crypt_narrow<const SEAL: bool, const NR: usize>(

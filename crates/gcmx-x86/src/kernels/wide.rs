@@ -46,8 +46,8 @@ fn wide_powers(keys: &Keys) -> WidePowers {
         k: [_mm256_setzero_si256(); W],
     };
     for j in 0..W {
-        let lo: __m128i = cast(keys.q[NB - 1 - 2 * j]);
-        let hi: __m128i = cast(keys.q[NB - 2 - 2 * j]);
+        let lo: __m128i = cast(keys.q(NB - 2 * j));
+        let hi: __m128i = cast(keys.q(NB - 1 - 2 * j));
         let p = _mm256_set_m128i(hi, lo);
         sp.p[j] = p;
         sp.k[j] = _mm256_xor_si256(p, _mm256_shuffle_epi32::<0x4E>(p));

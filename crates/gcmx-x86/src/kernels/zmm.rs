@@ -7,17 +7,16 @@
 //! previous step's ciphertext (still in registers) while encrypting the next; opening hashes and
 //! decrypts the same step. What is left after the whole steps (fewer than 32 blocks, the last
 //! one possibly partial) runs register by register with masked loads and stores and is hashed
-//! with the powers `Q_n..Q_1` for its own block count `n`, again with one reduction: a 64-byte
-//! message is one register of AES and one reduction.
+//! as one [`Run`]: with the powers `Q_n..Q_1` for its own block count `n` and one reduction. A
+//! whole short message (AAD, message and length block together at most 32 blocks) is one run:
+//! a 64-byte message with no AAD is one register of AES and one reduction.
 //!
-//! The key's [`Tables`] hold what the loops read, already in register layout: round keys in all
-//! four lanes (`vaesenc` takes them straight from memory) and the powers `Q_32..Q_1` in block
-//! order with their Karatsuba halves, so a call sets up nothing.
+//! The key's powers are kept in block order with their Karatsuba halves (`Keys::p`,
+//! `Keys::pk`), so a register of powers is one load and a call sets up nothing.
 
 use core::arch::x86_64::*;
 
 use bytemuck::cast;
-use zeroize::Zeroize;
 
 use super::Keys;
 use super::common::{aes1, reduce, rev128};
@@ -28,52 +27,6 @@ const R: usize = 8;
 pub(super) const NB: usize = 4 * R;
 /// Bytes per step.
 const STEP: usize = 64 * R;
-
-/// The 512-bit kernels' view of a key, in register layout.
-#[derive(Clone)]
-#[repr(C, align(64))]
-pub(super) struct Tables {
-    /// Round key `r` in all four lanes.
-    rk: [[u128; 4]; 15],
-    /// `p[i]` = `Q_(NB − i)`: block `i` of a whole step is multiplied by `p[i]`, and block `i`
-    /// of a run of `n < NB` blocks by `p[NB − n + i]`. The four entries after the powers are
-    /// zero: the lanes past the end of a run.
-    p: [u128; NB + 4],
-    /// `k[i]`: the two 64-bit halves of `p[i]` XORed, in both halves (Karatsuba's middle
-    /// operand).
-    k: [u128; NB + 4],
-}
-
-impl Tables {
-    pub(super) fn zeroed() -> Tables {
-        Tables {
-            rk: [[0; 4]; 15],
-            p: [0; NB + 4],
-            k: [0; NB + 4],
-        }
-    }
-}
-
-impl Zeroize for Tables {
-    fn zeroize(&mut self) {
-        self.rk.zeroize();
-        self.p.zeroize();
-        self.k.zeroize();
-    }
-}
-
-/// Lay out the tables from the expanded key and powers (`keys.rk`, `keys.q`).
-pub(super) fn setup(keys: &mut Keys) {
-    for (d, s) in keys.z.rk.iter_mut().zip(keys.rk.iter()) {
-        *d = [*s; 4];
-    }
-    for i in 0..NB {
-        let q = keys.q[NB - 1 - i];
-        let m = (q >> 64) ^ (q & u128::from(u64::MAX));
-        keys.z.p[i] = q;
-        keys.z.k[i] = m | m << 64;
-    }
-}
 
 /// Four consecutive entries of a table as one register.
 #[inline(always)]
@@ -162,26 +115,41 @@ fn counters(base: &mut __m512i) -> [__m512i; R] {
 }
 
 /// Round key `r` in all four lanes.
-#[inline(always)]
-fn round_key(keys: &Keys, r: usize) -> __m512i {
-    bytemuck::pod_read_unaligned(bytemuck::bytes_of(&keys.z.rk[r]))
-}
-
-/// The GHASH products of register `j` of a run whose block 0 takes power `p[off]`: `d` as in
-/// memory; `y` joins block 0.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn products(keys: &Keys, off: usize, j: usize, d: __m512i, y: __m128i, acc: &mut [__m512i; 3]) {
-    let mut x = _mm512_shuffle_epi8(d, rev512());
-    if j == 0 {
-        x = _mm512_xor_si512(x, _mm512_zextsi128_si512(y));
-    }
+fn round_key(keys: &Keys, r: usize) -> __m512i {
+    _mm512_broadcast_i32x4(cast(keys.rk[r]))
+}
+
+/// A register of blocks (as in memory) byte-reflected into POLYVAL order.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn reflect(d: __m512i) -> __m512i {
+    _mm512_shuffle_epi8(d, rev512())
+}
+
+/// The Karatsuba products of the reflected blocks `x`, lane `l` times the power `p[idx + l]`,
+/// accumulated into `acc`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn products(keys: &Keys, idx: usize, x: __m512i, acc: &mut [__m512i; 3]) {
     let xk = _mm512_xor_si512(x, _mm512_shuffle_epi32::<0x4E>(x));
-    let p = load4(&keys.z.p, off + 4 * j);
-    let k = load4(&keys.z.k, off + 4 * j);
+    let p = load4(&keys.p, idx);
+    let k = load4(&keys.pk, idx);
     acc[0] = _mm512_xor_si512(acc[0], _mm512_clmulepi64_epi128::<0x00>(x, p));
     acc[1] = _mm512_xor_si512(acc[1], _mm512_clmulepi64_epi128::<0x00>(xk, k));
     acc[2] = _mm512_xor_si512(acc[2], _mm512_clmulepi64_epi128::<0x11>(x, p));
+}
+
+/// The products of register `j` of a whole step (`d` as in memory; `y` joins block 0).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn step_products(keys: &Keys, j: usize, d: __m512i, y: __m128i, acc: &mut [__m512i; 3]) {
+    let mut x = reflect(d);
+    if j == 0 {
+        x = _mm512_xor_si512(x, _mm512_zextsi128_si512(y));
+    }
+    products(keys, 4 * j, x, acc);
 }
 
 /// XOR of a register's four lanes.
@@ -223,7 +191,13 @@ fn step<const NR: usize, const HASH: bool>(
             *x = _mm512_aesenc_epi128(*x, kr);
         }
         if HASH && r - 1 < R {
-            products(keys, 0, r - 1, h[r - 1], y, &mut acc);
+            step_products(keys, r - 1, h[r - 1], y, &mut acc);
+        }
+    }
+    if HASH {
+        // registers left over when a step has more registers than middle rounds
+        for (j, hj) in h.iter().enumerate().skip(NR - 1) {
+            step_products(keys, j, *hj, y, &mut acc);
         }
     }
     let y = if HASH { reduce_acc(&acc) } else { y };
@@ -240,25 +214,64 @@ fn step<const NR: usize, const HASH: bool>(
 fn hash_step(keys: &Keys, y: __m128i, d: &[__m512i; R]) -> __m128i {
     let mut acc = [_mm512_setzero_si512(); 3];
     for (j, dj) in d.iter().enumerate() {
-        products(keys, 0, j, *dj, y, &mut acc);
+        step_products(keys, j, *dj, y, &mut acc);
     }
     reduce_acc(&acc)
 }
 
-/// GHASH of fewer than one step's bytes (zero-padded to whole blocks) into `y`: masked
-/// register loads, the powers for that many blocks, one reduction.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn hash_short(keys: &Keys, y: __m128i, data: &[u8]) -> __m128i {
-    if data.is_empty() {
-        return y;
+/// The GHASH of a run of at most 32 blocks, given register by register (each holding up to
+/// four blocks, zero past the run's data), with the powers `Q_n..Q_1` for the run's block
+/// count `n` fixed in advance; then one reduction.
+struct Run {
+    acc: [__m512i; 3],
+    /// The power index of the next block.
+    idx: usize,
+    /// The state before the run, XORed into its first block (zero after that).
+    y: __m128i,
+}
+
+impl Run {
+    /// A run of `blocks` blocks (at most 32) continuing from state `y`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn new(y: __m128i, blocks: usize) -> Run {
+        Run {
+            acc: [_mm512_setzero_si512(); 3],
+            idx: NB - blocks,
+            y,
+        }
     }
-    let off = NB - data.len().div_ceil(16);
-    let mut acc = [_mm512_setzero_si512(); 3];
-    for (j, c) in data.chunks(64).enumerate() {
-        products(keys, off, j, load_partial(c), y, &mut acc);
+
+    /// The next `blocks` blocks (1 to 4) of the run, in `d` as in memory.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add(&mut self, keys: &Keys, d: __m512i, blocks: usize) {
+        let x = _mm512_xor_si512(reflect(d), _mm512_zextsi128_si512(self.y));
+        self.y = _mm_setzero_si128();
+        products(keys, self.idx, x, &mut self.acc);
+        self.idx += blocks;
     }
-    reduce_acc(&acc)
+
+    /// Bytes (at most one step, zero-padded to whole blocks), in registers.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add_bytes(&mut self, keys: &Keys, data: &[u8]) {
+        for c in data.chunks(64) {
+            self.add(keys, load_partial(c), c.len().div_ceil(16));
+        }
+    }
+
+    /// The new GHASH state.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn finish(self) -> __m128i {
+        reduce_acc(&self.acc)
+    }
+}
+
+/// Blocks in `n` bytes.
+fn blocks(n: usize) -> usize {
+    n.div_ceil(16)
 }
 
 /// GHASH of `data`, zero-padded to whole blocks, into `y`.
@@ -270,7 +283,13 @@ fn hash(keys: &Keys, mut y: __m128i, data: &[u8]) -> __m128i {
         let d: [__m512i; R] = core::array::from_fn(|j| load64(&s[64 * j..]));
         y = hash_step(keys, y, &d);
     }
-    hash_short(keys, y, steps.remainder())
+    let rest = steps.remainder();
+    if rest.is_empty() {
+        return y;
+    }
+    let mut run = Run::new(y, blocks(rest.len()));
+    run.add_bytes(keys, rest);
+    run.finish()
 }
 
 /// GHASH update on the 512-bit kernels.
@@ -280,22 +299,18 @@ pub(super) fn ghash_entry(keys: &Keys, y: &mut u128, data: &[u8]) {
 }
 
 /// CTR and GHASH of fewer than one step's bytes from the byte-reflected counters `base` (lanes
-/// `c..c+3`): one register at a time, the last one masked to the message's end; the ciphertext
-/// hashed with the powers for its block count, one reduction.
+/// `c..c+3`): one register at a time, the last one masked to the message's end, the ciphertext
+/// added to `run`; then, if given, the length block. The run's block count must include them.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn crypt_short<const SEAL: bool, const NR: usize>(
     keys: &Keys,
     base: __m512i,
-    y: __m128i,
+    mut run: Run,
     tail: &mut [u8],
+    len_block: Option<&[u8; 16]>,
 ) -> __m128i {
-    if tail.is_empty() {
-        return y;
-    }
-    let off = NB - tail.len().div_ceil(16);
     let rev = rev512();
-    let mut acc = [_mm512_setzero_si512(); 3];
     for (j, c) in tail.chunks_mut(64).enumerate() {
         let mut s = _mm512_xor_si512(
             _mm512_shuffle_epi8(inc(base, 4 * j), rev),
@@ -312,22 +327,26 @@ fn crypt_short<const SEAL: bool, const NR: usize>(
         } else {
             d
         };
-        products(keys, off, j, ct, y, &mut acc);
+        run.add(keys, ct, blocks(c.len()));
         store_partial(c, out);
     }
-    reduce_acc(&acc)
+    if let Some(l) = len_block {
+        run.add(keys, load_partial(l), 1);
+    }
+    run.finish()
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 pub(super) fn crypt_entry<const SEAL: bool>(keys: &Keys, ctr: u128, y: &mut u128, buf: &mut [u8]) {
     match keys.nr {
-        10 => *y = cast(crypt::<SEAL, 10>(keys, ctr, cast(*y), buf)),
-        12 => *y = cast(crypt::<SEAL, 12>(keys, ctr, cast(*y), buf)),
-        _ => *y = cast(crypt::<SEAL, 14>(keys, ctr, cast(*y), buf)),
+        10 => *y = cast(crypt::<SEAL, 10>(keys, ctr, cast(*y), buf, None)),
+        12 => *y = cast(crypt::<SEAL, 12>(keys, ctr, cast(*y), buf, None)),
+        _ => *y = cast(crypt::<SEAL, 14>(keys, ctr, cast(*y), buf, None)),
     }
 }
 
-/// The stitched loop over `buf` from counter block `ctr`: whole steps, then the rest.
+/// The stitched loop over `buf` from counter block `ctr`: whole steps, then the rest and, if
+/// given, the length block, hashed with one reduction.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn crypt<const SEAL: bool, const NR: usize>(
@@ -335,6 +354,7 @@ fn crypt<const SEAL: bool, const NR: usize>(
     ctr: u128,
     mut y: __m128i,
     buf: &mut [u8],
+    len_block: Option<&[u8; 16]>,
 ) -> __m128i {
     let bulk_len = buf.len() / STEP * STEP;
     let (bulk, tail) = buf.split_at_mut(bulk_len);
@@ -367,7 +387,22 @@ fn crypt<const SEAL: bool, const NR: usize>(
     if have_pending {
         y = hash_step(keys, y, &pending);
     }
-    crypt_short::<SEAL, NR>(keys, base, y, tail)
+    let t = blocks(tail.len());
+    match len_block {
+        // the rest and the length block in one run when they fit
+        Some(l) if t < NB => crypt_short::<SEAL, NR>(keys, base, Run::new(y, t + 1), tail, Some(l)),
+        _ => {
+            if t > 0 {
+                y = crypt_short::<SEAL, NR>(keys, base, Run::new(y, t), tail, None);
+            }
+            if let Some(l) = len_block {
+                let mut run = Run::new(y, 1);
+                run.add(keys, load_partial(l), 1);
+                y = run.finish();
+            }
+            y
+        }
+    }
 }
 
 /// A whole message on the 512-bit kernels (see [`super::message`]).
@@ -385,6 +420,9 @@ pub(super) fn message_entry<const SEAL: bool>(
     }
 }
 
+/// A whole message. When the AAD, the message and the length block fit in one run of 32
+/// blocks, all three are hashed together with a single reduction; otherwise the AAD is hashed
+/// first and the length block joins the message's last reduction.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn message<const SEAL: bool, const NR: usize>(
@@ -393,12 +431,18 @@ fn message<const SEAL: bool, const NR: usize>(
     aad: &[u8],
     buf: &mut [u8],
 ) -> [u8; 16] {
-    super::message(
-        j0,
-        aad,
-        buf,
-        |b| *b = cast(aes1::<NR>(keys, cast(*b))),
-        |y, d| *y = cast(hash(keys, cast(*y), d)),
-        |c, y, b| *y = cast(crypt::<SEAL, NR>(keys, c, cast(*y), b)),
-    )
+    let mask: __m128i = aes1::<NR>(keys, cast(*j0));
+    let ctr = super::first_counter(j0);
+    let len_block = super::length_block(aad.len(), buf.len());
+    let n = blocks(aad.len()) + blocks(buf.len()) + 1;
+    let s = if n <= NB {
+        let mut run = Run::new(_mm_setzero_si128(), n);
+        run.add_bytes(keys, aad);
+        crypt_short::<SEAL, NR>(keys, first_counters(ctr), run, buf, Some(&len_block))
+    } else {
+        let y = hash(keys, _mm_setzero_si128(), aad);
+        crypt::<SEAL, NR>(keys, ctr, y, buf, Some(&len_block))
+    };
+    // `mask` holds E_K(J0)'s bytes in memory order
+    super::tag(cast(s), u128::from_be_bytes(cast(mask)))
 }
