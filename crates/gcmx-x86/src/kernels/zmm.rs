@@ -169,52 +169,89 @@ fn reduce_acc(acc: &[__m512i; 3]) -> __m128i {
     reduce(lo, mid, hi)
 }
 
-/// One stitched step: AES (`NR` rounds) of the 32 counter blocks `ctrs` and, when `HASH`, the
-/// GHASH of the 32 blocks `h` into `y`, one register's products after each of the first eight
-/// rounds. The last round takes the data `d` XORed into its round key, so it returns `d` XOR
-/// the keystream directly, and the new `y`.
+/// Keeps the products of one register between two AES rounds. The compiler would otherwise move
+/// all of a step's GHASH work after its AES rounds (each half alone is fine to it), and the two
+/// units would take turns instead of working at once. This claims to read and change the
+/// accumulators and the first AES register, so the products before it and the round after it
+/// stay on their side; it emits no instruction.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn step<const NR: usize, const HASH: bool>(
+fn fence(a: &mut __m512i, b: &mut __m512i, c: &mut __m512i, d: &mut __m512i) {
+    #[allow(unsafe_code)]
+    // SAFETY: the template is empty: nothing runs, no memory, stack or flag is touched, and
+    // each operand keeps its value.
+    unsafe {
+        core::arch::asm!(
+            "/* {0} {1} {2} {3} */",
+            inout(zmm_reg) * a,
+            inout(zmm_reg) * b,
+            inout(zmm_reg) * c,
+            inout(zmm_reg) * d,
+            options(pure, nomem, nostack, preserves_flags),
+        )
+    }
+}
+
+/// One stitched step over the 512 bytes `cur`, in place: AES (`NR` rounds) of the next 32
+/// counter blocks from `base`, XORed into `cur`; and, when `HASH`, the GHASH of the 32 blocks
+/// `h` into `y` (`h` is `cur` itself, read before it is overwritten, when `h` is `None`), one
+/// register's products after each of the first eight rounds. The rounds are written out one by
+/// one (the loop over rounds is not unrolled otherwise), and the hashed blocks are loaded from
+/// memory where they are used, which leaves registers for the AES state. Returns the new `y`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
     keys: &Keys,
-    ctrs: [__m512i; R],
+    base: &mut __m512i,
     y: __m128i,
-    h: &[__m512i; R],
-    d: &[__m512i; R],
-) -> ([__m512i; R], __m128i) {
+    h: Option<&[u8]>,
+    cur: &mut [u8],
+) -> __m128i {
+    // The key through an opaque reference: the compiler then reads each round key and power
+    // from the key where it is used instead of keeping them all in registers for the whole
+    // loop, which would leave too few registers for the AES state and make it run the blocks'
+    // rounds one register after another instead of round by round.
+    let keys: &Keys = core::hint::black_box(keys);
     let k0 = round_key(keys, 0);
-    let mut s = ctrs.map(|c| _mm512_xor_si512(c, k0));
+    let mut s = counters(base).map(|c| _mm512_xor_si512(c, k0));
     let mut acc = [_mm512_setzero_si512(); 3];
-    for r in 1..NR {
-        let kr = round_key(keys, r);
-        for x in s.iter_mut() {
-            *x = _mm512_aesenc_epi128(*x, kr);
-        }
-        if HASH && r - 1 < R {
-            step_products(keys, r - 1, h[r - 1], y, &mut acc);
-        }
+    macro_rules! round {
+        ($($r:literal)*) => {$(
+            if $r < NR {
+                let kr = round_key(keys, $r);
+                for x in s.iter_mut() {
+                    *x = _mm512_aesenc_epi128(*x, kr);
+                }
+                if HASH && $r - 1 < R {
+                    let src = h.unwrap_or(&*cur);
+                    step_products(keys, $r - 1, load64(&src[64 * ($r - 1)..]), y, &mut acc);
+                    let [a0, a1, a2] = &mut acc;
+                    fence(a0, a1, a2, &mut s[0]);
+                }
+            }
+        )*};
     }
-    if HASH {
-        // registers left over when a step has more registers than middle rounds
-        for (j, hj) in h.iter().enumerate().skip(NR - 1) {
-            step_products(keys, j, *hj, y, &mut acc);
-        }
-    }
+    round!(1 2 3 4 5 6 7 8 9 10 11 12 13);
     let y = if HASH { reduce_acc(&acc) } else { y };
+    // the last round key XOR the data: the last round gives the output directly
     let kl = round_key(keys, NR);
-    for (x, dj) in s.iter_mut().zip(d) {
-        *x = _mm512_aesenclast_epi128(*x, _mm512_xor_si512(kl, *dj));
+    for (j, x) in s.iter().enumerate() {
+        let d = load64(&cur[64 * j..]);
+        store64(
+            &mut cur[64 * j..],
+            _mm512_aesenclast_epi128(*x, _mm512_xor_si512(kl, d)),
+        );
     }
-    (s, y)
+    y
 }
 
 /// GHASH of one whole step of 32 blocks `d` (as in memory) into `y`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn hash_step(keys: &Keys, y: __m128i, d: &[__m512i; R]) -> __m128i {
+fn hash_step(keys: &Keys, y: __m128i, d: &[u8]) -> __m128i {
     let mut acc = [_mm512_setzero_si512(); 3];
-    for (j, dj) in d.iter().enumerate() {
-        step_products(keys, j, *dj, y, &mut acc);
+    for j in 0..R {
+        step_products(keys, j, load64(&d[64 * j..]), y, &mut acc);
     }
     reduce_acc(&acc)
 }
@@ -280,8 +317,7 @@ fn blocks(n: usize) -> usize {
 fn hash(keys: &Keys, mut y: __m128i, data: &[u8]) -> __m128i {
     let mut steps = data.chunks_exact(STEP);
     for s in steps.by_ref() {
-        let d: [__m512i; R] = core::array::from_fn(|j| load64(&s[64 * j..]));
-        y = hash_step(keys, y, &d);
+        y = hash_step(keys, y, s);
     }
     let rest = steps.remainder();
     if rest.is_empty() {
@@ -359,33 +395,28 @@ fn crypt<const SEAL: bool, const NR: usize>(
     let bulk_len = buf.len() / STEP * STEP;
     let (bulk, tail) = buf.split_at_mut(bulk_len);
     let mut base = first_counters(ctr);
-    let mut steps = bulk.chunks_exact_mut(STEP);
-    // Seal hashes each step's ciphertext during the next step: the first step only encrypts,
-    // and the last step's ciphertext is hashed after the loop.
-    let mut pending = [_mm512_setzero_si512(); R];
-    let mut have_pending = false;
-    if SEAL && let Some(s) = steps.next() {
-        let d: [__m512i; R] = core::array::from_fn(|j| load64(&s[64 * j..]));
-        pending = step::<NR, false>(keys, counters(&mut base), y, &d, &d).0;
-        for (j, x) in pending.iter().enumerate() {
-            store64(&mut s[64 * j..], *x);
-        }
-        have_pending = true;
-    }
-    for s in steps {
-        let d: [__m512i; R] = core::array::from_fn(|j| load64(&s[64 * j..]));
-        let h = if SEAL { &pending } else { &d };
-        let (out, y2) = step::<NR, true>(keys, counters(&mut base), y, h, &d);
-        y = y2;
-        for (j, x) in out.iter().enumerate() {
-            store64(&mut s[64 * j..], *x);
-        }
-        if SEAL {
-            pending = out;
+    // Seal hashes each step's ciphertext during the next step (reading it back from `buf`):
+    // the first step only encrypts, and the last step's ciphertext is hashed after the loop.
+    // Open hashes each step's ciphertext before decrypting it.
+    let n = bulk.len() / STEP;
+    for i in 0..n {
+        if SEAL && i == 0 {
+            step::<SEAL, NR, false>(keys, &mut base, y, None, &mut bulk[..STEP]);
+        } else if SEAL {
+            let (prev, cur) = bulk[(i - 1) * STEP..(i + 1) * STEP].split_at_mut(STEP);
+            y = step::<SEAL, NR, true>(keys, &mut base, y, Some(prev), cur);
+        } else {
+            y = step::<SEAL, NR, true>(
+                keys,
+                &mut base,
+                y,
+                None,
+                &mut bulk[i * STEP..(i + 1) * STEP],
+            );
         }
     }
-    if have_pending {
-        y = hash_step(keys, y, &pending);
+    if SEAL && n > 0 {
+        y = hash_step(keys, y, &bulk[(n - 1) * STEP..]);
     }
     let t = blocks(tail.len());
     match len_block {
