@@ -144,7 +144,7 @@ fn bench_seal(g: &mut Group<'_>, im: &Impls, size: usize) {
         black_box(im.kernel.seal_message(&j0(&NONCE), AAD, b));
     });
     run("aws-lc-rs", &|b| {
-        black_box(
+        let _ = black_box(
             im.awslc
                 .seal_in_place_separate_tag(
                     aws_lc_rs::aead::Nonce::assume_unique_for_key(NONCE),
@@ -155,7 +155,7 @@ fn bench_seal(g: &mut Group<'_>, im: &Impls, size: usize) {
         );
     });
     run("ring", &|b| {
-        black_box(
+        let _ = black_box(
             im.ring
                 .seal_in_place_separate_tag(
                     ring::aead::Nonce::assume_unique_for_key(NONCE),
@@ -216,6 +216,52 @@ fn bench_open(g: &mut Group<'_>, im: &Impls, size: usize) {
             .unwrap();
     });
     run("aes-gcm-0.11", &ct, &|b| im.rc_open(b, &tag));
+}
+
+/// Key set-up, for users that build a key per message (xaes-256-gcm derives one per message):
+/// a new key from its bytes, ready to seal, dropped again.
+fn key_setup(c: &mut Criterion) {
+    for (bits, key) in [(256, &[0x42u8; 32][..]), (128, &[0x42u8; 16][..])] {
+        let mut g = c.benchmark_group(format!("aes{bits}gcm-key-setup"));
+        g.sample_size(20);
+        g.warm_up_time(std::time::Duration::from_millis(300));
+        g.measurement_time(std::time::Duration::from_secs(1));
+        let (awslc_alg, ring_alg) = match bits {
+            128 => (&aws_lc_rs::aead::AES_128_GCM, &ring::aead::AES_128_GCM),
+            _ => (&aws_lc_rs::aead::AES_256_GCM, &ring::aead::AES_256_GCM),
+        };
+        g.bench_function("gcmx", |b| {
+            b.iter(|| gcmx_api::key(black_box(key), gcmx_api::Backend::Cpu))
+        });
+        g.bench_function("gcmx-kernel-alone", |b| {
+            b.iter(|| gcmx_x86::StitchedKey::new(black_box(key)))
+        });
+        g.bench_function("aws-lc-rs", |b| {
+            b.iter(|| {
+                aws_lc_rs::aead::LessSafeKey::new(
+                    aws_lc_rs::aead::UnboundKey::new(awslc_alg, black_box(key)).unwrap(),
+                )
+            })
+        });
+        g.bench_function("ring", |b| {
+            b.iter(|| {
+                ring::aead::LessSafeKey::new(
+                    ring::aead::UnboundKey::new(ring_alg, black_box(key)).unwrap(),
+                )
+            })
+        });
+        g.bench_function("aes-gcm-0.11", |b| {
+            b.iter(|| match bits {
+                128 => drop(black_box(
+                    aes_gcm::Aes128Gcm::new_from_slice(black_box(key)).unwrap(),
+                )),
+                _ => drop(black_box(
+                    aes_gcm::Aes256Gcm::new_from_slice(black_box(key)).unwrap(),
+                )),
+            })
+        });
+        g.finish();
+    }
 }
 
 /// The multi-core backends on large messages (AES-256 encryption), beside the serial one.
@@ -333,6 +379,7 @@ fn parallel_ceiling(c: &mut Criterion) {
 criterion_group!(
     benches,
     one_core,
+    key_setup,
     backends,
     threshold,
     memory_ceiling,

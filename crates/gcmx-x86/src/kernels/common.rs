@@ -10,7 +10,7 @@ use zeroize::Zeroize;
 use super::{Keys, NQ};
 
 /// POLYVAL's reduction constant: `x^127 + x^126 + x^121` shifted into the top of a 64-bit word.
-const POLY_C: i64 = 0xC200_0000_0000_0000_u64 as i64;
+pub(super) const POLY_C: i64 = 0xC200_0000_0000_0000_u64 as i64;
 
 #[inline(always)]
 pub(super) fn load16(b: &[u8]) -> __m128i {
@@ -56,6 +56,7 @@ pub(super) fn sub_word(w: u32) -> u32 {
 
 /// FIPS 197 key expansion for any of the three key sizes (`key.len()` is 16, 24 or 32),
 /// written straight into `rk`; returns the number of rounds.
+#[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn expand(key: &[u8], rk: &mut [u128; 15]) -> usize {
     match key.len() {
@@ -138,29 +139,55 @@ fn expand_nk<const NK: usize>(key: &[u8], rk: &mut [u128; 15]) -> usize {
     nr
 }
 
+/// Key set-up for the narrow and 256-bit kernels; the products of the power tree one at a time.
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn setup(key: &[u8], keys: &mut Keys) {
+    let mut q1 = hash_key(key, keys);
+    power_tree(keys, q1, |a, b| {
+        core::array::from_fn(|l| cast(dot(cast(a[l]), cast(b))))
+    });
+    q1.zeroize();
+}
+
+/// Expand the key into `keys.rk` and return `Q_1 = H' = mulX(H)`, `H = E_K(0^128)`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn hash_key(key: &[u8], keys: &mut Keys) -> u128 {
     keys.nr = expand(key, &mut keys.rk);
     let mut h = [0u8; 16];
     block_entry(keys, &mut h);
-    let mut hp = mulx(u128::from_be_bytes(h));
+    let q1 = mulx(u128::from_be_bytes(h));
     h.zeroize();
-    // The powers by doubling, Q_(n+i) = Q_i · Q_n for i = 1..n: log2(NQ) products deep, the
-    // products of each level independent of each other.
-    keys.set_q(1, hp);
-    let mut n = 1;
+    q1
+}
+
+/// The powers `Q_1..Q_NQ` from `Q_1` by doubling: `Q_2..Q_4` one product at a time, then
+/// `Q_(n+i) = Q_i · Q_n` for `i = 1..n`, four products at a time by `mul4` (`mul4(a, b)[l] =
+/// a[l] · b`): log2(NQ) products deep, the products of each level independent of each other.
+/// Then their Karatsuba halves.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn power_tree(keys: &mut Keys, q1: u128, mul4: impl Fn(&[u128], u128) -> [u128; 4]) {
+    let q1v: __m128i = cast(q1);
+    let q2 = dot(q1v, q1v);
+    keys.set_q(1, q1);
+    keys.set_q(2, cast(q2));
+    keys.set_q(3, cast(dot(q2, q1v)));
+    keys.set_q(4, cast(dot(q2, q2)));
+    // In the table (descending powers) the products of `p[j..j + 4]` by `Q_n` are
+    // `p[j - n..j - n + 4]`.
+    let mut n = 4;
     while n < NQ {
-        let qn: __m128i = cast(keys.q(n));
-        for i in 1..=n.min(NQ - n) {
-            keys.set_q(n + i, cast(dot(cast(keys.q(i)), qn)));
+        let qn = keys.q(n);
+        for j in (NQ - n..NQ).step_by(4) {
+            let r = mul4(&keys.p[j..j + 4], qn);
+            keys.p[j - n..j - n + 4].copy_from_slice(&r);
         }
         n *= 2;
     }
     for (k, p) in keys.pk.iter_mut().zip(keys.p.iter()) {
-        let m = (p >> 64) ^ (p & u128::from(u64::MAX));
-        *k = m | m << 64;
+        *k = cast(kara128(cast(*p)));
     }
-    hp.zeroize();
 }
 
 /// Montgomery reduction of the 256-bit carry-less product `hi·x^128 + mid·x^64 + lo`:

@@ -115,11 +115,19 @@ impl Keys {
             nr: 0,
             level,
         });
-        #[allow(unsafe_code)]
-        // SAFETY: `Level::detect()` just found AES-NI, PCLMULQDQ and SSSE3, `setup`'s features.
-        unsafe {
-            common::setup(key, &mut keys)
-        };
+        if level == Level::Zmm {
+            #[allow(unsafe_code)]
+            // SAFETY: `level` is Zmm only if `Level::detect()` found the 512-bit features.
+            unsafe {
+                zmm::setup(key, &mut keys)
+            };
+        } else {
+            #[allow(unsafe_code)]
+            // SAFETY: `Level::detect()` just found AES-NI, PCLMULQDQ and SSSE3.
+            unsafe {
+                common::setup(key, &mut keys)
+            };
+        }
         Some(keys)
     }
 

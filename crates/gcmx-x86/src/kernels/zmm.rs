@@ -19,7 +19,8 @@ use core::arch::x86_64::*;
 use bytemuck::cast;
 
 use super::Keys;
-use super::common::{aes1, reduce, rev128};
+use super::common::{POLY_C, aes1, hash_key, power_tree, reduce, rev128};
+use zeroize::Zeroize;
 
 /// 512-bit registers per step.
 const R: usize = 8;
@@ -27,6 +28,38 @@ const R: usize = 8;
 pub(super) const NB: usize = 4 * R;
 /// Bytes per step.
 const STEP: usize = 64 * R;
+
+/// Key set-up for the 512-bit kernels: the power tree's products four at a time, one in each
+/// lane (and the whole set-up in VEX/EVEX encoding, which does not mix legacy SSE code with
+/// the kernels' 512-bit registers).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+pub(super) fn setup(key: &[u8], keys: &mut Keys) {
+    let mut q1 = hash_key(key, keys);
+    power_tree(keys, q1, |a, b| {
+        cast(dot4(load4(a, 0), _mm512_broadcast_i32x4(cast(b))))
+    });
+    q1.zeroize();
+}
+
+/// `dot` in each lane: `a·b·x^-128` modulo POLYVAL's polynomial (as `common::dot`).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn dot4(a: __m512i, b: __m512i) -> __m512i {
+    let lo = _mm512_clmulepi64_epi128::<0x00>(a, b);
+    let hi = _mm512_clmulepi64_epi128::<0x11>(a, b);
+    let mid = _mm512_xor_si512(
+        _mm512_clmulepi64_epi128::<0x01>(a, b),
+        _mm512_clmulepi64_epi128::<0x10>(a, b),
+    );
+    let d_lo = _mm512_xor_si512(lo, _mm512_bslli_epi128::<8>(mid));
+    let d_hi = _mm512_xor_si512(hi, _mm512_bsrli_epi128::<8>(mid));
+    let c = _mm512_broadcast_i32x4(_mm_set_epi64x(0, POLY_C));
+    let t = _mm512_clmulepi64_epi128::<0x00>(d_lo, c);
+    let a = _mm512_xor_si512(_mm512_shuffle_epi32::<0x4E>(d_lo), t);
+    let u = _mm512_clmulepi64_epi128::<0x00>(a, c);
+    let b = _mm512_xor_si512(_mm512_shuffle_epi32::<0x4E>(a), u);
+    _mm512_xor_si512(d_hi, b)
+}
 
 /// Four consecutive entries of a table as one register.
 #[inline(always)]
