@@ -23,6 +23,9 @@
 //! Linux x86-64 only (ptrace); elsewhere it reports that it did not run.
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod common;
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn main() {
     if std::env::var_os(tracer::CHILD_ENV).is_some() {
         tracee::run();
@@ -214,20 +217,7 @@ mod tracee {
     use gcmx_x86::StitchedKey;
     use std::hint::black_box;
 
-    /// splitmix64
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-        fn fill(&mut self, b: &mut [u8]) {
-            b.iter_mut().for_each(|x| *x = self.next() as u8);
-        }
-    }
+    use super::common::Rng;
 
     /// One run's secrets; the key's and data's lengths are the case's public lengths. Each run
     /// copies its secrets into one place, so that both runs read them from the same addresses.

@@ -6,33 +6,8 @@ use gcmx_x86::StitchedKey;
 use ghash::GHash;
 use ghash::universal_hash::UniversalHash;
 
-/// splitmix64: deterministic test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-    /// Random bytes, a random length in `0..=max`.
-    fn upto(&mut self, max: usize) -> Vec<u8> {
-        let n = self.below(max + 1);
-        self.bytes(n)
-    }
-    /// A random AES key of a random size.
-    fn key(&mut self) -> Vec<u8> {
-        let n = [16, 24, 32][self.below(3)];
-        self.bytes(n)
-    }
-}
+mod common;
+use common::Rng;
 
 /// The key for every kernel width this CPU runs, each forced through its constructor (512-bit,
 /// 256-bit, 128-bit); empty, with a note, on a CPU without AES-NI.
