@@ -231,6 +231,8 @@ fn fence(a: &mut __m512i, b: &mut __m512i, c: &mut __m512i, d: &mut __m512i) {
 /// register's products after each of the first eight rounds. The rounds are written out one by
 /// one (the loop over rounds is not unrolled otherwise), and the hashed blocks are loaded from
 /// memory where they are used, which leaves registers for the AES state. Returns the new `y`.
+/// `SEAL` only tells the seal and open instances apart, so that each has one caller and is
+/// inlined into it.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
