@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::api::Gcm;
+use crate::api::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{self, Direction, RunOptions, Sink, Source};
 use crate::keyset::{DEFAULT_SEGMENT_SIZE, Keyset, StreamingKey};
@@ -136,7 +136,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
     let mut last_ct = None;
     for backend in backends_built() {
         let name = backend_name(backend);
-        if let Err(e) = Gcm::with_backend(&[0u8; 32], backend) {
+        if let Err(e) = Engine::new(&[0u8; 32], backend) {
             p(out, format!("{name:<14}not available: {e}"))?;
             continue;
         }
