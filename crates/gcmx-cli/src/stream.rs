@@ -1556,6 +1556,95 @@ mod tests {
         );
     }
 
+    /// Endless bytes; `alive` counts the holders of the input, so the test can see whether
+    /// the reader thread (which owns it) has ended.
+    struct Endless(#[allow(dead_code)] Arc<()>);
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            buf.fill(0x5a);
+            Ok(buf.len())
+        }
+    }
+
+    #[derive(Debug)]
+    struct Failing;
+
+    impl Write for Failing {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::other("no room"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn no_thread_outlives_a_run_that_failed_early() {
+        let ks = keyset(16, 64);
+        let header = Header::random(&Layout::of(ks.primary()))
+            .unwrap()
+            .to_bytes();
+        let opts = Options {
+            window_bytes: 4 * 64,
+            ..Options::default()
+        };
+        // Decrypt: a good header, then endless garbage (the first window fails).
+        let alive = Arc::new(());
+        let input = io::Cursor::new(header).chain(Endless(alive.clone()));
+        let r = decrypt(&ks, b"", Input::reader(input), Vec::new(), &opts, &|_| {});
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Authentication);
+        assert_eq!(Arc::strong_count(&alive), 1, "the reader still runs");
+        // Encrypt: endless input, an output that fails.
+        let r = encrypt(
+            &ks,
+            b"",
+            Input::reader(Endless(alive.clone())),
+            Failing,
+            &opts,
+            &|_| {},
+        );
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Io);
+        assert_eq!(Arc::strong_count(&alive), 1, "the reader still runs");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_stalled_pipe_does_not_keep_a_failed_run_waiting() {
+        // A bad first segment from a pipe whose writer stays open without writing more: the
+        // error comes back and the reader ends without waiting for the writer.
+        let ks = keyset(16, 64);
+        let header = Header::random(&Layout::of(ks.primary()))
+            .unwrap()
+            .to_bytes();
+        let (rd, wr) = nix::unistd::pipe().unwrap();
+        let mut wr = File::from(wr);
+        wr.write_all(&header).unwrap();
+        wr.write_all(&[0u8; 200]).unwrap();
+        let opts = Options {
+            window_bytes: 64,
+            ..Options::default()
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ks2 = ks.clone();
+        thread::spawn(move || {
+            let r = decrypt(
+                &ks2,
+                b"",
+                Input::Pipe(File::from(rd)),
+                Vec::new(),
+                &opts,
+                &|_| {},
+            );
+            let _ = tx.send(r.map(|_| ()));
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("decrypt() still waits for the pipe");
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Authentication);
+        drop(wr);
+    }
+
     #[test]
     fn multi_key_keysets_decrypt_with_any_enabled_key() {
         let old = StreamingKey::new(11, &[1u8; 16], 16, 64).unwrap();
