@@ -73,7 +73,6 @@ impl Engine {
     }
 
     /// Seals one message in place.
-    #[cfg(test)]
     pub(crate) fn seal(&self, nonce: &[u8], buf: &mut [u8], tag: &mut [u8]) -> Result<()> {
         self.0
             .encrypt_detached(nonce, &[], buf, tag)

@@ -576,7 +576,7 @@ fn keygen_is_private_and_never_overwrites() {
 }
 
 #[test]
-fn demo_runs() {
+fn demo_runs_and_labels_every_figure() {
     let o = run_gcmx(&["demo", "--mib", "8"], None);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -585,10 +585,32 @@ fn demo_runs() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(out.contains("all checks passed"), "{out}");
-    assert!(out.contains("cpu-parallel"), "{out}");
-    assert!(
-        out.lines()
-            .any(|l| l.starts_with("cpu ") && l.trim_end().ends_with("ok")),
-        "{out}"
-    );
+    assert!(out.contains("ok with auto, cpu, cpu-parallel"), "{out}");
+    assert!(out.contains("AES-GCM in memory"), "{out}");
+    assert!(out.contains("File to file"), "{out}");
+    // Every figure has its peer in the same table and a label for what bounds it.
+    for peer in ["plain memory copy", "plain copy "] {
+        assert!(out.contains(peer), "no {peer:?} in {out}");
+    }
+    let figures: Vec<&str> = out.lines().filter(|l| l.contains("GiB/s")).collect();
+    assert_eq!(figures.len(), 1 + 2 * 3 + 3, "{out}");
+    for l in figures {
+        assert!(
+            ["memory", "CPU", "disk", "GPU"]
+                .iter()
+                .any(|b| l.contains(b)),
+            "no bound on {l:?}"
+        );
+    }
+    for backend in ["cpu", "cpu-parallel", "auto"] {
+        assert!(
+            out.contains(&format!("  {backend}, one 8 MiB message")),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("  {backend}, batch of 8 x 1024 KiB")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("gcmx encrypt (auto)") && out.contains("gcmx decrypt (auto)"));
 }
