@@ -141,7 +141,18 @@ impl StreamingKey {
         self.segment_size
     }
 
-    fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
+    /// A key from Tink's serialized `AesGcmHkdfStreamingKey` protobuf (the bytes that a JSON
+    /// keyset holds in base64), validated as [`StreamingKey::new`] does.
+    ///
+    /// ```
+    /// use gcmx_cli::StreamingKey;
+    /// let key = StreamingKey::new(7, &[1u8; 32], 32, 4096)?;
+    /// let again = StreamingKey::from_proto(7, &key.to_proto())?;
+    /// assert_eq!(again.segment_size(), 4096);
+    /// assert!(StreamingKey::from_proto(7, b"\xff").is_err());
+    /// # Ok::<(), gcmx_cli::Error>(())
+    /// ```
+    pub fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
         let raw = proto::decode_key(bytes).map_err(|e| {
             Error::keyset(format!(
                 "key {key_id}: malformed AesGcmHkdfStreamingKey ({e})"
@@ -168,7 +179,9 @@ impl StreamingKey {
         )
     }
 
-    fn to_proto(&self) -> Zeroizing<Vec<u8>> {
+    /// The key as Tink's serialized `AesGcmHkdfStreamingKey` protobuf (it holds the key
+    /// material: returned zeroizing).
+    pub fn to_proto(&self) -> Zeroizing<Vec<u8>> {
         proto::encode_key(&RawKey {
             version: 0,
             params: RawParams {

@@ -234,13 +234,18 @@ impl OutputFile {
     /// Starts an output for `target` (mode 0600): checks the target (see [`check_target`]),
     /// removes stale temporary outputs of killed runs, and opens the data file.
     pub fn create(target: &Path, force: bool) -> Result<OutputFile> {
+        OutputFile::create_with(target, force, true)
+    }
+
+    /// [`OutputFile::create`], with unnamed files allowed or not (tests of the fallback).
+    fn create_with(target: &Path, force: bool, allow_unnamed: bool) -> Result<OutputFile> {
         if target.as_os_str().is_empty() {
             return Err(Error::usage("empty output path"));
         }
         check_target(target, force)?;
         remove_stale_partials(target)?;
         let dir = parent_dir(target);
-        if let Some(file) = open_unnamed(&dir)? {
+        if allow_unnamed && let Some(file) = open_unnamed(&dir)? {
             return Ok(OutputFile {
                 file,
                 target: target.to_path_buf(),
@@ -392,6 +397,47 @@ mod tests {
             s.starts_with(&format!("dir/.a.bin{PARTIAL_MARK}{}-", std::process::id())),
             "{s}"
         );
+    }
+
+    /// The named fallback: the data lives under a temporary name until commit, which gives
+    /// it the target's name (new, or over a regular file with `force`); dropped without a
+    /// commit, nothing is left.
+    #[test]
+    fn named_fallback_commits_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = || -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let target = dir.path().join("out");
+        let mut o = OutputFile::create_with(&target, false, false).unwrap();
+        o.write_all(b"first").unwrap();
+        let temp = o.temp.as_ref().unwrap().0.clone();
+        assert!(temp.to_string_lossy().contains(PARTIAL_MARK));
+        assert!(temp.exists());
+        drop(o);
+        assert!(names().is_empty(), "{:?}", names());
+        let mut o = OutputFile::create_with(&target, false, false).unwrap();
+        o.write_all(b"first").unwrap();
+        o.commit(true).unwrap();
+        assert_eq!(names(), vec!["out"]);
+        assert!(OutputFile::create_with(&target, false, false).is_err());
+        let mut o = OutputFile::create_with(&target, true, false).unwrap();
+        o.write_all(b"second").unwrap();
+        o.commit(false).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"second");
+        assert_eq!(names(), vec!["out"]);
+        // The unnamed path, for comparison (Linux).
+        let mut o = OutputFile::create(&target, true).unwrap();
+        o.write_all(b"third").unwrap();
+        assert_eq!(names(), vec!["out"], "the unnamed output has no name yet");
+        o.commit(false).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"third");
+        assert_eq!(names(), vec!["out"]);
     }
 
     #[test]

@@ -127,10 +127,16 @@ fn stop(sig: i32) {
             left.push(p.display().to_string());
         }
     }
-    let mut msg = format!(
+    // On a terminal, start a clean line (a progress bar may be on the current one).
+    let mut msg = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        "\r\x1b[K".to_string()
+    } else {
+        String::new()
+    };
+    msg.push_str(&format!(
         "gcmx: error: stopped by {}; no output was put in place",
         name(sig)
-    );
+    ));
     if !left.is_empty() {
         msg.push_str(&format!(" (could not remove {})", left.join(", ")));
     }
