@@ -282,7 +282,8 @@ impl OutputFile {
     /// Puts the complete output in place under the target's name (after flushing it to disk
     /// with its folder when `fsync`). Fails, leaving nothing, if a signal has stopped the run,
     /// if the target appeared meanwhile (without `force`), or if it became something other
-    /// than a regular file.
+    /// than a regular file. The one failure that comes after the output is in place, a
+    /// failed flush of the folder with `fsync`, says so in its message.
     pub fn commit(mut self, fsync: bool) -> Result<()> {
         let target = self.target.clone();
         let write_err = |e| Error::io(format!("cannot write {}", target.display()), e);
@@ -323,9 +324,16 @@ impl OutputFile {
         placed?;
         if fsync {
             let dir = parent_dir(&target);
-            File::open(&dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| Error::io(format!("cannot flush the folder {}", dir.display()), e))?;
+            File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| {
+                Error::io(
+                    format!(
+                        "{} is in place, but flushing its folder {} to disk failed",
+                        target.display(),
+                        dir.display()
+                    ),
+                    e,
+                )
+            })?;
         }
         Ok(())
     }

@@ -37,6 +37,24 @@ impl Dir {
         self.path.join(name).display().to_string()
     }
 
+    /// Writes `plain` to `plain` and encrypts it to `ct`.
+    fn encrypt_sample(&self, plain: &[u8]) {
+        fs::write(self.path.join("plain"), plain).unwrap();
+        ok(
+            run_gcmx(
+                &[
+                    "encrypt",
+                    "--keyset",
+                    &self.keyset,
+                    &self.p("plain"),
+                    &self.p("ct"),
+                ],
+                None,
+            ),
+            "encrypt",
+        );
+    }
+
     /// The names in the folder, sorted.
     fn names(&self) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(&self.path)
@@ -151,14 +169,7 @@ fn terminating_signals() -> Vec<i32> {
 fn every_terminating_signal_ends_with_one_line_and_leaves_nothing() {
     let d = setup();
     let plain = data(300_000, 5);
-    fs::write(d.path.join("plain"), &plain).unwrap();
-    ok(
-        run_gcmx(
-            &["encrypt", "--keyset", &d.keyset, &d.p("plain"), &d.p("ct")],
-            None,
-        ),
-        "encrypt",
-    );
+    d.encrypt_sample(&plain);
     let ct = fs::read(d.path.join("ct")).unwrap();
     let before = d.names();
     for sig in terminating_signals() {
@@ -243,14 +254,7 @@ fn a_signal_racing_the_end_of_a_run_never_disagrees_with_the_disk() {
 fn a_file_size_limit_ends_with_one_line_and_leaves_no_plaintext() {
     let d = setup();
     let plain = data(3_000_000, 7);
-    fs::write(d.path.join("plain"), &plain).unwrap();
-    ok(
-        run_gcmx(
-            &["encrypt", "--keyset", &d.keyset, &d.p("plain"), &d.p("ct")],
-            None,
-        ),
-        "encrypt",
-    );
+    d.encrypt_sample(&plain);
     let before = d.names();
     for (op, input) in [("encrypt", "plain"), ("decrypt", "ct")] {
         // 1000 blocks of 512 bytes: the limit is crossed in the middle of the output.
@@ -275,14 +279,7 @@ fn a_file_size_limit_ends_with_one_line_and_leaves_no_plaintext() {
 fn sigkill_leaves_no_partial_output() {
     let d = setup();
     let plain = data(1_000_000, 8);
-    fs::write(d.path.join("plain"), &plain).unwrap();
-    ok(
-        run_gcmx(
-            &["encrypt", "--keyset", &d.keyset, &d.p("plain"), &d.p("ct")],
-            None,
-        ),
-        "encrypt",
-    );
+    d.encrypt_sample(&plain);
     fs::remove_file(d.path.join("plain")).unwrap();
     let ct = fs::read(d.path.join("ct")).unwrap();
     // A decryption that has written plaintext and waits for more input, killed.
@@ -604,14 +601,7 @@ fn a_stalled_input_does_not_delay_an_error() {
     // A bad ciphertext on a pipe that stays open: the error comes at once, not when the
     // writer of the pipe finally closes it.
     let d = setup();
-    fs::write(d.path.join("plain"), data(100_000, 13)).unwrap();
-    ok(
-        run_gcmx(
-            &["encrypt", "--keyset", &d.keyset, &d.p("plain"), &d.p("ct")],
-            None,
-        ),
-        "encrypt",
-    );
+    d.encrypt_sample(&data(100_000, 13));
     let mut ct = fs::read(d.path.join("ct")).unwrap();
     ct[100] ^= 1;
     let mut child = gcmx()
