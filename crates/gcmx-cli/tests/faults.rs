@@ -87,18 +87,35 @@ fn catches(pid: u32, sig: i32) -> bool {
         .is_some_and(|mask| mask & (1u64 << (sig - 1)) != 0)
 }
 
-/// Whether process `pid` holds an unnamed (or deleted) file in `dir` open: its output.
-fn writes_unnamed_in(pid: u32, dir: &Path) -> bool {
-    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return false;
-    };
+/// How process `pid` writes its output in `dir`, if it has it open yet.
+#[derive(Debug, PartialEq)]
+enum Writing {
+    /// An unnamed file (`O_TMPFILE`).
+    Unnamed,
+    /// The named fallback, on a file system without unnamed files.
+    Named,
+}
+
+fn output_of(pid: u32, dir: &Path) -> Option<Writing> {
+    let fds = fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
     let dir = dir.to_string_lossy().into_owned();
-    fds.flatten().any(|fd| {
-        fs::read_link(fd.path()).is_ok_and(|t| {
-            let t = t.to_string_lossy();
-            t.starts_with(&dir) && t.ends_with("(deleted)")
-        })
+    fds.flatten().find_map(|fd| {
+        let t = fs::read_link(fd.path()).ok()?;
+        let t = t.to_string_lossy();
+        if !t.starts_with(&dir) {
+            None
+        } else if t.ends_with("(deleted)") {
+            Some(Writing::Unnamed)
+        } else if t.contains(gcmx_cli::output::PARTIAL_MARK) {
+            Some(Writing::Named)
+        } else {
+            None
+        }
     })
+}
+
+fn writes_output_in(pid: u32, dir: &Path) -> bool {
+    output_of(pid, dir).is_some()
 }
 
 fn signal(pid: u32, sig: i32) {
@@ -182,7 +199,7 @@ fn every_terminating_signal_ends_with_one_line_and_leaves_nothing() {
             );
             let pid = child.id();
             wait_until("signal handlers installed", || catches(pid, sig));
-            wait_until("output opened", || writes_unnamed_in(pid, &d.path));
+            wait_until("output opened", || writes_output_in(pid, &d.path));
             signal(pid, sig);
             let o = child.wait_with_output().unwrap();
             drop(stdin);
@@ -289,11 +306,27 @@ fn sigkill_leaves_no_partial_output() {
         &ct[..700_000],
     );
     let pid = child.id();
-    wait_until("output opened", || writes_unnamed_in(pid, &d.path));
+    wait_until("output opened", || writes_output_in(pid, &d.path));
+    let how = output_of(pid, &d.path);
     std::thread::sleep(Duration::from_millis(200));
     child.kill().unwrap();
     child.wait().unwrap();
     drop(stdin);
+    if how == Some(Writing::Named) {
+        // No unnamed files here: the killed run's file is recognisable, and the next run on
+        // the same target removes it.
+        assert_eq!(leftovers(&d.path).len(), 1, "{:?}", d.names());
+        fs::write(d.path.join("plain"), b"x").unwrap();
+        ok(
+            run_gcmx(
+                &["encrypt", "-q", "--keyset", &d.keyset, &d.p("plain"), &out],
+                None,
+            ),
+            "the next run",
+        );
+        fs::remove_file(&out).unwrap();
+        fs::remove_file(d.path.join("plain")).unwrap();
+    }
     assert_eq!(d.names(), vec!["ct", "k.json"], "SIGKILL left files");
     no_file_holds(&d.path, &plain[..64], "after SIGKILL");
 }
