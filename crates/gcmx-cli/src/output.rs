@@ -309,10 +309,18 @@ impl OutputFile {
                         let _ = std::fs::remove_file(t);
                     })
                 }
-                Some((t, _)) if !self.force => {
-                    std::fs::hard_link(t, &target).map_err(|e| self.move_err(e))?;
-                    std::fs::remove_file(t).map_err(|e| self.move_err(e))
-                }
+                Some((t, _)) if !self.force => match std::fs::hard_link(t, &target) {
+                    Ok(()) => std::fs::remove_file(t).map_err(|e| self.move_err(e)),
+                    // A file system without hard links: the target was checked just above,
+                    // under the lock; rename is the only way left.
+                    Err(e)
+                        if e.kind() == io::ErrorKind::Unsupported
+                            || e.raw_os_error() == Some(nix::libc::EPERM) =>
+                    {
+                        rename_over(t, &target)
+                    }
+                    Err(e) => Err(self.move_err(e)),
+                },
                 Some((t, _)) => rename_over(t, &target),
             }
         });
