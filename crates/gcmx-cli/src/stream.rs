@@ -147,9 +147,6 @@ struct Window {
     buf: Vec<u8>,
     /// How much of `buf` was ever filled (wiped on drop).
     high_water: usize,
-    /// A copy of the ciphertext, kept when decrypting a stream, to name the segment that
-    /// failed to authenticate (the batch leaves no usable ciphertext behind on failure).
-    shadow: Vec<u8>,
     segs: Vec<Seg>,
     first_index: u64,
     bytes_in: u64,
@@ -641,15 +638,13 @@ fn file_reader_loop(
     }
 }
 
-/// The reader thread: fills windows from the free pool and sends them on. With
-/// `keep_copy`, each window's bytes are also copied to its shadow.
+/// The reader thread: fills windows from the free pool and sends them on.
 #[allow(clippy::too_many_arguments)]
 fn reader_loop(
     mut input: BufReader<Stream>,
     layout: Layout,
     mode: Mode,
     per_window: usize,
-    keep_copy: bool,
     free: Receiver<Window>,
     out: SyncSender<Result<Window>>,
     trace: Arc<Trace>,
@@ -707,11 +702,6 @@ fn reader_loop(
                     done = true;
                     break;
                 }
-            }
-            if keep_copy {
-                let Window { buf, shadow, .. } = &mut w;
-                grow(shadow, off).map_err(|e| Error::io("cannot read input", e))?;
-                shadow[..off].copy_from_slice(&buf[..off]);
             }
             Ok(())
         })();
@@ -813,64 +803,17 @@ fn seal_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
     gcm.seal_batch(&mut jobs)
 }
 
-/// Where the ciphertext of a window that failed to authenticate can be had again, to find
-/// the segment that failed.
-enum Recheck {
-    /// Read it again from the file: segment 0 starts at `base`.
-    File {
-        file: File,
-        base: u64,
-        layout: Layout,
-    },
-    /// The window's shadow copy.
-    Shadow,
-}
-
-impl Recheck {
-    /// Fills `out` with the ciphertext (tag included) of the window's segment `j`.
-    fn segment(&self, w: &Window, j: usize, out: &mut Vec<u8>) -> io::Result<()> {
-        let s = &w.segs[j];
-        out.clear();
-        out.resize(s.len, 0);
-        match self {
-            Recheck::Shadow => {
-                let src = w
-                    .shadow
-                    .get(s.off..s.off + s.len)
-                    .ok_or_else(|| io::Error::other("no copy of the window"))?;
-                out.copy_from_slice(src);
-                Ok(())
-            }
-            #[cfg(unix)]
-            Recheck::File { file, base, layout } => {
-                let index = w.first_index + j as u64;
-                let at = if index == 0 {
-                    *base
-                } else {
-                    *base
-                        + layout.ciphertext_len(0) as u64
-                        + (index - 1) * layout.segment_size() as u64
-                };
-                if pread_full(file, out, at)? < s.len {
-                    return Err(io::Error::other("the file changed"));
-                }
-                Ok(())
-            }
-            #[cfg(not(unix))]
-            Recheck::File { .. } => Err(io::Error::from(io::ErrorKind::Unsupported)),
-        }
-    }
-}
-
-/// The index of the first segment of `w` that does not authenticate, found by opening its
-/// segments one by one from a second copy of the ciphertext; `None` when that copy cannot be
-/// had or every segment opens (the file changed).
-fn failing_segment(gcm: &Engine, prefix: &[u8; 7], w: &Window, recheck: &Recheck) -> Option<u64> {
+/// The index of the first segment of `w` that does not authenticate. A failed batch gives every
+/// buffer back as its ciphertext, so the segments are opened again one by one, each from a copy
+/// (the window's own bytes keep no plaintext); `None` if every segment opens (cannot happen
+/// after a failed batch of the same bytes, but is not trusted).
+fn failing_segment(gcm: &Engine, prefix: &[u8; 7], w: &Window) -> Option<u64> {
     let nonces = nonces(prefix, w);
     let mut scratch = Zeroizing::new(Vec::new());
-    for (j, nonce) in nonces.iter().enumerate() {
-        recheck.segment(w, j, &mut scratch).ok()?;
-        let (ct, tag) = scratch.split_at_mut(w.segs[j].len - TAG_LEN);
+    for (j, (s, nonce)) in w.segs.iter().zip(&nonces).enumerate() {
+        scratch.clear();
+        scratch.extend_from_slice(&w.buf[s.off..s.off + s.len]);
+        let (ct, tag) = scratch.split_at_mut(s.len - TAG_LEN);
         if !gcm.open(nonce, ct, tag).ok()? {
             return Some(w.first_index + j as u64);
         }
@@ -882,7 +825,6 @@ fn open_window(
     gcm: &Engine,
     prefix: &[u8; 7],
     w: &mut Window,
-    recheck: Option<&Recheck>,
 ) -> Result<()> {
     let nonces = nonces(prefix, w);
     let end = w.end();
@@ -906,7 +848,7 @@ fn open_window(
             let first = w.first_index;
             let count = w.segs.len() as u64;
             Err(
-                match recheck.and_then(|r| failing_segment(gcm, prefix, w, r)) {
+                match failing_segment(gcm, prefix, w) {
                     Some(i) => auth_error(i, 1),
                     None => auth_error(first, count),
                 },
@@ -953,7 +895,6 @@ fn run_pipeline<W: Write + Send + 'static>(
         let w = Window {
             buf: Vec::new(),
             high_water: 0,
-            shadow: Vec::new(),
             segs: Vec::new(),
             first_index: 0,
             bytes_in: 0,
@@ -967,8 +908,6 @@ fn run_pipeline<W: Write + Send + 'static>(
     let (read_tx, read_rx) = sync_channel::<Result<Window>>(1);
     let (write_tx, write_rx) = sync_channel::<Window>(1);
 
-    // A stream being decrypted keeps a copy of each window, to name a failing segment.
-    let keep_copy = mode == Mode::Open && matches!(input, Feed::Stream(_));
     let reader_stop = stop.clone();
     let reader = thread::Builder::new()
         .name("gcmx-reader".into())
@@ -978,7 +917,6 @@ fn run_pipeline<W: Write + Send + 'static>(
                 layout,
                 mode,
                 per_window,
-                keep_copy,
                 free_rx,
                 read_tx,
                 reader_trace,
@@ -1236,7 +1174,7 @@ pub fn decrypt<W: Write + Send + 'static>(
     progress: &dyn Fn(u64),
 ) -> Result<(W, Stats)> {
     let stop = Stop::default();
-    let (key, header, hl, feed, size, recheck) = match input.into().split(&stop) {
+    let (key, header, hl, feed, size) = match input.into().split(&stop) {
         Ok((file, len)) => {
             // The whole file, whatever its cursor: the header, then segments by position.
             let (key, header, hl, _) = read_header(
@@ -1247,13 +1185,8 @@ pub fn decrypt<W: Write + Send + 'static>(
                 keyset,
                 aad,
             )?;
-            let recheck = file.try_clone().ok().map(|file| Recheck::File {
-                file,
-                base: hl as u64,
-                layout: Layout::of(key),
-            });
             let (feed, size) = feed_from(Input::File(file), hl as u64, &stop);
-            (key, header, hl, feed, size.or(Some(len)), recheck)
+            (key, header, hl, feed, size.or(Some(len)))
         }
         Err(stream) => {
             let mut r = BufReader::with_capacity(64 << 10, stream);
@@ -1265,14 +1198,7 @@ pub fn decrypt<W: Write + Send + 'static>(
                     BufReader::with_capacity(64 << 10, chained)
                 }
             };
-            (
-                key,
-                header,
-                hl,
-                Feed::Stream(r),
-                None,
-                Some(Recheck::Shadow),
-            )
+            (key, header, hl, Feed::Stream(r), None)
         }
     };
     progress(hl as u64);
@@ -1296,7 +1222,7 @@ pub fn decrypt<W: Write + Send + 'static>(
         Mode::Open,
         opts,
         progress,
-        |w| open_window(&gcm, &prefix, w, recheck.as_ref()),
+        |w| open_window(&gcm, &prefix, w),
     )?;
     stats.bytes_in += hl as u64;
     Ok((out, stats))
@@ -1498,7 +1424,6 @@ mod tests {
             let mut w = Window {
                 buf: Vec::new(),
                 high_water: 0,
-                shadow: Vec::new(),
                 segs: Vec::new(),
                 first_index: 0,
                 bytes_in: 0,
