@@ -1,7 +1,7 @@
 //! Constant time, checked on the compiled kernels: every kernel entry point runs twice with the
 //! same public lengths and different secrets (key, hence round keys and H; counter block, hence a
-//! secret J0; GHASH state; data), and the two runs must execute the same instructions in the same
-//! order and touch the same memory addresses.
+//! secret J0; GHASH state; AAD and data), and the two runs must execute the same instructions in
+//! the same order and touch the same memory addresses.
 //!
 //! How: this program re-runs itself as a child under `ptrace`. The child brackets each run with
 //! `raise(SIGSTOP)`; between the two stops the parent single-steps it and records, for every
@@ -17,8 +17,7 @@
 //! below a carry against far from one, counters about to wrap mod 2^32 against not, zero against
 //! random data). What it does not: code paths no input here reaches, kernel widths this CPU lacks,
 //! timing differences inside one instruction (AES-NI, PCLMULQDQ and the vector instructions used
-//! here are documented as data-independent in timing), and values the compiler leaves in spilled
-//! stack slots.
+//! here are documented as data-independent in timing), and whether secrets are wiped afterwards.
 //!
 //! Linux x86-64 only (ptrace); elsewhere it reports that it did not run.
 
