@@ -19,8 +19,8 @@
  * the configured size) whose memory is host RAM, so the host side of gcmx-cuda runs end to end without a GPU:
  *   - init, device queries, the primary context (retain/release, current per thread), module load (accepts a fatbin
  *     image, checked by its magic number) and kernel lookup by name;
- *   - device memory: aligned malloc, filled with 0xCD so nothing reads it before writing it; page-locked host memory
- *     (cuMemAllocHost) and host registrations are tracked; copies and memsets run at once (synchronous is one valid
+ *   - device memory: aligned malloc, zeroed (so that whatever is not zero was written by a call); page-locked host
+ *     memory (cuMemAllocHost) and host registrations are tracked; copies and memsets run at once (synchronous is one valid
  *     schedule of asynchronous work), so streams and events are always complete;
  *   - kernels do not run. A launch of a gcmx kernel checks every buffer range in its parameters against the live
  *     allocations and then writes its outputs with a stand-in transform (not AES-GCM):
@@ -38,7 +38,8 @@
  *     while not all zero (a missed wipe), asynchronous copies from or to host memory that is neither page-locked nor
  *     registered, and invalid calls (unknown handle or pointer, range outside an allocation, no current context).
  *   - live counts of device allocations, page-locked allocations, registrations, streams, events, modules and
- *     context references, for leak checks.
+ *     context references, for leak checks, and how many live allocations hold anything but zeros (what a call
+ *     left behind in buffers that gcmx keeps between calls).
  * Everything is serialised by one mutex.
  */
 #include <pthread.h>
@@ -155,6 +156,8 @@ struct gcmx_stub_stats {
     uint64_t unwiped_host_frees; /* page-locked host memory freed while not all zero */
     uint64_t unpinned_copies;    /* async copies with host memory neither page-locked nor registered */
     uint64_t invalid_calls;      /* calls the real driver would refuse (see last_invalid) */
+    uint64_t nonzero_device;     /* live device allocations not all zero (scanned when the stats are read) */
+    uint64_t nonzero_host;       /* live page-locked allocations not all zero (likewise) */
     char last_invalid[160];      /* the latest invalid call, NUL-terminated */
 };
 
@@ -358,6 +361,17 @@ GCMX_STUB_EXPORT int gcmx_stub_stats(struct gcmx_stub_stats* out) {
     out->host_allocs = emu_host.n;
     out->registrations = emu_regs.n;
     out->context_refs = emu_ctx_refs;
+    out->nonzero_device = 0;
+    out->nonzero_host = 0;
+    {
+        size_t i;
+        for (i = 0; i < emu_dev.n; i++) {
+            out->nonzero_device += !all_zero((const void*)emu_dev.v[i].start, emu_dev.v[i].len);
+        }
+        for (i = 0; i < emu_host.n; i++) {
+            out->nonzero_host += !all_zero((const void*)emu_host.v[i].start, emu_host.v[i].len);
+        }
+    }
     pthread_mutex_unlock(&emu_mu);
     return CU_OK;
 }
@@ -552,7 +566,7 @@ GCMX_STUB_EXPORT int cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
         free(m);
         EMU_RETURN(CU_OUT_OF_MEMORY);
     }
-    memset(m, 0xCD, n);
+    memset(m, 0, n);
     emu_stats.device_bytes += n;
     *p = (CUdeviceptr)(uintptr_t)m;
     EMU_RETURN(CU_OK);

@@ -70,6 +70,14 @@ trait Scenario {
     fn run(&self, s: &mut Self::State) -> Result<(), Error>;
     /// Make the outputs untouched again (tags back to the sentinel) before the call is repeated.
     fn refresh(&self, _s: &mut Self::State) {}
+    /// Whether a successful call leaves plaintext behind in buffers gcmx keeps (it must wipe them).
+    fn opens(&self) -> bool {
+        false
+    }
+    /// Device buffers the call may add to its engine for good (made on first use).
+    fn kept(&self) -> u64 {
+        0
+    }
     /// The properties after `run` returned `r`; `fired`: an injected fault struck during it.
     fn check(
         &self,
@@ -201,6 +209,7 @@ fn one_case<S: Scenario>(
     let before = stats();
     let mut s = sc.setup(dev, rng);
     fault::release_cached();
+    let ready = stats();
     fault::arm(op, nth, mode);
     let r = sc.run(&mut s);
     let mut later = Vec::new();
@@ -212,6 +221,7 @@ fn one_case<S: Scenario>(
     }
     let fired = fault::disarm() > 0;
     ensure(fired, || "the fault was not reached".into())?;
+    let mid = stats();
     for l in &later {
         match l {
             Err(e) if injected(e).is_some_and(|i| i.context_lost()) => {}
@@ -220,7 +230,11 @@ fn one_case<S: Scenario>(
     }
     // The state now reflects the last call (with a lost context, one of the failed later calls).
     let r = later.pop().unwrap_or(r);
-    let failed = r.is_err();
+    // A refused forgery is the right answer, not the fault's error (its re-seal leaves ciphertext).
+    let failed = r.as_ref().err().is_some_and(|e| injected(e).is_some());
+    if mode == Mode::Once && (failed || (sc.opens() && r.is_ok())) {
+        lingering(&ready, &mid, sc.kept())?;
+    }
     sc.check(dev, &mut s, &r, fired)?;
     sc.next(dev, &mut s, rng)
         .map_err(|e| format!("next call: {e}"))?;
@@ -228,6 +242,31 @@ fn one_case<S: Scenario>(
     fault::release_cached();
     same_live(&before, &stats(), mode == Mode::ContextLost)?;
     Ok(failed)
+}
+
+/// After a failed call, or an open: the buffers gcmx keeps between calls hold nothing but zeros (no
+/// plaintext, J0, partial hashes or tags left behind), on the device and in page-locked staging.
+/// `kept`: device buffers the call may have added to the engine for good.
+fn lingering(
+    before: &Option<gcmx_cuda::fault::EmulatorStats>,
+    after: &Option<gcmx_cuda::fault::EmulatorStats>,
+    kept: u64,
+) -> Result<(), String> {
+    let (Some(b), Some(a)) = (before, after) else {
+        return Ok(());
+    };
+    ensure(a.nonzero_device <= b.nonzero_device + kept, || {
+        format!(
+            "device buffers holding data after the call: {} (before it: {})",
+            a.nonzero_device, b.nonzero_device
+        )
+    })?;
+    ensure(a.nonzero_host <= b.nonzero_host, || {
+        format!(
+            "page-locked buffers holding data after the call: {} (before it: {})",
+            a.nonzero_host, b.nonzero_host
+        )
+    })
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -365,6 +404,14 @@ impl Scenario for HostOpen {
     }
     fn run(&self, s: &mut HostMsg) -> Result<(), Error> {
         s.gcm.decrypt_detached(&s.nonce, &s.aad, &mut s.buf, &s.tag)
+    }
+    fn opens(&self) -> bool {
+        true
+    }
+    fn kept(&self) -> u64 {
+        // Re-sealing a refused message below 16 MiB runs as a batch, which makes the engine's batch
+        // powers of H on first use.
+        u64::from(self.forged && self.len < 16 * MIB)
     }
     fn check(
         &self,
@@ -615,6 +662,13 @@ impl Scenario for HostBatch {
             s.tags = vec![[SENTINEL; 16]; s.tags.len()];
         }
     }
+    fn opens(&self) -> bool {
+        self.open
+    }
+    fn kept(&self) -> u64 {
+        // A seal batch on a new engine makes its batch powers of H.
+        u64::from(!self.open)
+    }
     fn check(
         &self,
         dev: Dev,
@@ -785,6 +839,9 @@ impl Scenario for DeviceCall {
         if !self.open {
             s.tag = [SENTINEL; 16];
         }
+    }
+    fn opens(&self) -> bool {
+        self.open
     }
     fn check(
         &self,
@@ -1038,6 +1095,9 @@ impl Scenario for Keyring {
         if !self.open {
             s.tags = vec![[SENTINEL; 16]; s.tags.len()];
         }
+    }
+    fn opens(&self) -> bool {
+        self.open
     }
     fn check(
         &self,

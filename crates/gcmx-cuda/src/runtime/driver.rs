@@ -250,7 +250,9 @@ impl Gpu {
         };
         let r = f(&mut lane);
         let waited = lane.wait();
-        if waited.is_ok() {
+        // A lane whose work failed is not reused: dropping it waits and wipes its staging, which the
+        // failed work may have left holding data.
+        if r.is_ok() && waited.is_ok() {
             let mut pool = lock(&self.pool);
             if pool.len() < POOL_MAX {
                 pool.push(lane);

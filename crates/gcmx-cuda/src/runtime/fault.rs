@@ -283,6 +283,8 @@ mod injection {
         unwiped_host_frees: u64,
         unpinned_copies: u64,
         invalid_calls: u64,
+        nonzero_device: u64,
+        nonzero_host: u64,
         last_invalid: [u8; 160],
     }
 
@@ -355,7 +357,11 @@ mod injection {
         /// Calls the real driver would refuse (unknown handle or pointer, a range outside every
         /// allocation, no current context), so far.
         pub invalid_calls: u64,
-        /// The latest of those, or of the unpinned copies.
+        /// Live device allocations holding anything but zeros (when the counters were read).
+        pub nonzero_device: u64,
+        /// Live page-locked host allocations holding anything but zeros.
+        pub nonzero_host: u64,
+        /// The latest invalid call or unpinned copy.
         pub last_invalid: String,
     }
 
@@ -381,6 +387,8 @@ mod injection {
             unwiped_host_frees: 0,
             unpinned_copies: 0,
             invalid_calls: 0,
+            nonzero_device: 0,
+            nonzero_host: 0,
             last_invalid: [0; 160],
         };
         // SAFETY: the stub writes the struct, which lives through the call, and checks its size.
@@ -406,6 +414,8 @@ mod injection {
             unwiped_host_frees: raw.unwiped_host_frees,
             unpinned_copies: raw.unpinned_copies,
             invalid_calls: raw.invalid_calls,
+            nonzero_device: raw.nonzero_device,
+            nonzero_host: raw.nonzero_host,
             last_invalid: text,
         })
     }
