@@ -882,8 +882,8 @@ impl Scenario for DeviceCall {
     }
 }
 
-/// `DeviceBuf` itself: made from host data (in steps larger than one staging copy), patched, read back,
-/// wiped, and a zeroed one allocated.
+/// `DeviceBuf` itself: made from host data, patched with an upload larger than one staging copy, read
+/// back, wiped, and a zeroed one allocated.
 struct DeviceBufOps {
     len: usize,
 }
@@ -891,8 +891,12 @@ struct DeviceBufOps {
 struct BufState {
     data: Vec<u8>,
     patch: Vec<u8>,
+    buf: Option<DeviceBuf>,
     got: Option<Vec<u8>>,
 }
+
+/// Where the patch goes.
+const PATCH_AT: usize = 4096;
 
 impl Scenario for DeviceBufOps {
     type State = BufState;
@@ -902,14 +906,15 @@ impl Scenario for DeviceBufOps {
     fn setup(&self, _dev: Dev, rng: &mut Rng) -> BufState {
         BufState {
             data: rng.bytes(self.len),
-            patch: rng.bytes(1000),
+            patch: rng.bytes(self.len / 2),
+            buf: None,
             got: None,
         }
     }
     fn run(&self, s: &mut BufState) -> Result<(), Error> {
         s.got = None;
-        let mut b = DeviceBuf::from_host(&s.data)?;
-        b.upload(4096, &s.patch)?;
+        let b = s.buf.insert(DeviceBuf::from_host(&s.data)?);
+        b.upload(PATCH_AT, &s.patch)?;
         s.got = Some(b.to_vec()?);
         b.wipe()?;
         let z = DeviceBuf::new(1000)?;
@@ -920,6 +925,10 @@ impl Scenario for DeviceBufOps {
         }
         Ok(())
     }
+    fn kept(&self) -> u64 {
+        // The caller's buffer.
+        1
+    }
     fn check(
         &self,
         _dev: Dev,
@@ -927,17 +936,27 @@ impl Scenario for DeviceBufOps {
         r: &Result<(), Error>,
         fired: bool,
     ) -> Result<(), String> {
+        let mut patched = s.data.clone();
+        patched[PATCH_AT..PATCH_AT + s.patch.len()].copy_from_slice(&s.patch);
         match r {
-            Ok(()) => {
-                let mut want = s.data.clone();
-                want[4096..4096 + s.patch.len()].copy_from_slice(&s.patch);
-                ensure(s.got.as_ref() == Some(&want), || {
-                    "Ok, but the data read back is wrong".into()
-                })
-            }
+            Ok(()) => ensure(s.got.as_ref() == Some(&patched), || {
+                "Ok, but the data read back is wrong".into()
+            }),
             Err(e) => {
                 ensure(fired, || format!("failed with no fault: {e:?}"))?;
-                is_injected(e)
+                is_injected(e)?;
+                // The buffer holds a whole state (before or after the upload, or wiped), or is
+                // marked lost: a part-done upload or wipe is never readable.
+                let Some(b) = s.buf.as_ref() else {
+                    return Ok(());
+                };
+                match b.to_vec() {
+                    Ok(v) => ensure(v == s.data || v == patched || zero(&v), || {
+                        "after a failed call the buffer holds a part-done state".into()
+                    }),
+                    Err(Error::InvalidInput(_)) => Ok(()),
+                    Err(e) => Err(format!("download after the failure: {e:?}")),
+                }
             }
         }
     }
