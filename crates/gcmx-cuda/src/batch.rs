@@ -9,9 +9,10 @@
 //! [`BATCH_BYTES`] and [`BATCH_MSGS`] and alternate between two lanes, so that one is packed and
 //! unpacked on the CPU while the other is on the GPU.
 //!
-//! Wiped after every sub-batch, on success and on failure: the device copies of the message table (it
-//! holds J0), the unit partial hashes and the tags, and the host staging of the table and the tags;
-//! after an open (or a failure) also the device and host copies of the data.
+//! Wiped after every sub-batch: the device copies of the AADs, the message table (it holds J0), the
+//! unit partial hashes and the tags, and the host staging of them; after an open also the device and
+//! host copies of the data. After a failure nothing of the batch is kept: the lanes and device buffers
+//! are released, each wiped as it is freed.
 //!
 //! Layer: above the runtime and the device keys.
 
@@ -161,9 +162,9 @@ pub(crate) fn run(
         Ok(())
     })();
     if result.is_err() {
-        for set in st.sets.iter_mut() {
-            wipe_set(set, usize::MAX, usize::MAX, true);
-        }
+        // Nothing of a failed batch is kept: the lanes (after waiting) and the device buffers are
+        // released, each wiped as it is freed.
+        *st = BatchState::default();
         for j in jobs.iter_mut() {
             j.buf.zeroize();
             j.tag.zeroize();
@@ -310,7 +311,9 @@ fn launch(
     lane.launch(Launch::BatchTags(args))?;
     lane.download(At::start(&tags), STAGE_META, tags_at, 16 * n)?;
     lane.download(At::start(&data), STAGE_DATA, 0, data_total)?;
-    // Queued after the downloads: the table (J0), partial hashes and tags, and plaintext after an open.
+    // Queued after the downloads: the table (J0), partial hashes, tags and AADs, and plaintext after an
+    // open.
+    lane.memset(At::start(&aad), aad_total)?;
     lane.memset(At::start(&dmsgs), abi::BATCH_MSG_BYTES * n)?;
     lane.memset(At::start(&units), 16 * total_units as usize)?;
     lane.memset(At::start(&tags), 16 * n)?;
@@ -354,32 +357,6 @@ fn finish(set: &mut Set, f: InFlight, jobs: &mut [Job<'_>], dir: Direction) -> R
         stage[..f.data_total].zeroize();
     }
     Ok(())
-}
-
-/// After a failure: wait for the lane, wipe its device buffers and staging (best effort).
-fn wipe_set(set: &mut Set, data_total: usize, meta_len: usize, data_too: bool) {
-    let Some(lane) = set.lane.as_mut() else {
-        return;
-    };
-    for (m, wipe) in [
-        (&set.msgs, true),
-        (&set.units, true),
-        (&set.tags, true),
-        (&set.data, data_too),
-    ] {
-        if let (Some(m), true) = (m, wipe) {
-            let _ = lane.memset(At::start(m), m.len());
-        }
-    }
-    let _ = lane.wait();
-    if let Ok(h) = lane.host(STAGE_META) {
-        let n = meta_len.min(h.len());
-        h[..n].zeroize();
-    }
-    if data_too && let Ok(h) = lane.host(STAGE_DATA) {
-        let n = data_total.min(h.len());
-        h[..n].zeroize();
-    }
 }
 
 /// Run `f(i, &mut items[i])` for every item on up to `threads` scoped OS threads (contiguous ranges).

@@ -43,6 +43,8 @@ pub use gcmx_core::Error;
 pub use keyring::{CudaKeyring, KeyedOpenJob, KeyedSealJob};
 pub use pinned::PinnedRegion;
 pub use resident::DeviceBuf;
+#[cfg(feature = "fault-injection")]
+pub use runtime::fault;
 pub use runtime::{DeviceInfo, GhashVariant};
 
 /// The default device (device 0) and the kernels loaded on it. Starts the driver on first use.

@@ -18,6 +18,7 @@ use cust::sys as cu;
 use gcmx_core::{DeviceError, Direction, Error};
 use zeroize::Zeroize;
 
+use super::fault::{self, Op};
 use super::{At, BatchArgs, DeviceInfo, GhashVariant, Launch, internal};
 use crate::abi;
 
@@ -56,6 +57,19 @@ fn check(r: cu::CUresult, what: &'static str) -> Result<(), Error> {
 /// `Error::Device` doing `what`, caused by a `cust` error.
 fn dev_err(what: impl Into<Cow<'static, str>>) -> impl FnOnce(CudaError) -> Error {
     move |e| Error::Device(DeviceError::with_source(what, e))
+}
+
+/// `e` followed by its sources, for a message that cannot hold a source (`Error::BackendUnavailable`):
+/// the driver's error is the useful part of a failed start.
+fn with_sources(e: &Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
 }
 
 /// Lock a mutex whose data stays consistent across a panic (lists and pools).
@@ -119,6 +133,12 @@ impl Gpu {
         }
         let dev = Device::get_device(ordinal)
             .map_err(|e| unavailable(format!("cuDeviceGet({ordinal}): {e}")))?;
+        fault::hit(Op::ContextCreate).map_err(|e| {
+            unavailable(format!(
+                "primary context of device {ordinal}: {}",
+                with_sources(&e)
+            ))
+        })?;
         let ctx = Context::new(dev)
             .map_err(|e| unavailable(format!("primary context of device {ordinal}: {e}")))?;
         let attr = |a| {
@@ -137,12 +157,15 @@ impl Gpu {
             .map_err(|e| unavailable(format!("device memory: {e}")))?;
         let version =
             cust::CudaApiVersion::get().map_err(|e| unavailable(format!("driver version: {e}")))?;
+        fault::hit(Op::ModuleLoad)
+            .map_err(|e| unavailable(format!("loading the kernels: {}", with_sources(&e))))?;
         let module = Module::from_fatbin(FATBIN, &[]).map_err(|e| {
             unavailable(format!(
                 "the gcmx kernels do not load on {name} (sm_{major}{minor}): {e} (the fatbin holds sm_80..sm_120 and PTX 12.0)"
             ))
         })?;
-        let words = abi_words(&module).map_err(|e| unavailable(format!("ABI check: {e}")))?;
+        let words = abi_words(&module)
+            .map_err(|e| unavailable(format!("ABI check: {}", with_sources(&e))))?;
         let expect = [
             abi::ABI_VERSION,
             words[1],
@@ -227,7 +250,9 @@ impl Gpu {
         };
         let r = f(&mut lane);
         let waited = lane.wait();
-        if waited.is_ok() {
+        // A lane whose work failed is not reused: dropping it waits and wipes its staging, which the
+        // failed work may have left holding data.
+        if r.is_ok() && waited.is_ok() {
             let mut pool = lock(&self.pool);
             if pool.len() < POOL_MAX {
                 pool.push(lane);
@@ -245,21 +270,44 @@ impl Gpu {
     }
 }
 
+/// Drop what the layers above cache on every started device (their states) and its idle lanes, so that
+/// tests can count live allocations with none of it held (feature `fault-injection`).
+#[cfg(feature = "fault-injection")]
+pub(super) fn release_cached() {
+    let gpus: Vec<Arc<Gpu>> = lock(&GPUS).clone();
+    for g in gpus {
+        drop(std::mem::take(&mut *lock(&g.states)));
+        // Freeing the states' buffers borrows idle lanes to wipe them, which may put lanes back.
+        loop {
+            let idle = std::mem::take(&mut *lock(&g.pool));
+            if idle.is_empty() {
+                break;
+            }
+            drop(idle);
+        }
+    }
+}
+
 /// Launch `gcmx_abi_info` once and read its words (start-up, before the device is shared).
 fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
+    fault::hit(Op::DeviceAlloc)?;
     let out =
         DeviceBuffer::from_slice(&[0u32; abi::ABI_INFO_WORDS]).map_err(dev_err("cuMemAlloc"))?;
+    fault::hit(Op::StreamCreate)?;
     let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
     let f = module
         .get_function("gcmx_abi_info")
         .map_err(dev_err("kernel gcmx_abi_info"))?;
     let addr = out.as_device_ptr().as_raw();
     let args = [(&addr as *const u64).cast_mut().cast::<c_void>()];
+    fault::hit(Op::Launch)?;
     // SAFETY: gcmx_abi_info(uint64_t out) takes one device address and writes ABI_INFO_WORDS u32 there;
     // `out` holds that many and outlives the synchronisation below.
     let launched = unsafe { stream.launch(&f, GridSize::x(1), BlockSize::x(1), 0, &args) };
     launched.map_err(dev_err("launch gcmx_abi_info"))?;
-    stream.synchronize().map_err(dev_err("gcmx_abi_info"))?;
+    let synced = stream.synchronize().map_err(dev_err("gcmx_abi_info"));
+    fault::hit(Op::Synchronize).and(synced)?;
+    fault::hit(Op::CopyToHost)?;
     let v = out.as_host_vec().map_err(dev_err("cuMemcpyDtoH"))?;
     let mut words = [0u32; abi::ABI_INFO_WORDS];
     for (w, x) in words.iter_mut().zip(v) {
@@ -295,6 +343,7 @@ impl DeviceMem {
         let mut addr = 0;
         if len > 0 {
             gpu.enter()?;
+            fault::hit(Op::DeviceAlloc)?;
             // SAFETY: an allocation of `len` bytes; the memory is never read as a Rust value, only by
             // copies and kernels, and every host read of it comes after a write (or the wipe below).
             let p = unsafe { cust::memory::cuda_malloc::<u8>(len) };
@@ -413,7 +462,12 @@ impl Drop for DeviceMem {
         // Best effort: with a lost context neither the wipe nor the free can run, and the driver
         // releases the memory with the context.
         let (addr, len) = (self.addr, self.len);
-        let _ = self.gpu.with_lane(|lane| lane.memset_raw(addr, len));
+        let wiped = self.gpu.with_lane(|lane| lane.memset_raw(addr, len));
+        if wiped.is_err() && self.gpu.enter().is_ok() {
+            // No lane (a stream could not be made) or its memset failed: wipe synchronously, on no
+            // stream of ours, rather than free the bytes as they are.
+            let _ = memset_now(addr, len);
+        }
         if self.gpu.enter().is_ok() {
             // SAFETY: `addr` came from cuda_malloc in `new` and is freed once, here; no work on it is
             // pending (module docs: every lane that used it held this Arc until it had waited) and the
@@ -426,6 +480,16 @@ impl Drop for DeviceMem {
     }
 }
 
+/// Set `len` bytes at `addr` to zero and wait (the legacy stream, which our streams synchronise with).
+/// Only for memory that no pending work uses (a buffer being freed); the context must be current.
+fn memset_now(addr: u64, len: usize) -> Result<(), Error> {
+    fault::hit(Op::Memset)?;
+    // SAFETY: sets device memory only, inside an allocation of this context that no pending work uses
+    // (see the caller); the call returns when the memset is done.
+    let r = unsafe { cu::cuMemsetD8_v2(addr, 0, len) };
+    check(r, "cuMemsetD8")
+}
+
 /// Page-locked host memory owned by a lane: zeroed before it is freed.
 struct PinnedMem(Option<LockedBuffer<u8>>);
 
@@ -434,6 +498,7 @@ impl PinnedMem {
         if len == 0 {
             return Ok(PinnedMem(None));
         }
+        fault::hit(Op::HostAlloc)?;
         let b = LockedBuffer::new(&0u8, len)
             .map_err(dev_err(format!("cuMemAllocHost({len} bytes)")))?;
         Ok(PinnedMem(Some(b)))
@@ -482,6 +547,7 @@ impl Lane {
     /// A new lane (a non-blocking stream) on `gpu`.
     pub(crate) fn new(gpu: &Arc<Gpu>) -> Result<Lane, Error> {
         gpu.enter()?;
+        fault::hit(Op::StreamCreate)?;
         let stream =
             Stream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
         Ok(Lane {
@@ -504,9 +570,11 @@ impl Lane {
         let mut r = Ok(());
         if self.busy {
             r = self.gpu.enter().and_then(|()| {
-                self.stream
+                let synced = self
+                    .stream
                     .synchronize()
-                    .map_err(dev_err("cuStreamSynchronize"))
+                    .map_err(dev_err("cuStreamSynchronize"));
+                fault::hit(Op::Synchronize).and(synced)
             });
             self.busy = false;
         }
@@ -602,6 +670,7 @@ impl Lane {
         self.gpu.enter()?;
         self.keep.push(dst.mem.clone());
         self.busy = true;
+        fault::hit(Op::CopyToDevice)?;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
         // buffer is held in `keep` until the lane waits.
         let r = unsafe { cu::cuMemcpyHtoDAsync_v2(d, src.cast(), n, self.stream.as_inner()) };
@@ -622,6 +691,7 @@ impl Lane {
         self.gpu.enter()?;
         self.keep.push(src.mem.clone());
         self.busy = true;
+        fault::hit(Op::CopyToHost)?;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
         // buffer is held in `keep` until the lane waits.
         let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.cast(), s, n, self.stream.as_inner()) };
@@ -643,6 +713,7 @@ impl Lane {
             return Ok(());
         }
         self.gpu.enter()?;
+        fault::hit(Op::Memset)?;
         self.busy = true;
         // SAFETY: sets device memory only (no host memory is touched); the range is inside a live
         // allocation of this device for as long as the work is pending (see the method's contract).
@@ -798,6 +869,7 @@ impl Lane {
         self.gpu.enter()?;
         let f = self.gpu.function(name)?;
         let args: Vec<*mut c_void> = args.iter().map(|p| p.cast_mut()).collect();
+        fault::hit(Op::Launch)?;
         self.busy = true;
         // SAFETY: forwarded from this function's contract; cuLaunchKernel copies the argument values at
         // launch time, so they need only live through this call.
@@ -812,6 +884,7 @@ impl Lane {
     #[cfg(feature = "bench")]
     pub(crate) fn record(&mut self, event: &Event) -> Result<(), Error> {
         self.gpu.enter()?;
+        fault::hit(Op::Event)?;
         self.busy = true;
         event
             .0
@@ -855,6 +928,7 @@ impl Event {
     /// A timing event on `gpu`.
     pub(crate) fn new(gpu: &Gpu) -> Result<Event, Error> {
         gpu.enter()?;
+        fault::hit(Op::Event)?;
         cust::event::Event::new(cust::event::EventFlags::DEFAULT)
             .map(Event)
             .map_err(dev_err("cuEventCreate"))
@@ -862,9 +936,8 @@ impl Event {
 
     /// Wait for the event, then the milliseconds from `start` to it.
     pub(crate) fn elapsed_ms(&self, start: &Event) -> Result<f32, Error> {
-        self.0
-            .synchronize()
-            .map_err(dev_err("cuEventSynchronize"))?;
+        let synced = self.0.synchronize().map_err(dev_err("cuEventSynchronize"));
+        fault::hit(Op::Synchronize).and(synced)?;
         self.0
             .elapsed_time_f32(&start.0)
             .map_err(dev_err("cuEventElapsedTime"))
@@ -908,6 +981,7 @@ impl Registration {
             });
         }
         gpu.enter().ok()?;
+        fault::hit(Op::HostRegister).ok()?;
         // SAFETY: page-locks a live host range that the caller borrows exclusively for as long as this
         // registration lives; `Drop` unregisters it after every transfer on it has ended (direct_io).
         let r = unsafe { cu::cuMemHostRegister_v2(ptr, host.len(), 0) };
@@ -1068,6 +1142,7 @@ pub(crate) fn pin_scope<R>(
         return Ok(f(buf));
     }
     gpu.enter()?;
+    fault::hit(Op::HostRegister)?;
     let ptr = buf.as_mut_ptr().cast::<c_void>();
     // SAFETY: page-locks the live range that `buf` borrows for this whole call; the guard below
     // unregisters it before the call returns (or unwinds).
