@@ -7,9 +7,10 @@
 #    we wait for the marker (up to GCMX_SETUP_WAIT_S seconds, default 900), then verify the install
 #    ourselves and finish it if needed.
 # 2. A stub libcuda.so (soname libcuda.so.1, plus the two symlinks) in .toolchain/cuda-stub/, built from
-#    crates/gcmx-cuda/stub/libcuda_stub.c. It exports every cu* entry point that cust 0.3.2 links; each returns
-#    CUDA_ERROR_NO_DEVICE (100). A binary linked against it starts and reports "no CUDA device" where no driver
-#    is installed (CI, build machines). On a GPU machine the real driver's libcuda.so.1 is found first.
+#    crates/gcmx-cuda/stub/libcuda_stub.c (with cuda/gcmx_abi.h). It exports every cu* entry point that cust 0.3.2
+#    links; each returns CUDA_ERROR_NO_DEVICE (100). A binary linked against it starts and reports "no CUDA device"
+#    where no driver is installed (CI, build machines). On a GPU machine the real driver's libcuda.so.1 is found
+#    first. gcmx-cuda's fault-injection tests switch the stub into emulating a device (see the stub's header).
 # 3. Prints the environment to export.
 #
 # Idempotent: re-running after success only re-checks and re-prints the environment.
@@ -63,9 +64,11 @@ fi
 
 # ---- stub libcuda -------------------------------------------------------------------------------------------
 CC_BIN="${CC:-cc}"
-if [[ ! -f "${STUB_DIR}/libcuda.so.1" || "${STUB_SRC}" -nt "${STUB_DIR}/libcuda.so.1" ]]; then
+STUB_ABI="${ROOT}/cuda/gcmx_abi.h"
+if [[ ! -f "${STUB_DIR}/libcuda.so.1" || "${STUB_SRC}" -nt "${STUB_DIR}/libcuda.so.1" \
+      || "${STUB_ABI}" -nt "${STUB_DIR}/libcuda.so.1" ]]; then
     mkdir -p "${STUB_DIR}"
-    "${CC_BIN}" -shared -fPIC -O2 -Wall -Wextra -Werror -Wl,-soname,libcuda.so.1 \
+    "${CC_BIN}" -shared -fPIC -O2 -Wall -Wextra -Werror -pthread -I "${ROOT}/cuda" -Wl,-soname,libcuda.so.1 \
         -o "${STUB_DIR}/libcuda.so.1.tmp" "${STUB_SRC}"
     mv -f "${STUB_DIR}/libcuda.so.1.tmp" "${STUB_DIR}/libcuda.so.1"
 fi

@@ -1,18 +1,17 @@
-//! Encrypting and decrypting files and standard streams: atomic output, overwrite guard,
-//! progress bar.
+//! Encrypting and decrypting files and standard streams: the output put in place only when
+//! complete, the overwrite guard, the progress bar and the summary line.
 
 use std::fs::File;
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tempfile::NamedTempFile;
 
 use crate::api::Backend;
 use crate::error::{Error, Result};
 use crate::keyset::Keyset;
+use crate::output::OutputFile;
 use crate::stream::{self, Input, Options, Stats};
 
 /// Where to read: a file or standard input (`-`).
@@ -24,7 +23,7 @@ pub enum Source {
     File(PathBuf),
 }
 
-/// Where to write: a file (through a temporary file renamed on success) or standard output.
+/// Where to write: a file (put in place only when complete) or standard output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sink {
     /// Standard output.
@@ -83,8 +82,8 @@ pub struct RunOptions {
 fn open_source(src: &Source) -> Result<(Input, Option<u64>)> {
     match src {
         Source::Stdin => {
-            let stdin: Box<dyn Read + Send> = Box::new(io::stdin());
-            Ok((Input::Stream(stdin), None))
+            let input = Input::stdin().map_err(|e| Error::io("cannot read standard input", e))?;
+            Ok((input, None))
         }
         Source::File(p) => {
             let f =
@@ -121,74 +120,6 @@ fn progress_bar(quiet: bool, total: Option<u64>) -> ProgressBar {
     bar
 }
 
-/// The temporary output being written, if any, for the interrupt handler to remove.
-static PARTIAL: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// Registers the partial output file while it lives.
-struct PartialGuard;
-
-impl PartialGuard {
-    fn new(path: &Path) -> PartialGuard {
-        if let Ok(mut g) = PARTIAL.lock() {
-            *g = Some(path.to_path_buf());
-        }
-        PartialGuard
-    }
-}
-
-impl Drop for PartialGuard {
-    fn drop(&mut self) {
-        if let Ok(mut g) = PARTIAL.lock() {
-            *g = None;
-        }
-    }
-}
-
-/// Makes Ctrl-C, SIGTERM and SIGHUP remove the partial output file and exit with status 130,
-/// so that an interrupted run leaves nothing behind either. For programs (the `gcmx` binary);
-/// a library caller keeps its own signal handling.
-pub fn install_interrupt_cleanup() {
-    let _ = ctrlc::set_handler(|| {
-        if let Ok(g) = PARTIAL.lock()
-            && let Some(p) = g.as_ref()
-        {
-            let _ = std::fs::remove_file(p);
-        }
-        eprintln!("gcmx: error: interrupted; no output was kept");
-        std::process::exit(130);
-    });
-}
-
-/// Makes a rename in `target`'s folder durable.
-fn sync_parent(target: &Path) -> Result<()> {
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    #[cfg(unix)]
-    File::open(&dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(format!("cannot flush the folder {}", dir.display()), e))?;
-    Ok(())
-}
-
-/// A temporary file in `target`'s folder, to be renamed onto `target` once complete.
-fn temp_beside(target: &Path) -> Result<NamedTempFile> {
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    tempfile::Builder::new()
-        .prefix(".gcmx-partial-")
-        .tempfile_in(&dir)
-        .map_err(|e| {
-            Error::io(
-                format!("cannot create a temporary file in {}", dir.display()),
-                e,
-            )
-        })
-}
-
 fn run_stream<W: Write + Send + 'static>(
     dir: Direction,
     keyset: &Keyset,
@@ -205,58 +136,15 @@ fn run_stream<W: Write + Send + 'static>(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn write_to(
-    dir: Direction,
-    keyset: &Keyset,
-    aad: &[u8],
-    input: Input,
-    dst: &Sink,
-    force: bool,
-    fsync: bool,
-    opts: &Options,
-    bar: &ProgressBar,
-) -> Result<Stats> {
-    match dst {
-        Sink::Stdout => {
-            run_stream(dir, keyset, aad, input, io::stdout(), opts, bar).map(|(_, s)| s)
-        }
-        Sink::File(path) => {
-            let tmp = temp_beside(path)?;
-            let _registered = PartialGuard::new(tmp.path());
-            // On an error `tmp` is dropped on return, which deletes the partial file.
-            let (tmp, stats) = run_stream(dir, keyset, aad, input, tmp, opts, bar)?;
-            if fsync {
-                tmp.as_file()
-                    .sync_all()
-                    .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-            }
-            let placed = if force {
-                tmp.persist(path)
-            } else {
-                tmp.persist_noclobber(path)
-            };
-            placed.map_err(|e| {
-                Error::io(
-                    format!("cannot move the output into {}", path.display()),
-                    e.error,
-                )
-            })?;
-            if fsync {
-                sync_parent(path)?;
-            }
-            Ok(stats)
-        }
-    }
-}
-
 /// Encrypts or decrypts `src` into `dst`.
 ///
-/// A file output is written to a temporary file in the same folder and renamed into place
-/// only when everything succeeded; on any failure nothing is left behind. An existing
-/// output is refused unless `force`. Decrypting to standard output writes each segment once
-/// it has authenticated, so a failure later in the stream (tampering, truncation) comes after
-/// some plaintext was written: the error (and exit status) is then the only signal.
+/// A file output is written without a name (or under a temporary name) in the target's
+/// folder and put in place only when everything succeeded; on any failure nothing is left
+/// behind (see [`crate::output`]). An existing output is refused unless `force`, and only a
+/// regular file is ever replaced: a symbolic link, FIFO, socket or device is refused.
+/// Decrypting to standard output writes each segment once it has authenticated, so a failure
+/// later in the stream (tampering, truncation) comes after some plaintext was written: the
+/// error (and exit status) is then the only signal.
 pub fn run(
     dir: Direction,
     keyset: &Keyset,
@@ -265,22 +153,15 @@ pub fn run(
     dst: &Sink,
     run: &RunOptions,
 ) -> Result<Stats> {
-    if let Sink::File(p) = dst {
-        if p.as_os_str().is_empty() {
-            return Err(Error::usage("empty output path"));
-        }
-        if !run.force && std::fs::symlink_metadata(p).is_ok() {
-            return Err(Error::usage(format!(
-                "{} exists; use --force to overwrite it",
-                p.display()
-            )));
-        }
-    }
     if dir == Direction::Encrypt && *dst == Sink::Stdout && io::stdout().is_terminal() {
         return Err(Error::usage(
             "refusing to write ciphertext to a terminal; redirect standard output or give an OUTPUT file",
         ));
     }
+    let out = match dst {
+        Sink::File(p) => Some(OutputFile::create(p, run.force)?),
+        Sink::Stdout => None,
+    };
     let (input, size) = open_source(src)?;
     let opts = Options {
         backend: run.backend,
@@ -288,9 +169,29 @@ pub fn run(
         size_hint: size,
     };
     let bar = progress_bar(run.quiet, size);
-    let result = write_to(
-        dir, keyset, aad, input, dst, run.force, run.fsync, &opts, &bar,
-    );
+    let result = match out {
+        None => run_stream(dir, keyset, aad, input, io::stdout(), &opts, &bar).map(|(_, s)| s),
+        Some(out) => run_stream(dir, keyset, aad, input, out, &opts, &bar)
+            .and_then(|(out, stats)| out.commit(run.fsync).map(|()| stats)),
+    };
     bar.finish_and_clear();
     result
+}
+
+/// The one-line summary printed after a run: what was done, how much, how fast.
+pub fn summary(dir: Direction, stats: &Stats, secs: f64, dst: &Sink) -> String {
+    let (verb, plain) = match dir {
+        Direction::Encrypt => ("encrypted", stats.bytes_in),
+        Direction::Decrypt => ("decrypted", stats.bytes_out),
+    };
+    let to = match dst {
+        Sink::Stdout => "standard output".to_string(),
+        Sink::File(p) => p.display().to_string(),
+    };
+    let mib = plain as f64 / (1u64 << 20) as f64;
+    format!(
+        "{verb} {plain} bytes ({mib:.1} MiB, {} segments) to {to} in {secs:.2} s ({:.1} MiB/s)",
+        stats.segments,
+        mib / secs.max(1e-6)
+    )
 }

@@ -12,7 +12,7 @@
 //! bytes and the others `S - 16`; the last may be shorter, down to empty (a full last segment
 //! is allowed). An empty plaintext is the header and one empty last segment (a bare tag).
 
-use hkdf::Hkdf;
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
@@ -146,12 +146,45 @@ pub fn segment_nonce(prefix: &[u8; NONCE_PREFIX_LEN], index: u32, last: bool) ->
     n
 }
 
-/// HKDF-SHA256(ikm, salt, info) of `len` bytes.
+type HmacSha256 = Hmac<Sha256>;
+
+/// SHA-256's output size, HKDF's block.
+const HASH_LEN: usize = 32;
+
+/// HKDF-SHA256(ikm, salt, info) of `len` bytes (RFC 5869), written out over HMAC so that
+/// every key-derived value is wiped: the HMAC states (the `zeroize` features of `hmac` and
+/// `sha2`), the pseudorandom key and each output block (`CtOutput` wipes itself), the chaining
+/// block and the result (`Zeroizing`).
 pub fn hkdf_sha256(ikm: &[u8], salt: &[u8], info: &[u8], len: usize) -> Result<Zeroizing<Vec<u8>>> {
-    let hk = Hkdf::<Sha256>::new(Some(salt), ikm);
+    if len > 255 * HASH_LEN {
+        return Err(Error::new(
+            ErrorKind::Crypto,
+            "HKDF output length is too large",
+        ));
+    }
+    let mac = |key: &[u8]| {
+        <HmacSha256 as KeyInit>::new_from_slice(key)
+            .map_err(|_| Error::new(ErrorKind::Crypto, "HMAC key refused"))
+    };
+    // Extract: PRK = HMAC(salt, IKM). An empty salt is the same HMAC key as HashLen zeros.
+    let mut extract = mac(salt)?;
+    extract.update(ikm);
+    let prk = extract.finalize();
+    // Expand: T(i) = HMAC(PRK, T(i-1) || info || i), OKM = T(1) || T(2) || ...
     let mut okm = Zeroizing::new(vec![0u8; len]);
-    hk.expand(info, &mut okm)
-        .map_err(|_| Error::new(ErrorKind::Crypto, "HKDF output length is too large"))?;
+    let mut prev = Zeroizing::new([0u8; HASH_LEN]);
+    for (i, block) in okm.chunks_mut(HASH_LEN).enumerate() {
+        let mut expand = mac(prk.as_bytes())?;
+        if i > 0 {
+            expand.update(prev.as_slice());
+        }
+        expand.update(info);
+        // `len` is at most 255 blocks, so the counter fits a byte.
+        expand.update(&[(i + 1) as u8]);
+        let t = expand.finalize();
+        prev.copy_from_slice(t.as_bytes());
+        block.copy_from_slice(&prev[..block.len()]);
+    }
     Ok(okm)
 }
 
@@ -175,6 +208,22 @@ mod tests {
             hex::encode(okm.as_slice()),
             "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
         );
+    }
+
+    #[test]
+    fn hkdf_matches_rfc5869_case_2_long_inputs() {
+        let ikm: Vec<u8> = (0x00..=0x4f).collect();
+        let salt: Vec<u8> = (0x60..=0xaf).collect();
+        let info: Vec<u8> = (0xb0..=0xff).collect();
+        let okm = hkdf_sha256(&ikm, &salt, &info, 82).unwrap();
+        assert_eq!(
+            hex::encode(okm.as_slice()),
+            "b11e398dc80327a1c8e7f78c596a49344f012eda2d4efad8a050cc4c19afa97c\
+             59045a99cac7827271cb41c65e590e09da3275600c2f09b8367793a9aca3db71\
+             cc30c58179ec3e87c14c01d5c1f3434f1d87"
+        );
+        assert!(hkdf_sha256(&ikm, &salt, &info, 255 * 32).is_ok());
+        assert!(hkdf_sha256(&ikm, &salt, &info, 255 * 32 + 1).is_err());
     }
 
     #[test]

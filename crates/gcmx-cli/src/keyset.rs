@@ -32,6 +32,9 @@ pub const HASH_SHA256: u32 = 3;
 /// Default ciphertext segment size of `gcmx keygen` (1 MiB, as Tink's `AES256_GCM_HKDF_1MB`).
 pub const DEFAULT_SEGMENT_SIZE: u32 = 1 << 20;
 
+/// Largest keyset file read (a keyset of one key is about 400 bytes).
+pub const MAX_KEYSET_BYTES: usize = 1 << 20;
+
 /// Largest ciphertext segment size Tink accepts.
 pub const MAX_SEGMENT_SIZE: u32 = i32::MAX as u32;
 
@@ -138,7 +141,18 @@ impl StreamingKey {
         self.segment_size
     }
 
-    fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
+    /// A key from Tink's serialized `AesGcmHkdfStreamingKey` protobuf (the bytes that a JSON
+    /// keyset holds in base64), validated as [`StreamingKey::new`] does.
+    ///
+    /// ```
+    /// use gcmx_cli::StreamingKey;
+    /// let key = StreamingKey::new(7, &[1u8; 32], 32, 4096)?;
+    /// let again = StreamingKey::from_proto(7, &key.to_proto())?;
+    /// assert_eq!(again.segment_size(), 4096);
+    /// assert!(StreamingKey::from_proto(7, b"\xff").is_err());
+    /// # Ok::<(), gcmx_cli::Error>(())
+    /// ```
+    pub fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
         let raw = proto::decode_key(bytes).map_err(|e| {
             Error::keyset(format!(
                 "key {key_id}: malformed AesGcmHkdfStreamingKey ({e})"
@@ -165,7 +179,9 @@ impl StreamingKey {
         )
     }
 
-    fn to_proto(&self) -> Zeroizing<Vec<u8>> {
+    /// The key as Tink's serialized `AesGcmHkdfStreamingKey` protobuf (it holds the key
+    /// material: returned zeroizing).
+    pub fn to_proto(&self) -> Zeroizing<Vec<u8>> {
         proto::encode_key(&RawKey {
             version: 0,
             params: RawParams {
@@ -209,8 +225,16 @@ struct JsonKey {
 #[serde(rename_all = "camelCase")]
 struct JsonKeyData {
     type_url: Option<String>,
+    /// Base64 of the key: wiped on drop.
     value: Option<String>,
     key_material_type: Option<String>,
+}
+
+impl Drop for JsonKeyData {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        self.value.zeroize();
+    }
 }
 
 impl Keyset {
@@ -257,12 +281,13 @@ impl Keyset {
     /// enabled key must be a valid `AesGcmHkdfStreamingKey`, and the primary must be enabled.
     pub fn from_json(text: &str) -> Result<Keyset> {
         let bad = |e: String| Error::keyset(format!("keyset is not a valid Tink JSON keyset: {e}"));
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
-        if !value.is_object() {
+        // Straight into the typed document (whose key strings are wiped on drop), not through
+        // an untyped `Value` that would keep copies of the key material.
+        if !text.trim_start().starts_with('{') {
+            // serde would also take a JSON array for the struct.
             return Err(bad("expected a JSON object".to_string()));
         }
-        let parsed: JsonKeyset = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+        let parsed: JsonKeyset = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         if parsed.encrypted_keyset.is_some() {
             return Err(Error::keyset(
                 "encrypted keysets are not supported; give a cleartext JSON keyset",
@@ -354,60 +379,61 @@ impl Keyset {
                 .collect(),
             encrypted_keyset: None,
         };
-        // Serializing plain strings and numbers cannot fail.
-        let mut s = Zeroizing::new(serde_json::to_string_pretty(&doc).unwrap_or_default());
-        s.push('\n');
-        s
+        // Reserved up front (about 300 bytes per key) so that no reallocation leaves a copy
+        // of the key material behind.
+        let mut bytes = Zeroizing::new(Vec::with_capacity(1024 + 1024 * self.keys.len()));
+        // Serializing plain strings and numbers into memory cannot fail.
+        let _ = serde_json::to_writer_pretty(&mut *bytes, &doc);
+        bytes.push(b'\n');
+        // JSON text is UTF-8.
+        Zeroizing::new(String::from_utf8(std::mem::take(&mut *bytes)).unwrap_or_default())
     }
 
-    /// Reads and parses a keyset file.
+    /// Reads and parses a keyset file (a regular file, or a pipe such as `<(...)`): at most
+    /// [`MAX_KEYSET_BYTES`] are read, so an endless source (`/dev/zero`) fails at once.
     pub fn read(path: &Path) -> Result<Keyset> {
-        let meta = std::fs::metadata(path)
-            .map_err(|e| Error::io(format!("cannot read keyset {}", path.display()), e))?;
-        if meta.len() > 16 << 20 {
+        use std::io::Read;
+        let cannot = |e| Error::io(format!("cannot read keyset {}", path.display()), e);
+        let file = std::fs::File::open(path).map_err(cannot)?;
+        if file.metadata().map_err(cannot)?.is_dir() {
             return Err(Error::keyset(format!(
-                "keyset {} is too large to be a keyset",
+                "keyset {} is a directory",
                 path.display()
             )));
         }
-        let bytes = Zeroizing::new(
-            std::fs::read(path)
-                .map_err(|e| Error::io(format!("cannot read keyset {}", path.display()), e))?,
-        );
+        // Reserved up front so that the key material is never left behind by a reallocation.
+        let mut bytes = Zeroizing::new(Vec::with_capacity(MAX_KEYSET_BYTES + 1));
+        file.take(MAX_KEYSET_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(cannot)?;
+        if bytes.len() > MAX_KEYSET_BYTES {
+            return Err(Error::keyset(format!(
+                "keyset {} is larger than {} KiB: not a keyset",
+                path.display(),
+                MAX_KEYSET_BYTES >> 10
+            )));
+        }
         let text = std::str::from_utf8(&bytes)
             .map_err(|_| Error::keyset(format!("keyset {} is not UTF-8 text", path.display())))?;
         Keyset::from_json(text)
             .map_err(|e| Error::keyset(format!("keyset {}: {}", path.display(), e.message())))
     }
 
-    /// Writes the keyset to a new file with mode 0600; fails if `path` exists.
+    /// Writes the keyset to a new file with mode 0600, flushed to disk; fails if anything
+    /// exists at `path`. The file appears whole or not at all (see [`crate::output`]).
     pub fn write_new(&self, path: &Path) -> Result<()> {
         use std::io::Write;
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Err(Error::usage(format!(
+                "{} already exists; keygen never overwrites a keyset",
+                path.display()
+            )));
         }
-        let mut f = opts.open(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                Error::usage(format!(
-                    "{} already exists; keygen never overwrites a keyset",
-                    path.display()
-                ))
-            } else {
-                Error::io(format!("cannot create {}", path.display()), e)
-            }
-        })?;
+        let mut out = crate::output::OutputFile::create(path, false)?;
         let json = self.to_json();
-        let res = f.write_all(json.as_bytes()).and_then(|_| f.sync_all());
-        if let Err(e) = res {
-            drop(f);
-            let _ = std::fs::remove_file(path);
-            return Err(Error::io(format!("cannot write {}", path.display()), e));
-        }
-        Ok(())
+        out.write_all(json.as_bytes())
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+        out.commit(true)
     }
 }
 

@@ -6,7 +6,9 @@
 //! - [`keyset`]: Tink cleartext JSON keysets of `AesGcmHkdfStreamingKey` keys,
 //! - [`format`]: the ciphertext format (header, HKDF, segment nonces and sizes),
 //! - [`stream`]: the bounded-memory, three-thread streaming pipeline,
-//! - [`files`]: files and standard streams, atomic output, progress bar,
+//! - [`files`]: files and standard streams, progress bar, summary line,
+//! - [`output`]: the output file, put in place only when complete,
+//! - [`signals`]: terminating signals end a run cleanly,
 //! - [`demo`]: the `gcmx demo` self-check and throughput run.
 #![warn(missing_docs)]
 
@@ -16,55 +18,16 @@ pub mod error;
 pub mod files;
 pub mod format;
 pub mod keyset;
+pub mod output;
 mod proto;
 mod random;
+pub mod signals;
 pub mod stream;
 
-pub use api::Backend;
+pub use api::{Backend, backend_name, backends_built, parse_backend};
 pub use error::{Error, ErrorKind, Result};
 pub use files::{Direction, RunOptions, Sink, Source};
 pub use keyset::{Keyset, StreamingKey};
-
-/// Parses a `--backend` value: `auto`, `cpu`, `cpu-parallel` or `cuda` (only in builds with
-/// the `cuda` feature).
-pub fn parse_backend(s: &str) -> Result<Backend> {
-    match s {
-        "auto" => Ok(Backend::Auto),
-        "cpu" => Ok(Backend::Cpu),
-        "cpu-parallel" => Ok(Backend::CpuParallel),
-        #[cfg(feature = "cuda")]
-        "cuda" => Ok(Backend::Cuda),
-        #[cfg(not(feature = "cuda"))]
-        "cuda" => Err(Error::usage(
-            "this gcmx was built without CUDA support; rebuild it with `--features cuda`",
-        )),
-        other => Err(Error::usage(format!(
-            "unknown backend {other:?} (auto, cpu, cpu-parallel or cuda)"
-        ))),
-    }
-}
-
-/// The `--backend` spelling of a backend.
-pub fn backend_name(b: Backend) -> &'static str {
-    match b {
-        Backend::Auto => "auto",
-        Backend::Cpu => "cpu",
-        Backend::CpuParallel => "cpu-parallel",
-        #[cfg(feature = "cuda")]
-        Backend::Cuda => "cuda",
-        #[allow(unreachable_patterns)]
-        _ => "other",
-    }
-}
-
-/// The backends this build has, in the order `gcmx demo` measures them.
-pub fn backends_built() -> Vec<Backend> {
-    #[allow(unused_mut)]
-    let mut v = vec![Backend::Cpu, Backend::CpuParallel];
-    #[cfg(feature = "cuda")]
-    v.push(Backend::Cuda);
-    v
-}
 
 /// Parses a byte count: digits with an optional binary suffix `K`, `KiB`, `M`, `MiB`, `G`,
 /// `GiB` (case-insensitive), e.g. `4096`, `64K`, `1MiB`.

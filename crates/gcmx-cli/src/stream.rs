@@ -1,30 +1,41 @@
 //! Streaming encryption and decryption in bounded memory.
 //!
 //! Three threads overlap the work: a reader fills windows of whole segments, the calling
-//! thread seals or opens each window with one [`Gcm::encrypt_batch`] /
-//! [`Gcm::decrypt_batch`] call (segments in parallel on CPU threads or as one GPU batch),
+//! thread seals or opens each window with one [`gcmx::Gcm::encrypt_batch`] /
+//! [`gcmx::Gcm::decrypt_batch`] call (segments in parallel on CPU threads or as one GPU batch),
 //! and a writer drains it. A fixed pool of windows circulates between them, so memory is
 //! `POOL` windows whatever the input size. The reader knows which segment is the last one by
 //! looking one byte ahead, so the last-segment flag is always exact: a decryption never
 //! tries both flags.
+//!
+//! [`encrypt`] and [`decrypt`] return only after their threads have ended, also after an
+//! early error: the reader stops at its next read (reads of standard input, pipes and FIFOs
+//! wait in slices of at most 100 ms, so they stop promptly even when no data comes; a
+//! [`Read`] given as [`Input::Stream`] is stopped between its `read` calls).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, IoSlice, Read, Write};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 use std::time::Instant;
 
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
-use crate::api::{Backend, Gcm, GcmError, OpenJob, SealJob};
+use crate::api::{self, Backend, Engine, OpenError, OpenJob, SealJob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Header, Layout, NONCE_LEN, TAG_LEN, file_key, segment_nonce};
 use crate::keyset::{Keyset, StreamingKey};
 
 /// Windows in circulation (reading, queued, crypto, writing).
 const POOL: usize = 4;
+
+/// Largest window (bytes of one batch) that [`Options::window_bytes`] may ask for.
+pub const MAX_WINDOW_BYTES: usize = 1 << 30;
+
+/// Most segments in one window, whatever the segment size (bounds the bookkeeping).
+const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
 
 /// Where the time goes, for `GCMX_TRACE=1` (one line on standard error per run).
 #[derive(Default)]
@@ -47,6 +58,7 @@ pub struct Options {
     /// Which `gcmx` backend seals and opens the segments.
     pub backend: Backend,
     /// Target ciphertext bytes per window (one batch call); 0 picks a default for the backend.
+    /// At most [`MAX_WINDOW_BYTES`] (larger values are a usage error).
     pub window_bytes: usize,
     /// The input size when known (a regular file), to avoid allocating windows larger than
     /// the whole input.
@@ -74,62 +86,38 @@ pub struct Stats {
     pub segments: u64,
 }
 
-/// An error from the `gcmx` library, as this crate's error.
-pub(crate) fn gcm_error(e: GcmError) -> Error {
-    match e {
-        GcmError::BackendUnavailable(why) => {
-            Error::new(ErrorKind::Crypto, format!("backend unavailable: {why}"))
-        }
-        other => Error::new(ErrorKind::Crypto, format!("AES-GCM failed: {other}")),
-    }
-}
-
 fn default_window_bytes(backend: Backend) -> usize {
-    match backend {
+    if api::is_gpu(backend) {
         // GPUs want large batches.
-        #[cfg(feature = "cuda")]
-        Backend::Cuda => 256 << 20,
-        _ => 32 << 20,
+        256 << 20
+    } else {
+        32 << 20
     }
 }
 
-/// With `--backend auto`, inputs of known size below this stay on the CPU.
-#[cfg(feature = "cuda")]
-const AUTO_GPU_MIN_BYTES: u64 = 256 << 20;
-
-/// The engine for one file key. With the `cuda` feature, `Auto` means the GPU when one is
-/// present and the input is large or of unknown size, so that whole windows go to it as one
-/// batch, and the CPU otherwise.
-pub(crate) fn make_gcm(key: &[u8], backend: Backend, size_hint: Option<u64>) -> Result<Gcm> {
+/// The engine for one file key: the library's own choice for `Backend::Auto`.
+pub(crate) fn make_engine(key: &[u8], backend: Backend) -> Result<Engine> {
     let t = Instant::now();
-    let gcm = make_gcm_inner(key, backend, size_hint);
+    let engine = Engine::new(key, backend);
     if trace_enabled() {
         eprintln!(
-            "gcmx trace: engine setup {:.1} ms ({:?})",
+            "gcmx trace: engine setup {:.1} ms ({})",
             t.elapsed().as_secs_f64() * 1e3,
-            gcm.as_ref().map(|g| g.backend())
+            engine.as_ref().map_or("failed", |e| e.engine_name())
         );
     }
-    gcm
-}
-
-fn make_gcm_inner(key: &[u8], backend: Backend, size_hint: Option<u64>) -> Result<Gcm> {
-    #[cfg(not(feature = "cuda"))]
-    let _ = size_hint;
-    // Starting the GPU takes a few hundred milliseconds: not worth it for small files.
-    #[cfg(feature = "cuda")]
-    if backend == Backend::Auto
-        && size_hint.is_none_or(|n| n >= AUTO_GPU_MIN_BYTES)
-        && let Ok(gpu) = Gcm::with_backend(key, Backend::Cuda)
-    {
-        return Ok(gpu);
-    }
-    Gcm::with_backend(key, backend).map_err(gcm_error)
+    engine
 }
 
 /// How many segments one window holds.
-fn window_segments(layout: &Layout, opts: &Options) -> usize {
+fn window_segments(layout: &Layout, opts: &Options) -> Result<usize> {
     let seg = layout.segment_size();
+    if opts.window_bytes > MAX_WINDOW_BYTES {
+        return Err(Error::usage(format!(
+            "window of {} bytes is too large (at most {MAX_WINDOW_BYTES})",
+            opts.window_bytes
+        )));
+    }
     let target = if opts.window_bytes == 0 {
         default_window_bytes(opts.backend)
     } else {
@@ -144,7 +132,7 @@ fn window_segments(layout: &Layout, opts: &Options) -> usize {
         let need = layout.segment_count(size).saturating_add(1);
         n = n.min(usize::try_from(need).unwrap_or(usize::MAX));
     }
-    n.max(1)
+    Ok(n.clamp(1, MAX_WINDOW_SEGMENTS))
 }
 
 struct Seg {
@@ -192,6 +180,26 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// Grows `buf` to `len` bytes, failing cleanly when the memory cannot be had. The old
+/// buffer is wiped (it may hold plaintext), not left to the allocator.
+fn grow(buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
+    if buf.len() >= len {
+        return Ok(());
+    }
+    let mut new = Vec::new();
+    new.try_reserve_exact(len).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("cannot allocate {} MiB for a window", len.div_ceil(1 << 20)),
+        )
+    })?;
+    new.extend_from_slice(buf);
+    new.resize(len, 0);
+    buf.zeroize();
+    *buf = new;
+    Ok(())
+}
+
 /// Reads up to `want` bytes into `buf[off..]`, growing `buf` (by doubling) only as data
 /// arrives: windows start small when the input is small, whatever the segment size.
 fn read_growing(
@@ -209,7 +217,7 @@ fn read_growing(
                 .saturating_mul(2)
                 .max(off + n + (64 << 10))
                 .min(end);
-            buf.resize(grown, 0);
+            grow(buf, grown)?;
         }
         let stop = buf.len().min(end);
         match r.read(&mut buf[off + n..stop]) {
@@ -242,18 +250,31 @@ type Stream = Box<dyn Read + Send>;
 
 /// What the pipeline reads.
 pub enum Input {
-    /// Any byte stream, read sequentially (standard input, a pipe, a socket).
+    /// Any byte stream, read sequentially. The run stops it between `read` calls, so a
+    /// `read` that blocks delays the end of the run until it returns; give pipes and FIFOs as
+    /// [`Input::Pipe`] instead.
     Stream(Box<dyn Read + Send>),
     /// A file: a regular file is read whole, from its start whatever its cursor, with
     /// positioned reads from several threads; anything else (a FIFO, a character device) is
-    /// read as a stream.
+    /// read as an [`Input::Pipe`].
     File(File),
+    /// A file descriptor read sequentially from its cursor (standard input, a pipe, a FIFO, a
+    /// terminal, a socket): reads wait for data in slices of at most 100 ms, so that the run
+    /// can stop promptly when it ends early.
+    Pipe(File),
 }
 
 impl Input {
     /// Any reader, read as a stream.
     pub fn reader(r: impl Read + Send + 'static) -> Input {
         Input::Stream(Box::new(r))
+    }
+
+    /// Standard input, read as an [`Input::Pipe`] through its own descriptor.
+    pub fn stdin() -> io::Result<Input> {
+        use std::os::fd::AsFd;
+        let fd = io::stdin().as_fd().try_clone_to_owned()?;
+        Ok(Input::Pipe(File::from(fd)))
     }
 }
 
@@ -266,6 +287,65 @@ impl From<Box<dyn Read + Send>> for Input {
 impl From<File> for Input {
     fn from(f: File) -> Input {
         Input::File(f)
+    }
+}
+
+/// A set-once flag that tells the reader to stop.
+#[derive(Clone, Default)]
+struct Stop(Arc<AtomicBool>);
+
+impl Stop {
+    fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn check(&self) -> io::Result<()> {
+        if self.is_set() {
+            Err(io::Error::other("the run has stopped"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A reader that fails once the run has stopped.
+struct Stoppable<R> {
+    inner: R,
+    stop: Stop,
+}
+
+impl<R: Read> Read for Stoppable<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stop.check()?;
+        self.inner.read(buf)
+    }
+}
+
+/// Reads a descriptor after waiting for data in slices of 100 ms, checking the stop flag
+/// between them.
+struct PollReader {
+    file: File,
+    stop: Stop,
+}
+
+impl Read for PollReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        loop {
+            self.stop.check()?;
+            let mut fds = [PollFd::new(self.file.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(100u8)) {
+                Ok(0) => continue,
+                // Data, end of input or an error: `read` tells which.
+                Ok(_) => return self.file.read(buf),
+                Err(nix::errno::Errno::EINTR) => continue,
+                // A descriptor that cannot be polled: read it directly.
+                Err(_) => return self.file.read(buf),
+            }
+        }
     }
 }
 
@@ -282,13 +362,23 @@ enum Feed {
 }
 
 impl Input {
-    /// A regular file as (file, length); anything else as a stream.
-    fn split(self) -> std::result::Result<(File, u64), Stream> {
+    /// A regular file as (file, length); anything else as a stream that stops with `stop`.
+    fn split(self, stop: &Stop) -> std::result::Result<(File, u64), Stream> {
+        let pipe = |file: File| -> Stream {
+            Box::new(PollReader {
+                file,
+                stop: stop.clone(),
+            })
+        };
         match self {
-            Input::Stream(s) => Err(s),
+            Input::Stream(s) => Err(Box::new(Stoppable {
+                inner: s,
+                stop: stop.clone(),
+            })),
+            Input::Pipe(f) => Err(pipe(f)),
             Input::File(f) => match f.metadata() {
                 Ok(m) if m.is_file() && cfg!(unix) => Ok((f, m.len())),
-                _ => Err(Box::new(f)),
+                _ => Err(pipe(f)),
             },
         }
     }
@@ -404,9 +494,7 @@ fn fill_from_file(
             break;
         }
     }
-    if w.buf.len() < off {
-        w.buf.resize(off, 0);
-    }
+    grow(&mut w.buf, off).map_err(|e| Error::io("cannot read input", e))?;
     w.high_water = w.high_water.max(off);
 
     // Cut the planned bytes into pieces of at most 4 MiB and read them on several threads.
@@ -520,10 +608,14 @@ fn file_reader_loop(
     free: Receiver<Window>,
     out: SyncSender<Result<Window>>,
     trace: Arc<Trace>,
+    stop: Stop,
 ) {
     let (mut pos, mut index) = (base, 0u64);
     loop {
         let Ok(mut w) = free.recv() else { return };
+        if stop.is_set() {
+            return;
+        }
         w.segs.clear();
         w.first_index = index;
         w.bytes_in = 0;
@@ -547,6 +639,7 @@ fn file_reader_loop(
 }
 
 /// The reader thread: fills windows from the free pool and sends them on.
+#[allow(clippy::too_many_arguments)]
 fn reader_loop(
     mut input: BufReader<Stream>,
     layout: Layout,
@@ -599,6 +692,9 @@ fn reader_loop(
                         n
                     }
                 };
+                // Room for the tag after a full plaintext.
+                grow(&mut w.buf, off + len).map_err(|e| Error::io("cannot read input", e))?;
+                w.high_water = w.high_water.max(off + len);
                 w.segs.push(Seg { off, len, last });
                 off += len;
                 index += 1;
@@ -688,7 +784,7 @@ fn nonces(prefix: &[u8; 7], w: &Window) -> Vec<[u8; NONCE_LEN]> {
         .collect()
 }
 
-fn seal_window(gcm: &Gcm, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
+fn seal_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
     let nonces = nonces(prefix, w);
     let end = w.end();
     let mut rest = &mut w.buf[..end];
@@ -704,14 +800,34 @@ fn seal_window(gcm: &Gcm, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
             tag,
         });
     }
-    gcm.encrypt_batch(&mut jobs).map_err(gcm_error)
+    gcm.seal_batch(&mut jobs)
 }
 
-fn open_window(gcm: &Gcm, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
+/// The index of the first segment of `w` that does not authenticate. A failed batch gives every
+/// buffer back as its ciphertext, so the segments are opened again one by one, each from a copy
+/// (the window's own bytes keep no plaintext); `None` if every segment opens (cannot happen
+/// after a failed batch of the same bytes, but is not trusted).
+fn failing_segment(gcm: &Engine, prefix: &[u8; 7], w: &Window) -> Option<u64> {
+    let nonces = nonces(prefix, w);
+    let mut scratch = Zeroizing::new(Vec::new());
+    for (j, (s, nonce)) in w.segs.iter().zip(&nonces).enumerate() {
+        scratch.clear();
+        scratch.extend_from_slice(&w.buf[s.off..s.off + s.len]);
+        let (ct, tag) = scratch.split_at_mut(s.len - TAG_LEN);
+        if !gcm.open(nonce, ct, tag).ok()? {
+            return Some(w.first_index + j as u64);
+        }
+    }
+    None
+}
+
+fn open_window(
+    gcm: &Engine,
+    prefix: &[u8; 7],
+    w: &mut Window,
+) -> Result<()> {
     let nonces = nonces(prefix, w);
     let end = w.end();
-    let first = w.first_index;
-    let count = w.segs.len() as u64;
     let mut rest = &mut w.buf[..end];
     let mut jobs = Vec::with_capacity(w.segs.len());
     for (s, nonce) in w.segs.iter().zip(&nonces) {
@@ -725,17 +841,27 @@ fn open_window(gcm: &Gcm, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
             tag,
         });
     }
-    gcm.decrypt_batch(&mut jobs).map_err(|e| match e {
-        GcmError::Authentication => auth_error(first, count),
-        other => gcm_error(other),
-    })
+    match gcm.open_batch(&mut jobs) {
+        Ok(()) => Ok(()),
+        Err(OpenError::Other(e)) => Err(e),
+        Err(OpenError::Authentication) => {
+            let first = w.first_index;
+            let count = w.segs.len() as u64;
+            Err(
+                match failing_segment(gcm, prefix, w) {
+                    Some(i) => auth_error(i, 1),
+                    None => auth_error(first, count),
+                },
+            )
+        }
+    }
 }
 
 fn auth_error(first: u64, count: u64) -> Error {
     let which = if count == 1 {
         format!("segment {first}")
     } else {
-        format!("segments {first}..{}", first + count - 1)
+        format!("one of segments {first}..{}", first + count - 1)
     };
     let why = if first == 0 {
         "wrong key or associated data, or the file is corrupted, truncated or reordered"
@@ -749,9 +875,11 @@ fn auth_error(first: u64, count: u64) -> Error {
 }
 
 /// Runs the three-thread pipeline. `crypt` runs on the calling thread for every window.
+/// Returns once the reader and the writer have ended.
 #[allow(clippy::too_many_arguments)]
 fn run_pipeline<W: Write + Send + 'static>(
     input: Feed,
+    stop: Stop,
     output: W,
     prefix: Vec<u8>,
     layout: Layout,
@@ -760,26 +888,14 @@ fn run_pipeline<W: Write + Send + 'static>(
     progress: &dyn Fn(u64),
     mut crypt: impl FnMut(&mut Window) -> Result<()>,
 ) -> Result<(W, Stats)> {
-    let per_window = window_segments(&layout, opts);
-    let cap = per_window
-        .checked_mul(layout.segment_size())
-        .ok_or_else(|| Error::usage("window too large"))?;
-
-    // Start each window at the size the input needs when it is known (plus a tag per
-    // segment), at most 64 MiB when it is not; windows grow as data arrives.
-    let initial = match opts.size_hint {
-        Some(n) => usize::try_from(n)
-            .unwrap_or(usize::MAX)
-            .saturating_add(per_window.saturating_mul(TAG_LEN))
-            .min(cap),
-        None => cap.min(64 << 20),
-    };
+    let per_window = window_segments(&layout, opts)?;
+    // Windows start empty and grow with the data (at most one window of segments each).
     let (free_tx, free_rx) = sync_channel::<Window>(POOL);
     for _ in 0..POOL {
         let w = Window {
-            buf: vec![0u8; initial],
+            buf: Vec::new(),
             high_water: 0,
-            segs: Vec::with_capacity(per_window),
+            segs: Vec::new(),
             first_index: 0,
             bytes_in: 0,
         };
@@ -792,14 +908,19 @@ fn run_pipeline<W: Write + Send + 'static>(
     let (read_tx, read_rx) = sync_channel::<Result<Window>>(1);
     let (write_tx, write_rx) = sync_channel::<Window>(1);
 
-    // The reader is detached: if we stop early it may be blocked reading a pipe, and it ends
-    // by itself when it next finds its channels closed.
-    thread::Builder::new()
+    let reader_stop = stop.clone();
+    let reader = thread::Builder::new()
         .name("gcmx-reader".into())
         .spawn(move || match input {
-            Feed::Stream(r) => {
-                reader_loop(r, layout, mode, per_window, free_rx, read_tx, reader_trace)
-            }
+            Feed::Stream(r) => reader_loop(
+                r,
+                layout,
+                mode,
+                per_window,
+                free_rx,
+                read_tx,
+                reader_trace,
+            ),
             #[cfg(unix)]
             Feed::File { file, base, len } => file_reader_loop(
                 file,
@@ -811,13 +932,22 @@ fn run_pipeline<W: Write + Send + 'static>(
                 free_rx,
                 read_tx,
                 reader_trace,
+                reader_stop,
             ),
         })
         .map_err(|e| Error::io("cannot start the reader thread", e))?;
-    let writer = thread::Builder::new()
+    let writer = match thread::Builder::new()
         .name("gcmx-writer".into())
         .spawn(move || writer_loop(output, prefix, mode, write_rx, free_tx, writer_trace))
-        .map_err(|e| Error::io("cannot start the writer thread", e))?;
+    {
+        Ok(w) => w,
+        Err(e) => {
+            stop.set();
+            drop(read_rx);
+            let _ = reader.join();
+            return Err(Error::io("cannot start the writer thread", e));
+        }
+    };
 
     let mut stats = Stats::default();
     let mut saw_last = false;
@@ -854,11 +984,15 @@ fn run_pipeline<W: Write + Send + 'static>(
         }
         waited = Instant::now();
     }
+    // Stop the reader (it may be waiting for input), close the channels, and wait for both
+    // threads: nothing of this run outlives it.
+    stop.set();
     drop(read_rx);
     drop(write_tx);
-    let written = writer
-        .join()
-        .map_err(|_| Error::new(ErrorKind::Io, "the writer thread panicked"))?;
+    let written = writer.join();
+    let read = reader.join();
+    let written = written.map_err(|_| Error::new(ErrorKind::Io, "the writer thread panicked"))?;
+    read.map_err(|_| Error::new(ErrorKind::Io, "the reader thread panicked"))?;
     if trace_enabled() {
         let ms = |ns: u128| ns as f64 / 1e6;
         eprintln!(
@@ -874,12 +1008,30 @@ fn run_pipeline<W: Write + Send + 'static>(
     if let Some(e) = failure {
         return Err(e);
     }
-    let (output, bytes_out) = written.map_err(|e| Error::io("cannot write output", e))?;
+    let (output, bytes_out) = written.map_err(write_error)?;
     if !saw_last {
         return Err(Error::new(ErrorKind::Io, "input ended unexpectedly"));
     }
     stats.bytes_out = bytes_out;
     Ok((output, stats))
+}
+
+/// A failed write, with the two causes people meet named plainly.
+fn write_error(e: io::Error) -> Error {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(nix::libc::EFBIG) {
+        return Error::new(
+            ErrorKind::Io,
+            format!("cannot write output: the file size limit was reached (ulimit -f) ({e})"),
+        );
+    }
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return Error::new(
+            ErrorKind::Io,
+            format!("cannot write output: the reading end was closed ({e})"),
+        );
+    }
+    Error::io("cannot write output", e)
 }
 
 /// Encrypts `input` to `output` with the keyset's primary key; returns the output back.
@@ -891,7 +1043,8 @@ pub fn encrypt<W: Write + Send + 'static>(
     opts: &Options,
     progress: &dyn Fn(u64),
 ) -> Result<(W, Stats)> {
-    let (feed, size) = feed_from(input.into(), 0);
+    let stop = Stop::default();
+    let (feed, size) = feed_from(input.into(), 0, &stop);
     let opts = &Options {
         size_hint: opts.size_hint.or(size),
         ..*opts
@@ -900,7 +1053,8 @@ pub fn encrypt<W: Write + Send + 'static>(
     let layout = Layout::of(key);
     let header = Header::random(&layout)?;
     let file_key = file_key(key, &header, aad)?;
-    let gcm = make_gcm(&file_key, opts.backend, opts.size_hint)?;
+    let gcm = make_engine(&file_key, opts.backend)?;
+    drop(file_key);
     let opts = &Options {
         backend: gcm.backend(),
         ..*opts
@@ -908,6 +1062,7 @@ pub fn encrypt<W: Write + Send + 'static>(
     let prefix = header.nonce_prefix;
     run_pipeline(
         feed,
+        stop,
         output,
         header.to_bytes(),
         layout,
@@ -918,10 +1073,10 @@ pub fn encrypt<W: Write + Send + 'static>(
     )
 }
 
-/// A regular file as a positioned feed from `base`, anything else as a buffered stream; with
-/// the file's size when known.
-fn feed_from(input: Input, base: u64) -> (Feed, Option<u64>) {
-    match input.split() {
+/// A regular file as a positioned feed from `base`, anything else as a buffered stream that
+/// stops with `stop`; with the file's size when known.
+fn feed_from(input: Input, base: u64, stop: &Stop) -> (Feed, Option<u64>) {
+    match input.split(stop) {
         #[cfg(unix)]
         Ok((file, len)) => (Feed::File { file, base, len }, Some(len)),
         #[cfg(not(unix))]
@@ -990,13 +1145,11 @@ fn read_header<'k>(
             continue;
         }
         let fk = file_key(k, &header, aad)?;
-        let gcm = Gcm::with_backend(&fk, Backend::Cpu).map_err(gcm_error)?;
+        let gcm = Engine::new(&fk, Backend::Cpu)?;
         let (ct, tag) = seg.split_at(seg.len() - TAG_LEN);
-        let mut buf = ct.to_vec();
+        let mut buf = Zeroizing::new(ct.to_vec());
         let nonce = segment_nonce(&header.nonce_prefix, 0, last);
-        let ok = gcm.decrypt_detached(&nonce, &[], &mut buf, tag).is_ok();
-        buf.zeroize();
-        if ok {
+        if gcm.open(&nonce, &mut buf, tag)? {
             return Ok((k, header, hl, Some(head)));
         }
     }
@@ -1020,7 +1173,8 @@ pub fn decrypt<W: Write + Send + 'static>(
     opts: &Options,
     progress: &dyn Fn(u64),
 ) -> Result<(W, Stats)> {
-    let (key, header, hl, feed, size) = match input.into().split() {
+    let stop = Stop::default();
+    let (key, header, hl, feed, size) = match input.into().split(&stop) {
         Ok((file, len)) => {
             // The whole file, whatever its cursor: the header, then segments by position.
             let (key, header, hl, _) = read_header(
@@ -1031,7 +1185,7 @@ pub fn decrypt<W: Write + Send + 'static>(
                 keyset,
                 aad,
             )?;
-            let (feed, size) = feed_from(Input::File(file), hl as u64);
+            let (feed, size) = feed_from(Input::File(file), hl as u64, &stop);
             (key, header, hl, feed, size.or(Some(len)))
         }
         Err(stream) => {
@@ -1051,7 +1205,8 @@ pub fn decrypt<W: Write + Send + 'static>(
     let layout = Layout::of(key);
     let file_key = file_key(key, &header, aad)?;
     let size_hint = opts.size_hint.or(size);
-    let gcm = make_gcm(&file_key, opts.backend, size_hint)?;
+    let gcm = make_engine(&file_key, opts.backend)?;
+    drop(file_key);
     let opts = &Options {
         backend: gcm.backend(),
         size_hint,
@@ -1060,6 +1215,7 @@ pub fn decrypt<W: Write + Send + 'static>(
     let prefix = header.nonce_prefix;
     let (out, mut stats) = run_pipeline(
         feed,
+        stop,
         output,
         Vec::new(),
         layout,
@@ -1125,7 +1281,7 @@ mod tests {
     fn dec(ks: &Keyset, aad: &[u8], ct: &[u8]) -> Result<Vec<u8>> {
         let stream = dec_one(ks, aad, Input::reader(io::Cursor::new(ct.to_vec())), 0);
         let seg = ks.primary().segment_size() as usize;
-        for window in [0, 3 * seg] {
+        for window in [0, (3 * seg).min(MAX_WINDOW_BYTES)] {
             let file = dec_one(ks, aad, Input::File(file_with(ct)), window);
             match (&stream, &file) {
                 (Ok(a), Ok(b)) => assert!(a == b, "paths disagree on {} bytes", a.len()),
@@ -1304,17 +1460,17 @@ mod tests {
         let key = ks.primary();
         let layout = Layout::of(key);
         let header = Header::random(&layout).unwrap();
-        let gcm = Gcm::new(&file_key(key, &header, b"x").unwrap()).unwrap();
+        let gcm = Engine::new(&file_key(key, &header, b"x").unwrap(), Backend::Auto).unwrap();
         let pt = data(layout.plaintext_len(0));
         let mut ct = header.to_bytes();
         let mut seg = pt.clone();
         let mut tag = [0u8; 16];
         let n0 = segment_nonce(&header.nonce_prefix, 0, false);
-        gcm.encrypt_detached(&n0, &[], &mut seg, &mut tag).unwrap();
+        gcm.seal(&n0, &mut seg, &mut tag).unwrap();
         ct.extend_from_slice(&seg);
         ct.extend_from_slice(&tag);
         let n1 = segment_nonce(&header.nonce_prefix, 1, true);
-        gcm.encrypt_detached(&n1, &[], &mut [], &mut tag).unwrap();
+        gcm.seal(&n1, &mut [], &mut tag).unwrap();
         ct.extend_from_slice(&tag);
         assert_eq!(dec(&ks, b"x", &ct).unwrap(), pt);
         // without the empty last segment, segment 0 is not marked last: refused
@@ -1323,6 +1479,95 @@ mod tests {
             dec(&ks, b"x", cut).unwrap_err().kind(),
             ErrorKind::Authentication
         );
+    }
+
+    /// Endless bytes; `alive` counts the holders of the input, so the test can see whether
+    /// the reader thread (which owns it) has ended.
+    struct Endless(#[allow(dead_code)] Arc<()>);
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            buf.fill(0x5a);
+            Ok(buf.len())
+        }
+    }
+
+    #[derive(Debug)]
+    struct Failing;
+
+    impl Write for Failing {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::other("no room"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn no_thread_outlives_a_run_that_failed_early() {
+        let ks = keyset(16, 64);
+        let header = Header::random(&Layout::of(ks.primary()))
+            .unwrap()
+            .to_bytes();
+        let opts = Options {
+            window_bytes: 4 * 64,
+            ..Options::default()
+        };
+        // Decrypt: a good header, then endless garbage (the first window fails).
+        let alive = Arc::new(());
+        let input = io::Cursor::new(header).chain(Endless(alive.clone()));
+        let r = decrypt(&ks, b"", Input::reader(input), Vec::new(), &opts, &|_| {});
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Authentication);
+        assert_eq!(Arc::strong_count(&alive), 1, "the reader still runs");
+        // Encrypt: endless input, an output that fails.
+        let r = encrypt(
+            &ks,
+            b"",
+            Input::reader(Endless(alive.clone())),
+            Failing,
+            &opts,
+            &|_| {},
+        );
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Io);
+        assert_eq!(Arc::strong_count(&alive), 1, "the reader still runs");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_stalled_pipe_does_not_keep_a_failed_run_waiting() {
+        // A bad first segment from a pipe whose writer stays open without writing more: the
+        // error comes back and the reader ends without waiting for the writer.
+        let ks = keyset(16, 64);
+        let header = Header::random(&Layout::of(ks.primary()))
+            .unwrap()
+            .to_bytes();
+        let (rd, wr) = nix::unistd::pipe().unwrap();
+        let mut wr = File::from(wr);
+        wr.write_all(&header).unwrap();
+        wr.write_all(&[0u8; 200]).unwrap();
+        let opts = Options {
+            window_bytes: 64,
+            ..Options::default()
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ks2 = ks.clone();
+        thread::spawn(move || {
+            let r = decrypt(
+                &ks2,
+                b"",
+                Input::Pipe(File::from(rd)),
+                Vec::new(),
+                &opts,
+                &|_| {},
+            );
+            let _ = tx.send(r.map(|_| ()));
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("decrypt() still waits for the pipe");
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::Authentication);
+        drop(wr);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! PyPI package `tink` driven by `tests/tink_helper.py`.
 //!
 //! The Python interpreter is `$GCMX_PYTHON` (default `python3`); it must have `tink`
-//! installed (`python3 -m pip install tink`). Without it these tests fail, on purpose.
+//! installed (`python3 -m pip install tink`). Without it these tests say NOT RUN and pass, so
+//! a plain `cargo test` works on a fresh machine; with `GCMX_REQUIRE_TINK=1` (set by
+//! `scripts/test.sh`, so in CI) they fail instead.
 
 mod common;
 
@@ -21,12 +23,25 @@ fn python() -> Command {
     c
 }
 
-/// Fails the test, with the fix, if `tink` is not importable.
-fn require_tink() -> String {
+/// Tink's version, or `None` (after saying so) when `tink` is not importable and not required;
+/// when it is required (`GCMX_REQUIRE_TINK=1`), fails the test with the fix.
+fn tink() -> Option<String> {
     let py = std::env::var("GCMX_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let out = python().arg("version").output();
+    let required = std::env::var_os("GCMX_REQUIRE_TINK").is_some_and(|v| v != "0");
     match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        Ok(o) if o.status.success() => {
+            return Some(String::from_utf8_lossy(&o.stdout).trim().to_string());
+        }
+        _ if !required => {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "Tink interop test NOT RUN: the Python package `tink` is not importable by {py} \
+                 (`{py} -m pip install tink`, or GCMX_PYTHON; GCMX_REQUIRE_TINK=1 makes this a failure)"
+            );
+            return None;
+        }
         Ok(o) => panic!(
             "the Python package `tink` is not importable by {py}: {}\ninstall it with `{py} -m pip install tink` \
              (or point GCMX_PYTHON at an interpreter that has it)",
@@ -279,14 +294,14 @@ fn check_config(cfg: &Config) {
 
 #[test]
 fn tink_is_installed() {
-    let v = require_tink();
+    let Some(v) = tink() else { return };
     eprintln!("tink {v}");
     assert!(!v.is_empty());
 }
 
 #[test]
 fn aes128_4k_segments_gcmx_keyset() {
-    require_tink();
+    let Some(_) = tink() else { return };
     check_config(&Config {
         key_bytes: 16,
         segment: 4096,
@@ -297,7 +312,7 @@ fn aes128_4k_segments_gcmx_keyset() {
 
 #[test]
 fn aes256_4k_segments_tink_keyset() {
-    require_tink();
+    let Some(_) = tink() else { return };
     check_config(&Config {
         key_bytes: 32,
         segment: 4096,
@@ -308,7 +323,7 @@ fn aes256_4k_segments_tink_keyset() {
 
 #[test]
 fn aes128_1m_segments_tink_keyset() {
-    require_tink();
+    let Some(_) = tink() else { return };
     check_config(&Config {
         key_bytes: 16,
         segment: 1 << 20,
@@ -319,7 +334,7 @@ fn aes128_1m_segments_tink_keyset() {
 
 #[test]
 fn aes256_1m_segments_gcmx_keyset() {
-    require_tink();
+    let Some(_) = tink() else { return };
     check_config(&Config {
         key_bytes: 32,
         segment: 1 << 20,
@@ -331,7 +346,7 @@ fn aes256_1m_segments_gcmx_keyset() {
 #[test]
 fn aes256_smallest_segments_tink_keyset() {
     // 57 bytes: the smallest Tink accepts for 32-byte keys (one plaintext byte in segment 0).
-    require_tink();
+    let Some(_) = tink() else { return };
     check_config(&Config {
         key_bytes: 32,
         segment: 57,
@@ -342,7 +357,7 @@ fn aes256_smallest_segments_tink_keyset() {
 
 #[test]
 fn standard_input_and_output_both_ways() {
-    require_tink();
+    let Some(_) = tink() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let keyset = keygen(dir, "k.json", false, 4096);
@@ -412,7 +427,7 @@ fn standard_input_and_output_both_ways() {
 #[test]
 fn tink_refuses_what_gcmx_refuses() {
     // The same damaged files are refused by both implementations.
-    require_tink();
+    let Some(_) = tink() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let keyset = keygen(dir, "k.json", true, 4096);

@@ -179,6 +179,13 @@ where
     /// ciphertext written when sealing, over the ciphertext read when opening).
     #[inline]
     pub fn crypt(&self, dir: Direction, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+        if let Some(k) = &self.stitched {
+            // The whole message (AAD, data, length block, mask) in one kernel call.
+            return match dir {
+                Direction::Seal => k.seal_message(j0, aad, buf),
+                Direction::Open => k.open_message(j0, aad, buf),
+            };
+        }
         let mut g = self.hasher();
         g.update_padded(aad);
         self.fused_run(&mut g, j0, 0, buf, dir);
@@ -246,7 +253,10 @@ where
     /// Tag = S XOR E_K(J0).
     fn mask(&self, j0: &[u8; 16], s: u128) -> [u8; 16] {
         let mut m = *j0;
-        self.encrypt_block(&mut m);
+        match &self.stitched {
+            Some(k) => k.encrypt_block(&mut m),
+            None => self.encrypt_block(&mut m),
+        }
         let tag = (s ^ u128::from_be_bytes(m)).to_be_bytes();
         m.zeroize();
         tag

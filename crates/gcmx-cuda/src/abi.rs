@@ -273,6 +273,7 @@ pub(crate) fn db_scratch_bytes(n: u32, grid: u32) -> u64 {
 }
 
 /// Words of a 16-byte block as a `uint4` load sees them (little-endian words).
+#[cfg(any(feature = "bench", test))]
 pub(crate) fn le_words(b: &[u8; 16]) -> [u32; 4] {
     core::array::from_fn(|i| {
         u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])

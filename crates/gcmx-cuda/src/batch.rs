@@ -15,9 +15,10 @@
 //! alternate between two lanes, so that the host prepares one while the other is on the GPU, and the host
 //! sleeps (rather than spins) while it waits.
 //!
-//! Wiped after every sub-batch, on success and on failure: the device copies of J0 (by the kernel in
-//! its scratch, and the uploaded J0s by a queued memset) and the host staging that held them; after an
-//! open (or a failure) also the device copy of the data and the packed staging.
+//! Wiped after every sub-batch: the device copies of the descriptors, J0s and AADs (queued memsets; the
+//! kernel zeroes J0 in its own scratch), of the tags and verdicts, and the host staging of J0s and tags;
+//! after an open also the device copy of the data and the packed staging. After a failure nothing of the
+//! batch is kept: the lanes and device buffers are released, each wiped as it is freed.
 //!
 //! Layer: above the device-batch launches.
 
@@ -261,6 +262,7 @@ fn run_bufs(
             pipeline(gpu, &mut io, dev, keys, metas, None, tags, &cuts, dir)
         });
     }
+    let packed = r.is_none();
     let r = match r {
         Some(r) => r,
         None => {
@@ -268,29 +270,36 @@ fn run_bufs(
             pipeline(gpu, &mut io, dev, keys, metas, Some(bufs), tags, &cuts, dir)
         }
     };
-    // Wipe what held J0 (host staging) and, after an open or a failure, the data copies.
-    let plaintext = dir == Direction::Open || r.is_err();
+    if r.is_err() {
+        // Nothing of a failed batch is kept: the lanes (after waiting) and the device buffers are
+        // released, each wiped as it is freed.
+        *st = BatchState::default();
+        return r;
+    }
+    // After an open: the data copies (the device buffer, the packed staging).
     let mut wiped = Ok(());
-    for (lane, b) in lanes.iter_mut().zip(dev.iter()) {
-        for (m, all) in [(&b.meta, true), (&b.data, plaintext)] {
-            if let (Some(m), true) = (m, all)
-                && let Err(e) = lane.memset(At::start(m), m.len())
-            {
+    if dir == Direction::Open {
+        for (lane, b) in lanes.iter_mut().zip(dev.iter()) {
+            let w = (|| {
+                if let Some(m) = &b.data {
+                    lane.memset(At::start(m), m.len())?;
+                }
+                lane.wait()?;
+                // (A lane that ran no packed sub-batch has no data staging.)
+                if packed && let Ok(h) = lane.host(STAGE_DATA) {
+                    wipe(h);
+                }
+                Ok(())
+            })();
+            if let Err(e) = w {
                 wiped = Err(e);
             }
         }
-        let w = lane.wait().and_then(|()| {
-            wipe(lane.host(STAGE_META)?);
-            if plaintext {
-                wipe(lane.host(STAGE_DATA)?);
-            }
-            Ok(())
-        });
-        if let Err(e) = w {
-            wiped = Err(e);
-        }
     }
-    r.and(wiped)
+    if wiped.is_err() {
+        *st = BatchState::default();
+    }
+    wiped
 }
 
 /// Sub-batches: consecutive jobs up to [`BATCH_BYTES`] and [`BATCH_MSGS`] (at least one job each).
@@ -588,6 +597,7 @@ fn finish(
             t.copy_from_slice(&meta[f.tags_at + 16 * i..f.tags_at + 16 * i + 16]);
         }
         wipe(&mut meta[f.j0_at..f.j0_at + 16 * n]);
+        wipe(&mut meta[f.tags_at..f.tags_at + 16 * n]);
         if let Some(i) = bad {
             return Err(crate::runtime::internal(format!(
                 "batch message {}: the kernel refused a descriptor gcmx built",

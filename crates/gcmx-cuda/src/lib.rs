@@ -47,6 +47,8 @@ pub use keyring::{CudaKeyring, KeyedOpenJob, KeyedSealJob};
 pub use pending::Pending;
 pub use pinned::PinnedRegion;
 pub use resident::DeviceBuf;
+#[cfg(feature = "fault-injection")]
+pub use runtime::fault;
 pub use runtime::{DeviceInfo, GhashVariant, RawDeviceSpan, Stream};
 
 /// The default device (device 0) and the kernels loaded on it. Starts the driver on first use.

@@ -9,9 +9,10 @@
 //!
 //! Per chunk, the lane's device metadata holds the chunk's counter block (J0 words and first counter)
 //! and receives its partial hashes; the host gathers the partials of all chunks and joins them with the
-//! AAD and length block into the tag (`KeyMaterial::tag_from_partials`). After every call, successful or
-//! not, the device metadata (J0, partial hashes) and the host copies of it are wiped, and after an open
-//! (or a failure) so are the device slots and host staging that held plaintext.
+//! AAD and length block into the tag (`KeyMaterial::tag_from_partials`). After every call the device
+//! metadata (J0, partial hashes) and the host copies of it are wiped, and after an open so are the
+//! device slots and host staging that held plaintext. After a failure nothing of the call is kept: the
+//! lanes and buffers are released, each wiped as it is freed.
 //!
 //! Layer: above the runtime and the device keys.
 
@@ -158,16 +159,24 @@ pub(crate) fn crypt(
         }
         gather(lanes, &chunks, nlanes)
     })();
-    // Wipe what held secrets (J0, partial hashes) and, after an open or a failure, plaintext.
-    let plaintext = dir == Direction::Open || result.is_err();
-    let wiped = wipe(
-        &mut st,
-        nlanes,
-        slot_bytes,
-        meta_bytes,
-        plaintext,
-        staged && plaintext,
-    );
+    // Wipe what held secrets (J0, partial hashes) and, after an open, plaintext. After a failure (of
+    // the call or of the wipe) the lanes and buffers are not kept: each is wiped as it is freed, which
+    // does not depend on the failed lane or on this call's state.
+    let open = dir == Direction::Open;
+    let wiped = match &result {
+        Ok(_) => wipe(
+            &mut st,
+            nlanes,
+            slot_bytes,
+            meta_bytes,
+            open,
+            staged && open,
+        ),
+        Err(_) => Ok(()),
+    };
+    if result.is_err() || wiped.is_err() {
+        *st = PipelineState::default();
+    }
     let mut parts = result?;
     wiped?;
     let tag = k.host.tag_from_partials(j0, aad, &parts, buf.len());
@@ -307,8 +316,8 @@ fn gather(lanes: &mut [Lane], chunks: &[Chunk], nlanes: usize) -> Result<Vec<Par
     Ok(plan::partials_of(chunks, &values, abi::FUSED_SPAN))
 }
 
-/// Wipe the metadata (device and host), and the slots and data staging when they may hold plaintext;
-/// wait for the lanes. Runs after every call.
+/// Wipe the metadata (device and host), and the slots and data staging when they hold plaintext; wait
+/// for the lanes. Runs after every successful call.
 fn wipe(
     st: &mut PipelineState,
     nlanes: usize,

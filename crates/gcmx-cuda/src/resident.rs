@@ -110,10 +110,14 @@ impl DeviceBuf {
         Ok(())
     }
 
-    /// Copy `src` into the buffer at byte `offset`.
+    /// Copy `src` into the buffer at byte `offset`. If the copy fails, part of `src` may have been
+    /// written: the buffer is marked lost.
     pub fn upload(&mut self, offset: usize, src: &[u8]) -> Result<(), Error> {
         self.range(offset, src.len())?;
-        self.mem.upload(offset, src)?;
+        if let Err(e) = self.mem.upload(offset, src) {
+            self.lost = true;
+            return Err(e);
+        }
         if offset == 0 && src.len() == self.len() {
             self.lost = false;
         }
@@ -140,8 +144,9 @@ impl DeviceBuf {
         Ok(v)
     }
 
-    /// Set every byte to zero.
+    /// Set every byte to zero. If that fails, the buffer is marked lost (it may be partly wiped).
     pub fn wipe(&mut self) -> Result<(), Error> {
+        self.lost = true;
         self.mem.zero()?;
         self.lost = false;
         Ok(())

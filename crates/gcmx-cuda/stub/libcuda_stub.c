@@ -1,45 +1,1162 @@
 /*
- * libcuda_stub.c: a link stub for the CUDA driver API (libcuda.so.1), for machines without an NVIDIA driver.
+ * libcuda_stub.c: a stand-in for the CUDA driver API (libcuda.so.1) on machines without an NVIDIA driver.
  *
  * Why: the `cust` 0.3.2 crate (through its -sys crate `cust_raw` 0.11) links `-lcuda`. The CUDA toolkit ships such a
  * stub under lib64/stubs, the PyPI packages do not. scripts/setup-cuda.sh compiles this file into
  * .toolchain/cuda-stub/libcuda.so.1 (soname libcuda.so.1, symlink libcuda.so) so gcmx-cuda builds and its binaries
  * START on a machine with no driver; on a GPU machine the real driver's libcuda.so.1 is found first at run time.
  *
- * Behaviour: every entry point declared by cust_raw 0.11.3's bindings (the list below; it covers every cu* symbol
- * cust 0.3.2 and gcmx-cuda link) returns CUDA_ERROR_NO_DEVICE (100), cuInit included, so callers report
- * "no CUDA device". No entry point reads or writes its arguments (on the SysV x86-64 / AArch64 ABIs a C function
- * that ignores its arguments may be called with any argument list), except the two error-string functions, which
- * must work because cust formats its errors with them: they store a static message and return CUDA_SUCCESS.
+ * Two modes.
+ *
+ * "No device" (the default): every entry point declared by cust_raw 0.11.3's bindings (it covers every cu* symbol
+ * cust 0.3.2 and gcmx-cuda link) returns CUDA_ERROR_NO_DEVICE (100), cuInit included, so callers report "no CUDA
+ * device". Entry points that are not emulated (the GCMX_NO_DEVICE list at the end) read and write none of their
+ * arguments (on the SysV x86-64 / AArch64 ABIs a C function that ignores its arguments may be called with any
+ * argument list). The two error-string functions always work, because cust formats its errors with them.
+ *
+ * Emulation (switched on by gcmx_stub_emulate(), which gcmx-cuda's fault-injection tests call through dlsym before
+ * the first use of the device; a real driver has no such symbol): one device (ordinal 0, "sm_90", memory capped at
+ * the configured size) whose memory is host RAM, so the host side of gcmx-cuda runs end to end without a GPU:
+ *   - init, device queries, the primary context (retain/release, current per thread), module load (accepts a fatbin
+ *     image, checked by its magic number) and kernel lookup by name;
+ *   - device memory: aligned malloc, zeroed (so that whatever is not zero was written by a call); page-locked host
+ *     memory (cuMemAllocHost) and host registrations are tracked; copies and memsets run at once (synchronous is one valid
+ *     schedule of asynchronous work), so streams and events are always complete;
+ *   - kernels do not run. A launch of a gcmx kernel checks every buffer range in its parameters against the live
+ *     allocations and then writes its outputs with a stand-in transform (not AES-GCM):
+ *       gcmx_abi_info            the ABI words of gcmx_abi.h (have_clmad as configured);
+ *       gcmx_gcm_encrypt/decrypt out[i] = in[i] ^ emu_ks(J0 byte 0, ctr_first, i) (emu_ks below), and
+ *                                one partial per thread block: a hash of the ciphertext blocks of its run;
+ *       gcmx_dbatch_*            (cooperative) per message: the descriptor checks of the real kernel (verdict
+ *                                INVALID), J0 from the nonce (12 bytes: nonce || 0^31 1; J0 given: the 16
+ *                                bytes; other lengths: a hash), the same transform with J0's counter, a tag
+ *                                mixed from J0, key index, lengths, the AAD and the ciphertext; SEAL and EXPECT
+ *                                write it, OPEN compares tag_len bytes and zeroes a refused message; verdicts;
+ *                                the kernel's scratch and the buffers it reads may be page-locked host memory
+ *                                mapped for the device (cuMemHostAlloc with DEVICEMAP), as on the real driver;
+ *       gcmx_aes_expand_keys, gcmx_key_powers: a non-zero fill (so a missed wipe of them shows);
+ *       other kernels (benchmark only): nothing.
+ *     So a seal then an open through the same path gives the plaintext back, and a changed tag, ciphertext or AAD is
+ *     refused; the ciphertext of a 12-byte nonce is predictable (the tests mirror emu_ks).
+ *   - checks the real driver would not make, counted in gcmx_stub_stats(): device memory or page-locked memory freed
+ *     while not all zero (a missed wipe), asynchronous copies from or to host memory that is neither page-locked nor
+ *     registered, and invalid calls (unknown handle or pointer, range outside an allocation, no current context).
+ *   - live counts of device allocations, page-locked allocations, registrations, streams, events, modules and
+ *     context references, for leak checks, and how many live allocations hold anything but zeros (what a call
+ *     left behind in buffers that gcmx keeps between calls).
+ * Everything is serialised by one mutex.
  */
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#define GCMX_CUDA_SUCCESS 0
-#define GCMX_CUDA_ERROR_INVALID_VALUE 1
-#define GCMX_CUDA_ERROR_NO_DEVICE 100
+#include "gcmx_abi.h"
 
 #define GCMX_STUB_EXPORT __attribute__((visibility("default")))
+
+/* CUresult values used here (cuda.h). */
+enum {
+    CU_OK = 0,
+    CU_INVALID_VALUE = 1,
+    CU_OUT_OF_MEMORY = 2,
+    CU_NOT_INITIALIZED = 3,
+    CU_NO_DEVICE = 100,
+    CU_INVALID_DEVICE = 101,
+    CU_INVALID_IMAGE = 200,
+    CU_INVALID_CONTEXT = 201,
+    CU_INVALID_HANDLE = 400,
+    CU_NOT_FOUND = 500,
+    CU_ILLEGAL_ADDRESS = 700,
+    CU_LAUNCH_OUT_OF_RESOURCES = 701,
+    CU_HOST_MEMORY_ALREADY_REGISTERED = 712,
+    CU_HOST_MEMORY_NOT_REGISTERED = 713,
+    CU_LAUNCH_FAILED = 719,
+    CU_NO_BINARY_FOR_GPU = 209,
+    CU_NOT_SUPPORTED = 801,
+};
 
 static const char gcmx_stub_message[] =
     "no CUDA driver: this is gcmx's stub libcuda.so.1 (.toolchain/cuda-stub); install an NVIDIA driver";
 
-GCMX_STUB_EXPORT int cuGetErrorString(int error, const char **p_str) {
-    (void)error;
-    if (p_str == NULL) return GCMX_CUDA_ERROR_INVALID_VALUE;
-    *p_str = gcmx_stub_message;
-    return GCMX_CUDA_SUCCESS;
+static const struct {
+    int code;
+    const char* name;
+    const char* text;
+} gcmx_stub_errors[] = {
+    {CU_OK, "CUDA_SUCCESS", "no error"},
+    {CU_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CU_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CU_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CU_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", gcmx_stub_message},
+    {CU_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CU_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CU_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CU_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {CU_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CU_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CU_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {CU_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {CU_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+     "part or all of the requested memory range is already mapped"},
+    {CU_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+     "pointer does not correspond to a registered memory region"},
+    {CU_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CU_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+};
+
+GCMX_STUB_EXPORT int cuGetErrorString(int error, const char** p_str) {
+    size_t i;
+    if (p_str == NULL) return CU_INVALID_VALUE;
+    for (i = 0; i < sizeof gcmx_stub_errors / sizeof gcmx_stub_errors[0]; i++) {
+        if (gcmx_stub_errors[i].code == error) {
+            *p_str = gcmx_stub_errors[i].text;
+            return CU_OK;
+        }
+    }
+    *p_str = "unknown error (gcmx stub libcuda)";
+    return CU_OK;
 }
 
-GCMX_STUB_EXPORT int cuGetErrorName(int error, const char **p_str) {
-    (void)error;
-    if (p_str == NULL) return GCMX_CUDA_ERROR_INVALID_VALUE;
-    *p_str = "CUDA_ERROR_NO_DEVICE";
-    return GCMX_CUDA_SUCCESS;
+GCMX_STUB_EXPORT int cuGetErrorName(int error, const char** p_str) {
+    size_t i;
+    if (p_str == NULL) return CU_INVALID_VALUE;
+    for (i = 0; i < sizeof gcmx_stub_errors / sizeof gcmx_stub_errors[0]; i++) {
+        if (gcmx_stub_errors[i].code == error) {
+            *p_str = gcmx_stub_errors[i].name;
+            return CU_OK;
+        }
+    }
+    *p_str = "CUDA_ERROR_UNKNOWN";
+    return CU_OK;
 }
 
-/* Every other entry point: no device. */
+/* ================================================================================================================ */
+/* Emulation state                                                                                                  */
+/* ================================================================================================================ */
+
+typedef unsigned long long CUdeviceptr;
+typedef int CUdevice;
+
+/** What gcmx_stub_emulate() takes (mirrored by gcmx-cuda's runtime/fault.rs). */
+struct gcmx_stub_config {
+    uint64_t size;         /* sizeof(struct gcmx_stub_config), checked */
+    uint64_t total_memory; /* bytes of emulated device memory */
+    uint32_t have_clmad;   /* what gcmx_abi_info reports as word 1 */
+    uint32_t reserved;
+};
+
+/** What gcmx_stub_stats() fills (mirrored by gcmx-cuda's runtime/fault.rs). Live counts, then totals. */
+struct gcmx_stub_stats {
+    uint64_t size; /* sizeof(struct gcmx_stub_stats), checked */
+    uint64_t device_allocs, device_bytes;
+    uint64_t host_allocs, host_bytes;
+    uint64_t registrations;
+    uint64_t streams, events, modules, context_refs;
+    uint64_t launches;
+    uint64_t unwiped_frees;      /* device memory freed while not all zero */
+    uint64_t unwiped_host_frees; /* page-locked host memory freed while not all zero */
+    uint64_t unpinned_copies;    /* async copies with host memory neither page-locked nor registered */
+    uint64_t invalid_calls;      /* calls the real driver would refuse (see last_invalid) */
+    uint64_t nonzero_device;     /* live device allocations not all zero (scanned when the stats are read) */
+    uint64_t nonzero_host;       /* live page-locked allocations not all zero (likewise) */
+    char last_invalid[160];      /* the latest invalid call, NUL-terminated */
+};
+
+struct range {
+    uintptr_t start;
+    size_t len;
+};
+
+struct ranges {
+    struct range* v;
+    size_t n, cap;
+};
+
+struct emu_ctx {
+    int magic;
+};
+struct emu_module {
+    int magic;
+};
+struct emu_stream {
+    int magic;
+};
+struct emu_event {
+    int magic;
+};
+
+#define EMU_MAGIC_MODULE 0x6d6f64
+#define EMU_MAGIC_STREAM 0x737472
+#define EMU_MAGIC_EVENT 0x657674
+
+enum emu_kernel_kind {
+    K_ABI_INFO,
+    K_FUSED_ENC,
+    K_FUSED_DEC,
+    K_EXPAND,
+    K_KEY_POWERS,
+    K_DBATCH,
+    K_OTHER,
+};
+
+struct emu_kernel {
+    const char* name;
+    enum emu_kernel_kind kind;
+};
+
+static const struct emu_kernel emu_kernels[] = {
+    {"gcmx_abi_info", K_ABI_INFO},
+    {"gcmx_gcm_encrypt", K_FUSED_ENC},
+    {"gcmx_gcm_decrypt", K_FUSED_DEC},
+    {"gcmx_aes_expand_keys", K_EXPAND},
+    {"gcmx_key_powers", K_KEY_POWERS},
+    {"gcmx_dbatch_seal1", K_DBATCH},
+    {"gcmx_dbatch_open1", K_DBATCH},
+    {"gcmx_dbatch_sealn", K_DBATCH},
+    {"gcmx_dbatch_openn", K_DBATCH},
+    {"gcmx_ghash_clmad", K_OTHER},
+    {"gcmx_ghash_soft", K_OTHER},
+    {"gcmx_bw_read", K_OTHER},
+    {"gcmx_bw_copy", K_OTHER},
+    {"gcmx_aes_ctr", K_OTHER},
+    {"gcmx_fill_powers", K_OTHER},
+};
+
+static pthread_mutex_t emu_mu = PTHREAD_MUTEX_INITIALIZER;
+static int emu_on;
+static struct gcmx_stub_config emu_cfg;
+static struct emu_ctx emu_primary = {0x637478};
+static uint64_t emu_ctx_refs;
+static __thread struct emu_ctx* emu_current;
+static struct ranges emu_dev, emu_host, emu_regs;
+static struct gcmx_stub_stats emu_stats;
+
+static void emu_invalid(const char* what) {
+    emu_stats.invalid_calls++;
+    snprintf(emu_stats.last_invalid, sizeof emu_stats.last_invalid, "%s", what);
+}
+
+static int ranges_add(struct ranges* r, uintptr_t start, size_t len) {
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 64;
+        struct range* v = realloc(r->v, cap * sizeof *v);
+        if (v == NULL) return 0;
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n].start = start;
+    r->v[r->n].len = len;
+    r->n++;
+    return 1;
+}
+
+/* Index of the range that starts at `start`, or -1. */
+static long ranges_find_start(const struct ranges* r, uintptr_t start) {
+    size_t i;
+    for (i = 0; i < r->n; i++) {
+        if (r->v[i].start == start) return (long)i;
+    }
+    return -1;
+}
+
+static void ranges_remove(struct ranges* r, size_t i) {
+    r->v[i] = r->v[r->n - 1];
+    r->n--;
+}
+
+/* Whether [p, p + n) lies inside one range. */
+static int ranges_cover(const struct ranges* r, uintptr_t p, size_t n) {
+    size_t i;
+    for (i = 0; i < r->n; i++) {
+        uintptr_t s = r->v[i].start;
+        if (p >= s && p - s <= r->v[i].len && n <= r->v[i].len - (p - s)) return 1;
+    }
+    return 0;
+}
+
+/* Whether [p, p + n) overlaps any range. */
+static int ranges_overlap(const struct ranges* r, uintptr_t p, size_t n) {
+    size_t i;
+    for (i = 0; i < r->n; i++) {
+        uintptr_t s = r->v[i].start;
+        if (p < s + r->v[i].len && s < p + n) return 1;
+    }
+    return 0;
+}
+
+static int all_zero(const void* p, size_t n) {
+    const unsigned char* b = p;
+    size_t i = 0;
+    while (i < n) {
+        /* OR a page at a time (vectorised), stop at the first page with a set bit. */
+        size_t k, m = n - i < 4096 ? n - i : 4096;
+        unsigned char acc = 0;
+        for (k = 0; k < m; k++) acc |= b[i + k];
+        if (acc != 0) return 0;
+        i += m;
+    }
+    return 1;
+}
+
+/* Device range check for copies, memsets and kernel parameters. */
+static int dev_ok(CUdeviceptr p, size_t n, const char* what) {
+    char msg[160];
+    if (n == 0 || ranges_cover(&emu_dev, (uintptr_t)p, n)) return 1;
+    snprintf(msg, sizeof msg, "%s: %zu bytes at device address 0x%llx outside every allocation", what, n, p);
+    emu_invalid(msg);
+    return 0;
+}
+
+/* Host range check for asynchronous copies: page-locked or registered. */
+static void host_pinned_check(const void* p, size_t n, const char* what) {
+    if (n == 0 || ranges_cover(&emu_host, (uintptr_t)p, n) || ranges_cover(&emu_regs, (uintptr_t)p, n)) return;
+    emu_stats.unpinned_copies++;
+    {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: %zu host bytes at %p not page-locked", what, n, p);
+        snprintf(emu_stats.last_invalid, sizeof emu_stats.last_invalid, "%s", msg);
+    }
+}
+
+/* The calling thread has the primary context current (the driver's rule for almost every call). */
+static int ctx_ok(const char* what) {
+    if (emu_current == &emu_primary && emu_ctx_refs > 0) return 1;
+    {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s without a current context", what);
+        emu_invalid(msg);
+    }
+    return 0;
+}
+
+#define EMU_ENTER()                                   \
+    do {                                              \
+        if (!emu_on) return CU_NO_DEVICE;             \
+        pthread_mutex_lock(&emu_mu);                  \
+    } while (0)
+#define EMU_RETURN(code)                              \
+    do {                                              \
+        int emu_rc_ = (code);                         \
+        pthread_mutex_unlock(&emu_mu);                \
+        return emu_rc_;                               \
+    } while (0)
+#define EMU_NEED_CTX(what)                            \
+    do {                                              \
+        if (!ctx_ok(what)) EMU_RETURN(CU_INVALID_CONTEXT); \
+    } while (0)
+
+GCMX_STUB_EXPORT int gcmx_stub_emulate(const struct gcmx_stub_config* cfg) {
+    if (cfg == NULL || cfg->size != sizeof *cfg || cfg->total_memory == 0) return CU_INVALID_VALUE;
+    pthread_mutex_lock(&emu_mu);
+    emu_cfg = *cfg;
+    emu_on = 1;
+    pthread_mutex_unlock(&emu_mu);
+    return CU_OK;
+}
+
+GCMX_STUB_EXPORT int gcmx_stub_stats(struct gcmx_stub_stats* out) {
+    if (out == NULL || out->size != sizeof *out) return CU_INVALID_VALUE;
+    pthread_mutex_lock(&emu_mu);
+    *out = emu_stats;
+    out->size = sizeof *out;
+    out->device_allocs = emu_dev.n;
+    out->host_allocs = emu_host.n;
+    out->registrations = emu_regs.n;
+    out->context_refs = emu_ctx_refs;
+    out->nonzero_device = 0;
+    out->nonzero_host = 0;
+    {
+        size_t i;
+        for (i = 0; i < emu_dev.n; i++) {
+            out->nonzero_device += !all_zero((const void*)emu_dev.v[i].start, emu_dev.v[i].len);
+        }
+        for (i = 0; i < emu_host.n; i++) {
+            out->nonzero_host += !all_zero((const void*)emu_host.v[i].start, emu_host.v[i].len);
+        }
+    }
+    pthread_mutex_unlock(&emu_mu);
+    return CU_OK;
+}
+
+/* ================================================================================================================ */
+/* Init, devices, context                                                                                           */
+/* ================================================================================================================ */
+
+GCMX_STUB_EXPORT int cuInit(unsigned flags) {
+    (void)flags;
+    EMU_ENTER();
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuDriverGetVersion(int* v) {
+    EMU_ENTER();
+    if (v == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    *v = 13000;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuDeviceGetCount(int* n) {
+    EMU_ENTER();
+    if (n == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    *n = 1;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuDeviceGet(CUdevice* d, int ordinal) {
+    EMU_ENTER();
+    if (d == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    if (ordinal != 0) EMU_RETURN(CU_INVALID_DEVICE);
+    *d = 0;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuDeviceGetAttribute(int* v, int attrib, CUdevice d) {
+    EMU_ENTER();
+    if (v == NULL || d != 0) EMU_RETURN(CU_INVALID_VALUE);
+    switch (attrib) {
+        case 16: *v = 4; break; /* MULTIPROCESSOR_COUNT */
+        case 75: *v = 9; break; /* COMPUTE_CAPABILITY_MAJOR */
+        case 76: *v = 0; break; /* COMPUTE_CAPABILITY_MINOR */
+        default: *v = 0; break;
+    }
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuDeviceGetName(char* name, int len, CUdevice d) {
+    EMU_ENTER();
+    if (name == NULL || len <= 0 || d != 0) EMU_RETURN(CU_INVALID_VALUE);
+    snprintf(name, (size_t)len, "%s", "gcmx emulated device (stub libcuda: host memory, kernels not run)");
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
+    EMU_ENTER();
+    if (bytes == NULL || d != 0) EMU_RETURN(CU_INVALID_VALUE);
+    *bytes = (size_t)emu_cfg.total_memory;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuDevicePrimaryCtxRetain(struct emu_ctx** ctx, CUdevice d) {
+    EMU_ENTER();
+    if (ctx == NULL || d != 0) EMU_RETURN(CU_INVALID_VALUE);
+    emu_ctx_refs++;
+    *ctx = &emu_primary;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+    EMU_ENTER();
+    if (d != 0 || emu_ctx_refs == 0) {
+        emu_invalid("cuDevicePrimaryCtxRelease without a retained context");
+        EMU_RETURN(CU_INVALID_CONTEXT);
+    }
+    emu_ctx_refs--;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuCtxSetCurrent(struct emu_ctx* ctx) {
+    EMU_ENTER();
+    if (ctx != NULL && ctx != &emu_primary) {
+        emu_invalid("cuCtxSetCurrent: unknown context");
+        EMU_RETURN(CU_INVALID_CONTEXT);
+    }
+    emu_current = ctx;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuCtxGetCurrent(struct emu_ctx** ctx) {
+    EMU_ENTER();
+    if (ctx == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    *ctx = emu_current;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuCtxGetDevice(CUdevice* d) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuCtxGetDevice");
+    if (d == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    *d = 0;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuCtxSynchronize(void) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuCtxSynchronize");
+    EMU_RETURN(CU_OK);
+}
+
+/* ================================================================================================================ */
+/* Modules and kernels                                                                                              */
+/* ================================================================================================================ */
+
+/* A fatbin image starts with the little-endian magic 0xBA55ED50. */
+static int emu_load(struct emu_module** m, const void* image) {
+    uint32_t magic;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuModuleLoadData");
+    if (m == NULL || image == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    memcpy(&magic, image, sizeof magic);
+    if (magic != 0xBA55ED50u) EMU_RETURN(CU_INVALID_IMAGE);
+    *m = malloc(sizeof **m);
+    if (*m == NULL) EMU_RETURN(CU_OUT_OF_MEMORY);
+    (*m)->magic = EMU_MAGIC_MODULE;
+    emu_stats.modules++;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuModuleLoadData(struct emu_module** m, const void* image) { return emu_load(m, image); }
+
+GCMX_STUB_EXPORT int cuModuleLoadFatBinary(struct emu_module** m, const void* image) { return emu_load(m, image); }
+
+GCMX_STUB_EXPORT int cuModuleLoadDataEx(struct emu_module** m, const void* image, unsigned n, void* options,
+                                        void** values) {
+    (void)n;
+    (void)options;
+    (void)values;
+    return emu_load(m, image);
+}
+
+GCMX_STUB_EXPORT int cuModuleUnload(struct emu_module* m) {
+    EMU_ENTER();
+    if (m == NULL || m->magic != EMU_MAGIC_MODULE) {
+        emu_invalid("cuModuleUnload: unknown module");
+        EMU_RETURN(CU_INVALID_HANDLE);
+    }
+    m->magic = 0;
+    free(m);
+    emu_stats.modules--;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuModuleGetFunction(const struct emu_kernel** f, struct emu_module* m, const char* name) {
+    size_t i;
+    EMU_ENTER();
+    if (f == NULL || name == NULL || m == NULL || m->magic != EMU_MAGIC_MODULE) {
+        emu_invalid("cuModuleGetFunction: unknown module");
+        EMU_RETURN(CU_INVALID_HANDLE);
+    }
+    for (i = 0; i < sizeof emu_kernels / sizeof emu_kernels[0]; i++) {
+        if (strcmp(emu_kernels[i].name, name) == 0) {
+            *f = &emu_kernels[i];
+            EMU_RETURN(CU_OK);
+        }
+    }
+    EMU_RETURN(CU_NOT_FOUND);
+}
+
+/* ================================================================================================================ */
+/* Memory                                                                                                           */
+/* ================================================================================================================ */
+
+GCMX_STUB_EXPORT int cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemGetInfo");
+    if (free_bytes == NULL || total == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    *total = (size_t)emu_cfg.total_memory;
+    *free_bytes = (size_t)(emu_cfg.total_memory - emu_stats.device_bytes);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
+    void* m = NULL;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemAlloc");
+    if (p == NULL || n == 0) EMU_RETURN(CU_INVALID_VALUE);
+    if (n > emu_cfg.total_memory - emu_stats.device_bytes) EMU_RETURN(CU_OUT_OF_MEMORY);
+    if (posix_memalign(&m, 256, n) != 0) EMU_RETURN(CU_OUT_OF_MEMORY);
+    if (!ranges_add(&emu_dev, (uintptr_t)m, n)) {
+        free(m);
+        EMU_RETURN(CU_OUT_OF_MEMORY);
+    }
+    memset(m, 0, n);
+    emu_stats.device_bytes += n;
+    *p = (CUdeviceptr)(uintptr_t)m;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuMemFree_v2(CUdeviceptr p) {
+    long i;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemFree");
+    i = ranges_find_start(&emu_dev, (uintptr_t)p);
+    if (i < 0) {
+        emu_invalid("cuMemFree: not an allocation");
+        EMU_RETURN(CU_INVALID_VALUE);
+    }
+    if (!all_zero((const void*)(uintptr_t)p, emu_dev.v[i].len)) emu_stats.unwiped_frees++;
+    emu_stats.device_bytes -= emu_dev.v[i].len;
+    ranges_remove(&emu_dev, (size_t)i);
+    free((void*)(uintptr_t)p);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuMemAllocHost_v2(void** p, size_t n) {
+    void* m = NULL;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemAllocHost");
+    if (p == NULL || n == 0) EMU_RETURN(CU_INVALID_VALUE);
+    if (posix_memalign(&m, 4096, n) != 0) EMU_RETURN(CU_OUT_OF_MEMORY);
+    if (!ranges_add(&emu_host, (uintptr_t)m, n)) {
+        free(m);
+        EMU_RETURN(CU_OUT_OF_MEMORY);
+    }
+    emu_stats.host_bytes += n;
+    *p = m;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuMemFreeHost(void* p) {
+    long i;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemFreeHost");
+    i = ranges_find_start(&emu_host, (uintptr_t)p);
+    if (i < 0) {
+        emu_invalid("cuMemFreeHost: not a page-locked allocation");
+        EMU_RETURN(CU_INVALID_VALUE);
+    }
+    if (!all_zero(p, emu_host.v[i].len)) emu_stats.unwiped_host_frees++;
+    emu_stats.host_bytes -= emu_host.v[i].len;
+    ranges_remove(&emu_host, (size_t)i);
+    free(p);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
+    (void)flags;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemHostRegister");
+    if (p == NULL || n == 0) EMU_RETURN(CU_INVALID_VALUE);
+    if (ranges_overlap(&emu_regs, (uintptr_t)p, n) || ranges_overlap(&emu_host, (uintptr_t)p, n)) {
+        EMU_RETURN(CU_HOST_MEMORY_ALREADY_REGISTERED);
+    }
+    if (!ranges_add(&emu_regs, (uintptr_t)p, n)) EMU_RETURN(CU_OUT_OF_MEMORY);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuMemHostUnregister(void* p) {
+    long i;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemHostUnregister");
+    i = ranges_find_start(&emu_regs, (uintptr_t)p);
+    if (i < 0) {
+        emu_invalid("cuMemHostUnregister: not registered");
+        EMU_RETURN(CU_HOST_MEMORY_NOT_REGISTERED);
+    }
+    ranges_remove(&emu_regs, (size_t)i);
+    EMU_RETURN(CU_OK);
+}
+
+static int stream_ok(const struct emu_stream* s, const char* what) {
+    if (s == NULL || s->magic == EMU_MAGIC_STREAM) return 1;
+    {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: unknown stream", what);
+        emu_invalid(msg);
+    }
+    return 0;
+}
+
+static int emu_htod(CUdeviceptr dst, const void* src, size_t n, const struct emu_stream* s, int async) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemcpyHtoD");
+    if (async && !stream_ok(s, "cuMemcpyHtoDAsync")) EMU_RETURN(CU_INVALID_HANDLE);
+    if (!dev_ok(dst, n, "cuMemcpyHtoD") || (n > 0 && src == NULL)) EMU_RETURN(CU_INVALID_VALUE);
+    if (async) host_pinned_check(src, n, "cuMemcpyHtoDAsync");
+    if (n > 0) memcpy((void*)(uintptr_t)dst, src, n);
+    EMU_RETURN(CU_OK);
+}
+
+static int emu_dtoh(void* dst, CUdeviceptr src, size_t n, const struct emu_stream* s, int async) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemcpyDtoH");
+    if (async && !stream_ok(s, "cuMemcpyDtoHAsync")) EMU_RETURN(CU_INVALID_HANDLE);
+    if (!dev_ok(src, n, "cuMemcpyDtoH") || (n > 0 && dst == NULL)) EMU_RETURN(CU_INVALID_VALUE);
+    if (async) host_pinned_check(dst, n, "cuMemcpyDtoHAsync");
+    if (n > 0) memcpy(dst, (const void*)(uintptr_t)src, n);
+    EMU_RETURN(CU_OK);
+}
+
+static int emu_memset(CUdeviceptr dst, unsigned char v, size_t n, const struct emu_stream* s, int async) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemsetD8");
+    if (async && !stream_ok(s, "cuMemsetD8Async")) EMU_RETURN(CU_INVALID_HANDLE);
+    if (!dev_ok(dst, n, "cuMemsetD8")) EMU_RETURN(CU_INVALID_VALUE);
+    if (n > 0) memset((void*)(uintptr_t)dst, v, n);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+    return emu_htod(dst, src, n, NULL, 0);
+}
+
+GCMX_STUB_EXPORT int cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, struct emu_stream* s) {
+    return emu_htod(dst, src, n, s, 1);
+}
+
+GCMX_STUB_EXPORT int cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { return emu_dtoh(dst, src, n, NULL, 0); }
+
+GCMX_STUB_EXPORT int cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, struct emu_stream* s) {
+    return emu_dtoh(dst, src, n, s, 1);
+}
+
+GCMX_STUB_EXPORT int cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
+    return emu_memset(dst, v, n, NULL, 0);
+}
+
+GCMX_STUB_EXPORT int cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, struct emu_stream* s) {
+    return emu_memset(dst, v, n, s, 1);
+}
+
+/* ================================================================================================================ */
+/* Streams and events: work runs when it is queued, so both are always complete.                                    */
+/* ================================================================================================================ */
+
+static int emu_stream_create(struct emu_stream** s) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuStreamCreate");
+    if (s == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    *s = malloc(sizeof **s);
+    if (*s == NULL) EMU_RETURN(CU_OUT_OF_MEMORY);
+    (*s)->magic = EMU_MAGIC_STREAM;
+    emu_stats.streams++;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuStreamCreate(struct emu_stream** s, unsigned flags) {
+    (void)flags;
+    return emu_stream_create(s);
+}
+
+GCMX_STUB_EXPORT int cuStreamCreateWithPriority(struct emu_stream** s, unsigned flags, int priority) {
+    (void)flags;
+    (void)priority;
+    return emu_stream_create(s);
+}
+
+GCMX_STUB_EXPORT int cuStreamDestroy_v2(struct emu_stream* s) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuStreamDestroy");
+    if (s == NULL || !stream_ok(s, "cuStreamDestroy")) EMU_RETURN(CU_INVALID_HANDLE);
+    s->magic = 0;
+    free(s);
+    emu_stats.streams--;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuStreamSynchronize(struct emu_stream* s) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuStreamSynchronize");
+    if (!stream_ok(s, "cuStreamSynchronize")) EMU_RETURN(CU_INVALID_HANDLE);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuStreamQuery(struct emu_stream* s) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuStreamQuery");
+    if (!stream_ok(s, "cuStreamQuery")) EMU_RETURN(CU_INVALID_HANDLE);
+    EMU_RETURN(CU_OK);
+}
+
+static int event_ok(const struct emu_event* e, const char* what) {
+    if (e != NULL && e->magic == EMU_MAGIC_EVENT) return 1;
+    {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: unknown event", what);
+        emu_invalid(msg);
+    }
+    return 0;
+}
+
+GCMX_STUB_EXPORT int cuEventCreate(struct emu_event** e, unsigned flags) {
+    (void)flags;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuEventCreate");
+    if (e == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    *e = malloc(sizeof **e);
+    if (*e == NULL) EMU_RETURN(CU_OUT_OF_MEMORY);
+    (*e)->magic = EMU_MAGIC_EVENT;
+    emu_stats.events++;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuEventDestroy_v2(struct emu_event* e) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuEventDestroy");
+    if (!event_ok(e, "cuEventDestroy")) EMU_RETURN(CU_INVALID_HANDLE);
+    e->magic = 0;
+    free(e);
+    emu_stats.events--;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuEventRecord(struct emu_event* e, struct emu_stream* s) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuEventRecord");
+    if (!event_ok(e, "cuEventRecord") || !stream_ok(s, "cuEventRecord")) EMU_RETURN(CU_INVALID_HANDLE);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuEventSynchronize(struct emu_event* e) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuEventSynchronize");
+    if (!event_ok(e, "cuEventSynchronize")) EMU_RETURN(CU_INVALID_HANDLE);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuEventQuery(struct emu_event* e) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuEventQuery");
+    if (!event_ok(e, "cuEventQuery")) EMU_RETURN(CU_INVALID_HANDLE);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuEventElapsedTime(float* ms, struct emu_event* start, struct emu_event* end) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuEventElapsedTime");
+    if (ms == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    if (!event_ok(start, "cuEventElapsedTime") || !event_ok(end, "cuEventElapsedTime")) {
+        EMU_RETURN(CU_INVALID_HANDLE);
+    }
+    *ms = 0.001f;
+    EMU_RETURN(CU_OK);
+}
+
+/* ================================================================================================================ */
+/* Kernels: parameter checks and stand-in outputs                                                                   */
+/* ================================================================================================================ */
+
+/* Stand-in keystream byte at byte `i` of a run whose first block has counter `ctr` (J0 byte 0 `j0b0`). */
+static unsigned char emu_ks(unsigned char j0b0, uint32_t ctr_first, uint64_t i) {
+    return (unsigned char)(0x5cu ^ j0b0 ^ (unsigned char)(ctr_first + (uint32_t)(i / 16u)));
+}
+
+/* A hash of `n` bytes from `h`: FNV-1a over 8-byte words, then the tail bytes (not cryptographic: it only
+ * makes the stand-in tags depend on every byte). */
+static uint64_t emu_hash(uint64_t h, const unsigned char* p, uint64_t n) {
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, sizeof w);
+        h ^= w;
+        h *= 0x100000001b3ull;
+    }
+    for (; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* out = in XOR the stand-in keystream (emu_ks) for `n` bytes whose first block has counter `ctr_first`. */
+static void emu_xor(unsigned char* out, const unsigned char* in, uint64_t n, unsigned char j0b0, uint32_t ctr_first) {
+    uint64_t b, k;
+    for (b = 0; b < n; b += 16) {
+        unsigned char ks = emu_ks(j0b0, ctr_first, b);
+        uint64_t m = n - b < 16 ? n - b : 16;
+        for (k = 0; k < m; k++) out[b + k] = in[b + k] ^ ks;
+    }
+}
+
+static uint64_t emu_mix(uint64_t h, uint64_t v) { return emu_hash(h, (const unsigned char*)&v, sizeof v); }
+
+#define EMU_FNV0 0xcbf29ce484222325ull
+
+static int emu_abi_info(void** params) {
+    CUdeviceptr out;
+    uint32_t w[GCMX_ABI_INFO_WORDS];
+    memcpy(&out, params[0], sizeof out);
+    if (!dev_ok(out, sizeof w, "gcmx_abi_info out")) return CU_ILLEGAL_ADDRESS;
+    w[0] = GCMX_ABI_VERSION;
+    w[1] = emu_cfg.have_clmad;
+    w[2] = GCMX_GHASH_THREADS;
+    w[3] = GCMX_GHASH_SPAN;
+    w[4] = GCMX_FUSED_THREADS;
+    w[5] = GCMX_FUSED_SPAN;
+    w[6] = GCMX_DB_UNIT_BLOCKS;
+    w[7] = (uint32_t)sizeof(GcmxGcmParams);
+    memcpy((void*)(uintptr_t)out, w, sizeof w);
+    return CU_OK;
+}
+
+/* Partials of the fused kernels: per thread block j, a hash of the ciphertext blocks of its run (the message is
+ * front-padded to grid * SPAN blocks, as in the real kernel), so that the host-side tag depends on the ciphertext. */
+static void emu_fused_partials(const unsigned char* ct, uint64_t nbytes, unsigned grid, CUdeviceptr partials) {
+    uint64_t nblocks = (nbytes + 15u) / 16u, pad = (uint64_t)grid * GCMX_FUSED_SPAN - nblocks, j;
+    for (j = 0; j < grid; j++) {
+        uint64_t first = j * GCMX_FUSED_SPAN, last = first + GCMX_FUSED_SPAN, from, to, part[2];
+        from = first < pad ? 0 : (first - pad) * 16u;
+        to = last < pad ? 0 : (last - pad) * 16u;
+        if (to > nbytes) to = nbytes;
+        part[0] = emu_hash(EMU_FNV0, ct + from, to > from ? to - from : 0);
+        part[1] = emu_mix(EMU_FNV0, j + 1u);
+        memcpy((unsigned char*)(uintptr_t)partials + 16u * j, part, sizeof part);
+    }
+}
+
+static int emu_fused(void** params, unsigned grid, unsigned block, int decrypt) {
+    GcmxGcmParams p;
+    GcmxGcmCtr ctr;
+    uint64_t nblocks;
+    unsigned char* out;
+    const unsigned char* in;
+    memcpy(&p, params[0], sizeof p);
+    nblocks = (p.nbytes + 15u) / 16u;
+    if (block != GCMX_FUSED_THREADS || grid == 0 || (uint64_t)grid * GCMX_FUSED_SPAN < nblocks ||
+        (p.nr != 10 && p.nr != 12 && p.nr != 14) || p.in % 16 || p.out % 16 || p.ctr % 16 || p.powers % 16 ||
+        p.partials % 16 || p.key % 4) {
+        emu_invalid("gcmx_gcm_*: launch shape, rounds or alignment");
+        return CU_INVALID_VALUE;
+    }
+    if (!dev_ok(p.in, p.nbytes, "gcmx_gcm_* in") || !dev_ok(p.out, p.nbytes, "gcmx_gcm_* out") ||
+        !dev_ok(p.powers, 16u * GCMX_FUSED_POW_COUNT, "gcmx_gcm_* powers") ||
+        !dev_ok(p.partials, 16u * (uint64_t)grid, "gcmx_gcm_* partials") ||
+        !dev_ok(p.key, sizeof(GcmxAesKey), "gcmx_gcm_* key") || !dev_ok(p.ctr, sizeof ctr, "gcmx_gcm_* ctr")) {
+        return CU_ILLEGAL_ADDRESS;
+    }
+    memcpy(&ctr, (const void*)(uintptr_t)p.ctr, sizeof ctr);
+    in = (const unsigned char*)(uintptr_t)p.in;
+    out = (unsigned char*)(uintptr_t)p.out;
+    if (decrypt) emu_fused_partials(in, p.nbytes, grid, p.partials);
+    emu_xor(out, in, p.nbytes, (unsigned char)(ctr.j0_prefix[0] & 0xffu), ctr.ctr_first);
+    if (!decrypt) emu_fused_partials(out, p.nbytes, grid, p.partials);
+    return CU_OK;
+}
+
+static int emu_expand(void** params) {
+    GcmxExpandParams p;
+    uint32_t k;
+    memcpy(&p, params[0], sizeof p);
+    if (!dev_ok(p.raw, (uint64_t)p.nkeys * sizeof(GcmxRawKey), "gcmx_aes_expand_keys raw") ||
+        !dev_ok(p.out, (uint64_t)p.nkeys * sizeof(GcmxAesKey), "gcmx_aes_expand_keys out")) {
+        return CU_ILLEGAL_ADDRESS;
+    }
+    for (k = 0; k < p.nkeys; k++) {
+        GcmxRawKey raw;
+        GcmxAesKey key;
+        memcpy(&raw, (const unsigned char*)(uintptr_t)p.raw + k * sizeof raw, sizeof raw);
+        memset(&key, 0xE5, sizeof key);
+        key.nr = raw.len == 16 ? 10 : raw.len == 24 ? 12 : raw.len == 32 ? 14 : 0;
+        memcpy((unsigned char*)(uintptr_t)p.out + k * sizeof key, &key, sizeof key);
+    }
+    return CU_OK;
+}
+
+static uint32_t bswap32(uint32_t x) {
+    return (x >> 24) | ((x >> 8) & 0xff00u) | ((x << 8) & 0xff0000u) | (x << 24);
+}
+
+static int emu_key_powers(void** params) {
+    GcmxKeyPowersParams p;
+    memcpy(&p, params[0], sizeof p);
+    if (!dev_ok(p.keys, (uint64_t)p.nkeys * sizeof(GcmxAesKey), "gcmx_key_powers keys") ||
+        !dev_ok(p.key_powers, (uint64_t)p.nkeys * sizeof(GcmxKeyPowers), "gcmx_key_powers out")) {
+        return CU_ILLEGAL_ADDRESS;
+    }
+    memset((void*)(uintptr_t)p.key_powers, 0xB7, (size_t)p.nkeys * sizeof(GcmxKeyPowers));
+    return CU_OK;
+}
+
+/* A range a device-batch kernel may touch: device memory, or page-locked host memory (mapped for the device). */
+static int kern_ok(uint64_t p, uint64_t n, const char* what) {
+    if (n == 0 || ranges_cover(&emu_host, (uintptr_t)p, n)) return 1;
+    return dev_ok(p, n, what);
+}
+
+/* Whether [off, off + len) lies inside `size` bytes. */
+static int emu_in(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
+
+/* The real kernel's descriptor checks (dbatch.cuh, gcmx_db_valid). */
+static int emu_db_valid(const GcmxDbParams* p, const GcmxDevMsg* d) {
+    if (d->data_len > GCMX_P_MAX || d->aad_len > GCMX_A_MAX) return 0;
+    if (d->key >= p->nkeys || d->nonce_len == 0) return 0;
+    if ((p->flags & GCMX_DB_J0_GIVEN) && d->nonce_len != 16) return 0;
+    if (!emu_in(d->nonce_off, d->nonce_len, p->nonces_len)) return 0;
+    if (d->data_len && (d->data_off % 16 || !emu_in(d->data_off, d->data_len, p->data_len))) return 0;
+    if (d->aad_len && (d->aad_off % 16 || !emu_in(d->aad_off, d->aad_len, p->aad_len))) return 0;
+    return 1;
+}
+
+static int emu_dbatch(void** params, unsigned grid, unsigned block) {
+    GcmxDbParams p;
+    uint32_t i;
+    memcpy(&p, params[0], sizeof p);
+    if (block != GCMX_DB_THREADS || grid == 0 || p.nmsgs >= (1u << 31) || p.nkeys == 0 ||
+        (p.mode != GCMX_DB_SEAL && p.mode != GCMX_DB_OPEN && p.mode != GCMX_DB_EXPECT) || p.msgs % 8 ||
+        p.data % 16 || p.aad % 16 || p.tags % 16 || p.scratch % 256) {
+        emu_invalid("gcmx_dbatch_*: launch shape, mode or alignment");
+        return CU_INVALID_VALUE;
+    }
+    if (!kern_ok(p.msgs, (uint64_t)p.nmsgs * sizeof(GcmxDevMsg), "gcmx_dbatch_* msgs") ||
+        !kern_ok(p.data, p.data_len, "gcmx_dbatch_* data") || !kern_ok(p.aad, p.aad_len, "gcmx_dbatch_* aad") ||
+        !kern_ok(p.nonces, p.nonces_len, "gcmx_dbatch_* nonces") ||
+        !kern_ok(p.tags, 16u * (uint64_t)p.nmsgs, "gcmx_dbatch_* tags") ||
+        !kern_ok(p.verdicts, p.nmsgs, "gcmx_dbatch_* verdicts") ||
+        !dev_ok(p.keys, (uint64_t)p.nkeys * sizeof(GcmxAesKey), "gcmx_dbatch_* keys") ||
+        !dev_ok(p.key_powers, (uint64_t)p.nkeys * sizeof(GcmxKeyPowers), "gcmx_dbatch_* key_powers") ||
+        !dev_ok(p.scratch, gcmx_db_scratch_bytes(p.nmsgs, grid), "gcmx_dbatch_* scratch")) {
+        return CU_ILLEGAL_ADDRESS;
+    }
+    for (i = 0; i < p.nmsgs; i++) {
+        GcmxDevMsg d;
+        unsigned char* tagp = (unsigned char*)(uintptr_t)(p.tags + 16u * (uint64_t)i);
+        unsigned char* ver = (unsigned char*)(uintptr_t)(p.verdicts + i);
+        unsigned char j0[16];
+        const unsigned char* nonce;
+        unsigned char* data;
+        uint64_t h = EMU_FNV0, tag[2], ct_hash;
+        uint32_t ctr_first;
+        memcpy(&d, (const unsigned char*)(uintptr_t)p.msgs + i * sizeof d, sizeof d);
+        if (!emu_db_valid(&p, &d)) {
+            if (p.mode != GCMX_DB_OPEN) memset(tagp, 0, 16);
+            *ver = GCMX_VERDICT_INVALID;
+            continue;
+        }
+        nonce = (const unsigned char*)(uintptr_t)(p.nonces + d.nonce_off);
+        memset(j0, 0, sizeof j0);
+        if (p.flags & GCMX_DB_J0_GIVEN) {
+            memcpy(j0, nonce, 16);
+        } else if (d.nonce_len == 12) {
+            memcpy(j0, nonce, 12);
+            j0[15] = 1;
+        } else {
+            uint64_t a = emu_hash(EMU_FNV0, nonce, d.nonce_len), b = emu_mix(a, d.nonce_len);
+            memcpy(j0, &a, 8);
+            memcpy(j0 + 8, &b, 8);
+        }
+        data = (unsigned char*)(uintptr_t)(p.data + d.data_off);
+        ctr_first = bswap32((uint32_t)j0[12] | (uint32_t)j0[13] << 8 | (uint32_t)j0[14] << 16 | (uint32_t)j0[15] << 24) + 1u;
+        if (p.mode != GCMX_DB_SEAL) ct_hash = emu_hash(EMU_FNV0, data, d.data_len);
+        if (d.data_len) emu_xor(data, data, d.data_len, j0[0], ctr_first);
+        if (p.mode == GCMX_DB_SEAL) ct_hash = emu_hash(EMU_FNV0, data, d.data_len);
+        h = emu_mix(h, ct_hash);
+        h = emu_hash(h, j0, sizeof j0);
+        h = emu_mix(h, d.key);
+        h = emu_mix(h, d.data_len);
+        h = emu_mix(h, d.aad_len);
+        h = emu_hash(h, (const unsigned char*)(uintptr_t)(p.aad + d.aad_off), d.aad_len);
+        tag[0] = h;
+        tag[1] = emu_mix(h, 0x7461670au);
+        if (p.mode == GCMX_DB_OPEN) {
+            uint32_t tl = p.tag_len == 0 || p.tag_len > 16 ? 16 : p.tag_len;
+            if (memcmp(tagp, tag, tl) != 0) {
+                memset(data, 0, d.data_len);
+                *ver = GCMX_VERDICT_REFUSED;
+                continue;
+            }
+        } else {
+            memcpy(tagp, tag, 16);
+        }
+        *ver = GCMX_VERDICT_OK;
+    }
+    return CU_OK;
+}
+
+/* The launch itself (both entry points): known kernel, stream, arguments, then the stand-in. */
+static int emu_launch(const struct emu_kernel* f, unsigned gx, unsigned bx, struct emu_stream* s, void** params,
+                      void** extra, int cooperative, const char* what) {
+    int rc = CU_OK;
+    size_t i, known = 0;
+    for (i = 0; i < sizeof emu_kernels / sizeof emu_kernels[0]; i++) {
+        if (f == &emu_kernels[i]) known = 1;
+    }
+    if (!known) {
+        emu_invalid("launch: unknown function");
+        return CU_INVALID_HANDLE;
+    }
+    if (!stream_ok(s, what)) return CU_INVALID_HANDLE;
+    if (extra != NULL || gx == 0 || bx == 0 || (params == NULL && f->kind != K_OTHER) ||
+        (f->kind == K_DBATCH) != (cooperative != 0)) {
+        emu_invalid("launch: arguments (device-batch kernels need a cooperative launch, others a plain one)");
+        return CU_INVALID_VALUE;
+    }
+    emu_stats.launches++;
+    switch (f->kind) {
+        case K_ABI_INFO: rc = emu_abi_info(params); break;
+        case K_FUSED_ENC: rc = emu_fused(params, gx, bx, 0); break;
+        case K_FUSED_DEC: rc = emu_fused(params, gx, bx, 1); break;
+        case K_EXPAND: rc = emu_expand(params); break;
+        case K_KEY_POWERS: rc = emu_key_powers(params); break;
+        case K_DBATCH: rc = emu_dbatch(params, gx, bx); break;
+        case K_OTHER: break;
+    }
+    return rc;
+}
+
+GCMX_STUB_EXPORT int cuLaunchCooperativeKernel(const struct emu_kernel* f, unsigned gx, unsigned gy, unsigned gz,
+                                               unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                               struct emu_stream* s, void** params) {
+    (void)gy;
+    (void)gz;
+    (void)by;
+    (void)bz;
+    (void)shmem;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuLaunchCooperativeKernel");
+    /* The resident limit (cuOccupancyMaxActiveBlocksPerMultiprocessor x 4 SMs). */
+    if (gx > 2u * 4u) {
+        emu_invalid("cuLaunchCooperativeKernel: more blocks than are resident at once");
+        EMU_RETURN(CU_INVALID_VALUE);
+    }
+    EMU_RETURN(emu_launch(f, gx, bx, s, params, NULL, 1, "cuLaunchCooperativeKernel"));
+}
+
+GCMX_STUB_EXPORT int cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const struct emu_kernel* f, int block,
+                                                                 size_t smem) {
+    (void)block;
+    (void)smem;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (n == NULL || f == NULL) EMU_RETURN(CU_INVALID_VALUE);
+    *n = 2;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuStreamWaitEvent(struct emu_stream* s, struct emu_event* e, unsigned flags) {
+    (void)flags;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuStreamWaitEvent");
+    if (!stream_ok(s, "cuStreamWaitEvent") || !event_ok(e, "cuStreamWaitEvent")) EMU_RETURN(CU_INVALID_HANDLE);
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuMemHostAlloc(void** p, size_t n, unsigned flags) {
+    (void)flags;
+    return cuMemAllocHost_v2(p, n);
+}
+
+/* Page-locked host memory is addressed by the device at its host address (unified addressing). */
+GCMX_STUB_EXPORT int cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned flags) {
+    EMU_ENTER();
+    EMU_NEED_CTX("cuMemHostGetDevicePointer");
+    if (d == NULL || flags != 0 || !ranges_cover(&emu_host, (uintptr_t)p, 1)) {
+        emu_invalid("cuMemHostGetDevicePointer: not page-locked memory");
+        EMU_RETURN(CU_INVALID_VALUE);
+    }
+    *d = (CUdeviceptr)(uintptr_t)p;
+    EMU_RETURN(CU_OK);
+}
+
+GCMX_STUB_EXPORT int cuLaunchKernel(const struct emu_kernel* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                    unsigned by, unsigned bz, unsigned shmem, struct emu_stream* s, void** params,
+                                    void** extra) {
+    (void)gy;
+    (void)gz;
+    (void)by;
+    (void)bz;
+    (void)shmem;
+    EMU_ENTER();
+    EMU_NEED_CTX("cuLaunchKernel");
+    EMU_RETURN(emu_launch(f, gx, bx, s, params, extra, 0, "cuLaunchKernel"));
+}
+
+/* ================================================================================================================ */
+/* Every other entry point: no device (also in emulation: gcmx-cuda does not call them).                           */
+/* ================================================================================================================ */
 #define GCMX_NO_DEVICE(name) \
-    GCMX_STUB_EXPORT int name(void) { return GCMX_CUDA_ERROR_NO_DEVICE; }
+    GCMX_STUB_EXPORT int name(void) { return CU_NO_DEVICE; }
 
 GCMX_NO_DEVICE(cuArray3DCreate_v2)
 GCMX_NO_DEVICE(cuArray3DGetDescriptor_v2)
@@ -57,8 +1174,6 @@ GCMX_NO_DEVICE(cuCtxDisablePeerAccess)
 GCMX_NO_DEVICE(cuCtxEnablePeerAccess)
 GCMX_NO_DEVICE(cuCtxGetApiVersion)
 GCMX_NO_DEVICE(cuCtxGetCacheConfig)
-GCMX_NO_DEVICE(cuCtxGetCurrent)
-GCMX_NO_DEVICE(cuCtxGetDevice)
 GCMX_NO_DEVICE(cuCtxGetExecAffinity)
 GCMX_NO_DEVICE(cuCtxGetFlags)
 GCMX_NO_DEVICE(cuCtxGetLimit)
@@ -68,24 +1183,18 @@ GCMX_NO_DEVICE(cuCtxPopCurrent_v2)
 GCMX_NO_DEVICE(cuCtxPushCurrent_v2)
 GCMX_NO_DEVICE(cuCtxResetPersistingL2Cache)
 GCMX_NO_DEVICE(cuCtxSetCacheConfig)
-GCMX_NO_DEVICE(cuCtxSetCurrent)
 GCMX_NO_DEVICE(cuCtxSetLimit)
 GCMX_NO_DEVICE(cuCtxSetSharedMemConfig)
-GCMX_NO_DEVICE(cuCtxSynchronize)
 GCMX_NO_DEVICE(cuDestroyExternalMemory)
 GCMX_NO_DEVICE(cuDestroyExternalSemaphore)
 GCMX_NO_DEVICE(cuDeviceCanAccessPeer)
 GCMX_NO_DEVICE(cuDeviceComputeCapability)
-GCMX_NO_DEVICE(cuDeviceGet)
-GCMX_NO_DEVICE(cuDeviceGetAttribute)
 GCMX_NO_DEVICE(cuDeviceGetByPCIBusId)
-GCMX_NO_DEVICE(cuDeviceGetCount)
 GCMX_NO_DEVICE(cuDeviceGetDefaultMemPool)
 GCMX_NO_DEVICE(cuDeviceGetExecAffinitySupport)
 GCMX_NO_DEVICE(cuDeviceGetGraphMemAttribute)
 GCMX_NO_DEVICE(cuDeviceGetLuid)
 GCMX_NO_DEVICE(cuDeviceGetMemPool)
-GCMX_NO_DEVICE(cuDeviceGetName)
 GCMX_NO_DEVICE(cuDeviceGetNvSciSyncAttributes)
 GCMX_NO_DEVICE(cuDeviceGetP2PAttribute)
 GCMX_NO_DEVICE(cuDeviceGetPCIBusId)
@@ -95,21 +1204,11 @@ GCMX_NO_DEVICE(cuDeviceGetUuid)
 GCMX_NO_DEVICE(cuDeviceGetUuid_v2)
 GCMX_NO_DEVICE(cuDeviceGraphMemTrim)
 GCMX_NO_DEVICE(cuDevicePrimaryCtxGetState)
-GCMX_NO_DEVICE(cuDevicePrimaryCtxRelease_v2)
 GCMX_NO_DEVICE(cuDevicePrimaryCtxReset_v2)
-GCMX_NO_DEVICE(cuDevicePrimaryCtxRetain)
 GCMX_NO_DEVICE(cuDevicePrimaryCtxSetFlags_v2)
 GCMX_NO_DEVICE(cuDeviceSetGraphMemAttribute)
 GCMX_NO_DEVICE(cuDeviceSetMemPool)
-GCMX_NO_DEVICE(cuDeviceTotalMem_v2)
-GCMX_NO_DEVICE(cuDriverGetVersion)
-GCMX_NO_DEVICE(cuEventCreate)
-GCMX_NO_DEVICE(cuEventDestroy_v2)
-GCMX_NO_DEVICE(cuEventElapsedTime)
-GCMX_NO_DEVICE(cuEventQuery)
-GCMX_NO_DEVICE(cuEventRecord)
 GCMX_NO_DEVICE(cuEventRecordWithFlags)
-GCMX_NO_DEVICE(cuEventSynchronize)
 GCMX_NO_DEVICE(cuExternalMemoryGetMappedBuffer)
 GCMX_NO_DEVICE(cuExternalMemoryGetMappedMipmappedArray)
 GCMX_NO_DEVICE(cuFlushGPUDirectRDMAWrites)
@@ -196,19 +1295,16 @@ GCMX_NO_DEVICE(cuGraphicsUnmapResources)
 GCMX_NO_DEVICE(cuGraphicsUnregisterResource)
 GCMX_NO_DEVICE(cuImportExternalMemory)
 GCMX_NO_DEVICE(cuImportExternalSemaphore)
-GCMX_NO_DEVICE(cuInit)
 GCMX_NO_DEVICE(cuIpcCloseMemHandle)
 GCMX_NO_DEVICE(cuIpcGetEventHandle)
 GCMX_NO_DEVICE(cuIpcGetMemHandle)
 GCMX_NO_DEVICE(cuIpcOpenEventHandle)
 GCMX_NO_DEVICE(cuIpcOpenMemHandle_v2)
 GCMX_NO_DEVICE(cuLaunch)
-GCMX_NO_DEVICE(cuLaunchCooperativeKernel)
 GCMX_NO_DEVICE(cuLaunchCooperativeKernelMultiDevice)
 GCMX_NO_DEVICE(cuLaunchGrid)
 GCMX_NO_DEVICE(cuLaunchGridAsync)
 GCMX_NO_DEVICE(cuLaunchHostFunc)
-GCMX_NO_DEVICE(cuLaunchKernel)
 GCMX_NO_DEVICE(cuLinkAddData_v2)
 GCMX_NO_DEVICE(cuLinkAddFile_v2)
 GCMX_NO_DEVICE(cuLinkComplete)
@@ -219,25 +1315,16 @@ GCMX_NO_DEVICE(cuMemAddressReserve)
 GCMX_NO_DEVICE(cuMemAdvise)
 GCMX_NO_DEVICE(cuMemAllocAsync)
 GCMX_NO_DEVICE(cuMemAllocFromPoolAsync)
-GCMX_NO_DEVICE(cuMemAllocHost_v2)
 GCMX_NO_DEVICE(cuMemAllocManaged)
 GCMX_NO_DEVICE(cuMemAllocPitch_v2)
-GCMX_NO_DEVICE(cuMemAlloc_v2)
 GCMX_NO_DEVICE(cuMemCreate)
 GCMX_NO_DEVICE(cuMemExportToShareableHandle)
 GCMX_NO_DEVICE(cuMemFreeAsync)
-GCMX_NO_DEVICE(cuMemFreeHost)
-GCMX_NO_DEVICE(cuMemFree_v2)
 GCMX_NO_DEVICE(cuMemGetAccess)
 GCMX_NO_DEVICE(cuMemGetAddressRange_v2)
 GCMX_NO_DEVICE(cuMemGetAllocationGranularity)
 GCMX_NO_DEVICE(cuMemGetAllocationPropertiesFromHandle)
-GCMX_NO_DEVICE(cuMemGetInfo_v2)
-GCMX_NO_DEVICE(cuMemHostAlloc)
-GCMX_NO_DEVICE(cuMemHostGetDevicePointer_v2)
 GCMX_NO_DEVICE(cuMemHostGetFlags)
-GCMX_NO_DEVICE(cuMemHostRegister_v2)
-GCMX_NO_DEVICE(cuMemHostUnregister)
 GCMX_NO_DEVICE(cuMemImportFromShareableHandle)
 GCMX_NO_DEVICE(cuMemMap)
 GCMX_NO_DEVICE(cuMemMapArrayAsync)
@@ -275,12 +1362,8 @@ GCMX_NO_DEVICE(cuMemcpyAtoH_v2)
 GCMX_NO_DEVICE(cuMemcpyDtoA_v2)
 GCMX_NO_DEVICE(cuMemcpyDtoDAsync_v2)
 GCMX_NO_DEVICE(cuMemcpyDtoD_v2)
-GCMX_NO_DEVICE(cuMemcpyDtoHAsync_v2)
-GCMX_NO_DEVICE(cuMemcpyDtoH_v2)
 GCMX_NO_DEVICE(cuMemcpyHtoAAsync_v2)
 GCMX_NO_DEVICE(cuMemcpyHtoA_v2)
-GCMX_NO_DEVICE(cuMemcpyHtoDAsync_v2)
-GCMX_NO_DEVICE(cuMemcpyHtoD_v2)
 GCMX_NO_DEVICE(cuMemcpyPeer)
 GCMX_NO_DEVICE(cuMemcpyPeerAsync)
 GCMX_NO_DEVICE(cuMemsetD16Async)
@@ -293,23 +1376,15 @@ GCMX_NO_DEVICE(cuMemsetD2D8Async)
 GCMX_NO_DEVICE(cuMemsetD2D8_v2)
 GCMX_NO_DEVICE(cuMemsetD32Async)
 GCMX_NO_DEVICE(cuMemsetD32_v2)
-GCMX_NO_DEVICE(cuMemsetD8Async)
-GCMX_NO_DEVICE(cuMemsetD8_v2)
 GCMX_NO_DEVICE(cuMipmappedArrayCreate)
 GCMX_NO_DEVICE(cuMipmappedArrayDestroy)
 GCMX_NO_DEVICE(cuMipmappedArrayGetLevel)
 GCMX_NO_DEVICE(cuMipmappedArrayGetSparseProperties)
-GCMX_NO_DEVICE(cuModuleGetFunction)
 GCMX_NO_DEVICE(cuModuleGetGlobal_v2)
 GCMX_NO_DEVICE(cuModuleGetSurfRef)
 GCMX_NO_DEVICE(cuModuleGetTexRef)
 GCMX_NO_DEVICE(cuModuleLoad)
-GCMX_NO_DEVICE(cuModuleLoadData)
-GCMX_NO_DEVICE(cuModuleLoadDataEx)
-GCMX_NO_DEVICE(cuModuleLoadFatBinary)
-GCMX_NO_DEVICE(cuModuleUnload)
 GCMX_NO_DEVICE(cuOccupancyAvailableDynamicSMemPerBlock)
-GCMX_NO_DEVICE(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 GCMX_NO_DEVICE(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
 GCMX_NO_DEVICE(cuOccupancyMaxPotentialBlockSize)
 GCMX_NO_DEVICE(cuOccupancyMaxPotentialBlockSizeWithFlags)
@@ -330,9 +1405,6 @@ GCMX_NO_DEVICE(cuStreamAttachMemAsync)
 GCMX_NO_DEVICE(cuStreamBatchMemOp)
 GCMX_NO_DEVICE(cuStreamBeginCapture_v2)
 GCMX_NO_DEVICE(cuStreamCopyAttributes)
-GCMX_NO_DEVICE(cuStreamCreate)
-GCMX_NO_DEVICE(cuStreamCreateWithPriority)
-GCMX_NO_DEVICE(cuStreamDestroy_v2)
 GCMX_NO_DEVICE(cuStreamEndCapture)
 GCMX_NO_DEVICE(cuStreamGetAttribute)
 GCMX_NO_DEVICE(cuStreamGetCaptureInfo)
@@ -341,11 +1413,8 @@ GCMX_NO_DEVICE(cuStreamGetCtx)
 GCMX_NO_DEVICE(cuStreamGetFlags)
 GCMX_NO_DEVICE(cuStreamGetPriority)
 GCMX_NO_DEVICE(cuStreamIsCapturing)
-GCMX_NO_DEVICE(cuStreamQuery)
 GCMX_NO_DEVICE(cuStreamSetAttribute)
-GCMX_NO_DEVICE(cuStreamSynchronize)
 GCMX_NO_DEVICE(cuStreamUpdateCaptureDependencies)
-GCMX_NO_DEVICE(cuStreamWaitEvent)
 GCMX_NO_DEVICE(cuStreamWaitValue32)
 GCMX_NO_DEVICE(cuStreamWaitValue64)
 GCMX_NO_DEVICE(cuStreamWriteValue32)

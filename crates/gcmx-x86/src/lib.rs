@@ -1,18 +1,22 @@
 //! gcmx's x86-64 kernels: AES-CTR and GHASH stitched into one loop.
 //!
 //! [`StitchedKey`] holds an expanded AES-128/192/256 key and the GHASH key's powers. Its bulk
-//! loops run 16 blocks per step on 256-bit registers: VAES (`vaesenc` on two blocks per register)
-//! for the counter-mode keystream and VPCLMULQDQ for GHASH, the hash of one step's 16 ciphertext
-//! blocks aggregated over the powers `H^16..H^1` with a single reduction, so both units work at
-//! once. GHASH is computed in the POLYVAL domain (each block byte-reflected, Montgomery reduction
-//! with `0xC2 << 56`), which is the form the rest of gcmx uses: a GHASH state is a `u128`, the
-//! 16-byte GCM block read big-endian.
+//! loops run the counter-mode keystream (VAES) and GHASH (VPCLMULQDQ) of many blocks per step,
+//! the hash of one step's blocks aggregated over the powers `H^n..H^1` with a single reduction,
+//! so both units work at once. GHASH is computed in the POLYVAL domain (each block
+//! byte-reflected, Montgomery reduction with `0xC2 << 56`), which is the form the rest of gcmx
+//! uses: a GHASH state is a `u128`, the 16-byte GCM block read big-endian.
 //!
-//! Those wide kernels need AES-NI, PCLMULQDQ, AVX2, VAES and VPCLMULQDQ. On CPUs with AES-NI,
-//! PCLMULQDQ and SSSE3 but not the rest, narrow kernels of the same shape run on 128-bit
-//! registers (8 blocks a step). [`StitchedKey::new`] detects the features at run time and
-//! returns `None` on CPUs without AES-NI (and always off x86-64). All AES and carry-less
-//! multiplications are single instructions: no table lookups, no branches on secrets.
+//! Three widths, the widest the CPU runs chosen at run time by [`StitchedKey::new`]:
+//! - 512-bit (AVX-512F/BW/VL, VAES, VPCLMULQDQ): four blocks a register, 32 blocks a step;
+//!   short messages and the end of long ones in masked registers;
+//! - 256-bit (AVX2, VAES, VPCLMULQDQ): two blocks a register, 16 blocks a step;
+//! - 128-bit (AES-NI, PCLMULQDQ, SSSE3): 8 blocks a step.
+//!
+//! `new` returns `None` on CPUs without AES-NI (and always off x86-64). All AES and carry-less
+//! multiplications are single instructions: no table lookups, and no branch or memory address
+//! depends on the key, `H`, the counter, the data or the hash state (the `constant_time` test
+//! checks this on the compiled code).
 //!
 //! ```
 //! use gcmx_x86::StitchedKey;
@@ -29,6 +33,23 @@
 //!     assert_eq!(y, 0xf38cbb1ad69223dcc3457ae5b6b0f885);
 //! }
 //! ```
+//!
+//! A whole message in one call (GCM specification, test case 2):
+//!
+//! ```
+//! use gcmx_x86::StitchedKey;
+//! if let Some(k) = StitchedKey::new(&[0u8; 16]) {
+//!     let mut j0 = [0u8; 16];
+//!     j0[15] = 1; // 96-bit IV 0^96: J0 = IV ‖ 0^31 ‖ 1
+//!     let mut buf = [0u8; 16];
+//!     let tag = k.seal_message(&j0, b"", &mut buf);
+//!     assert_eq!(u128::from_be_bytes(buf), 0x0388dace60b6a392f328c2b971b2fe78);
+//!     assert_eq!(u128::from_be_bytes(tag), 0xab6e47d42cec13bdf53a67b21257bddf);
+//!     // open returns the expected tag; the caller compares it in constant time
+//!     assert_eq!(k.open_message(&j0, b"", &mut buf), tag);
+//!     assert_eq!(buf, [0u8; 16]);
+//! }
+//! ```
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -41,7 +62,7 @@ mod kernels;
 #[derive(Clone)]
 pub struct StitchedKey {
     #[cfg(target_arch = "x86_64")]
-    keys: kernels::Keys,
+    keys: Box<kernels::Keys>,
     #[cfg(not(target_arch = "x86_64"))]
     never: core::convert::Infallible,
 }
@@ -51,6 +72,21 @@ impl StitchedKey {
     /// runs. `None` when the CPU lacks AES-NI, PCLMULQDQ or SSSE3, when not on x86-64, or for
     /// any other key length.
     pub fn new(key: &[u8]) -> Option<Self> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            kernels::Keys::new(key, kernels::Level::Zmm).map(|keys| StitchedKey { keys })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = key;
+            None
+        }
+    }
+
+    /// Like [`StitchedKey::new`] but at most the 256-bit (VAES + VPCLMULQDQ on AVX2 registers)
+    /// kernels, even where the 512-bit ones would run: for comparisons and tests. Output is
+    /// identical.
+    pub fn new_256(key: &[u8]) -> Option<Self> {
         #[cfg(target_arch = "x86_64")]
         {
             kernels::Keys::new(key, kernels::Level::Wide).map(|keys| StitchedKey { keys })
@@ -63,7 +99,7 @@ impl StitchedKey {
     }
 
     /// Like [`StitchedKey::new`] but always the narrow (128-bit AES-NI + PCLMULQDQ) kernels,
-    /// even where the wide ones would run: for comparisons and tests. Output is identical.
+    /// even where wider ones would run: for comparisons and tests. Output is identical.
     pub fn new_narrow(key: &[u8]) -> Option<Self> {
         #[cfg(target_arch = "x86_64")]
         {
@@ -88,11 +124,11 @@ impl StitchedKey {
         }
     }
 
-    /// Whether this CPU runs the wide (VAES + VPCLMULQDQ) kernels.
+    /// Whether this CPU runs the 256-bit (VAES + VPCLMULQDQ) kernels, or wider ones.
     pub fn cpu_supports_wide() -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            kernels::Level::detect() == Some(kernels::Level::Wide)
+            kernels::Level::detect() >= Some(kernels::Level::Wide)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -100,11 +136,25 @@ impl StitchedKey {
         }
     }
 
-    /// Which kernels this key runs: `"vaes-vpclmulqdq-256"` or `"aesni-pclmulqdq-128"`.
+    /// Whether this CPU runs the 512-bit (AVX-512 + VAES + VPCLMULQDQ) kernels.
+    pub fn cpu_supports_512() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            kernels::Level::detect() == Some(kernels::Level::Zmm)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// Which kernels this key runs: `"vaes-vpclmulqdq-512"`, `"vaes-vpclmulqdq-256"` or
+    /// `"aesni-pclmulqdq-128"`.
     pub fn kernel_name(&self) -> &'static str {
         #[cfg(target_arch = "x86_64")]
         {
             match self.keys.level() {
+                kernels::Level::Zmm => "vaes-vpclmulqdq-512",
                 kernels::Level::Wide => "vaes-vpclmulqdq-256",
                 kernels::Level::Narrow => "aesni-pclmulqdq-128",
             }
@@ -167,6 +217,43 @@ impl StitchedKey {
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = (ctr, y, buf);
+            match self.never {}
+        }
+    }
+
+    /// Seal one whole GCM message (SP 800-38D 7.1): encrypt `buf` in place under the
+    /// pre-counter block `j0` (the first block uses `inc32(J0)`), authenticate `aad` and the
+    /// ciphertext, and return the full 16-byte tag `GHASH(A, C) ^ AES_K(J0)`. One call does all
+    /// of it, the counter arithmetic included.
+    ///
+    /// `j0` is the caller's: `IV ‖ 0^31 ‖ 1` for 12-byte nonces, else `GHASH(IV ‖ 0^s ‖
+    /// [len(IV)]_64)` (which [`StitchedKey::ghash`] computes). GCM limits the message to
+    /// `2^36 − 32` bytes per `J0`; past that the counter wraps and the keystream repeats,
+    /// which the caller must prevent.
+    pub fn seal_message(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.keys.message::<true>(j0, aad, buf)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (j0, aad, buf);
+            match self.never {}
+        }
+    }
+
+    /// Open one whole GCM message: authenticate `aad` and the ciphertext `buf`, decrypt `buf`
+    /// in place, and return the **expected** tag. The caller must compare it with the received
+    /// tag in constant time and, on a mismatch, not release `buf` (re-sealing it with the same
+    /// `j0` restores the ciphertext).
+    pub fn open_message(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.keys.message::<false>(j0, aad, buf)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (j0, aad, buf);
             match self.never {}
         }
     }

@@ -6,52 +6,53 @@ use gcmx_x86::StitchedKey;
 use ghash::GHash;
 use ghash::universal_hash::UniversalHash;
 
-/// splitmix64: deterministic test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-    /// Random bytes, a random length in `0..=max`.
-    fn upto(&mut self, max: usize) -> Vec<u8> {
-        let n = self.below(max + 1);
-        self.bytes(n)
-    }
-    /// A random AES key of a random size.
-    fn key(&mut self) -> Vec<u8> {
-        let n = [16, 24, 32][self.below(3)];
-        self.bytes(n)
-    }
-}
+mod common;
+use common::Rng;
 
-/// The key for every kernel width this CPU runs (the default choice and the narrow one);
-/// empty, with a note, on a CPU without AES-NI.
+/// The key for every kernel width this CPU runs, each forced through its constructor (512-bit,
+/// 256-bit, 128-bit); empty, with a note, on a CPU without AES-NI.
 fn kernels(key: &[u8]) -> Vec<StitchedKey> {
     let k = StitchedKey::new(key);
+    let w = StitchedKey::new_256(key);
     let n = StitchedKey::new_narrow(key);
-    assert_eq!(k.is_some(), StitchedKey::cpu_supported());
-    assert_eq!(n.is_some(), StitchedKey::cpu_supported());
-    let (Some(k), Some(n)) = (k, n) else {
+    for x in [&k, &w, &n] {
+        assert_eq!(x.is_some(), StitchedKey::cpu_supported());
+    }
+    let (Some(k), Some(w), Some(n)) = (k, w, n) else {
         eprintln!("CPU lacks AES-NI/PCLMULQDQ: stitched kernels not tested here");
         return Vec::new();
     };
+    let zmm = StitchedKey::cpu_supports_512();
     let wide = StitchedKey::cpu_supports_wide();
+    let want = match (zmm, wide) {
+        (true, _) => "vaes-vpclmulqdq-512",
+        (false, true) => "vaes-vpclmulqdq-256",
+        _ => "aesni-pclmulqdq-128",
+    };
+    assert_eq!(k.kernel_name(), want);
+    assert_eq!(
+        w.kernel_name(),
+        if wide {
+            "vaes-vpclmulqdq-256"
+        } else {
+            "aesni-pclmulqdq-128"
+        }
+    );
+    assert_eq!(n.kernel_name(), "aesni-pclmulqdq-128");
+    if !zmm {
+        eprintln!("CPU lacks AVX-512: the 512-bit kernels not tested here");
+    }
     if !wide {
         eprintln!("CPU lacks VAES/VPCLMULQDQ: only the narrow kernels tested here");
     }
-    assert_eq!(k.kernel_name() == "vaes-vpclmulqdq-256", wide);
-    assert_eq!(n.kernel_name(), "aesni-pclmulqdq-128");
-    vec![k, n]
+    let mut v = vec![k];
+    if zmm {
+        v.push(w);
+    }
+    if wide {
+        v.push(n);
+    }
+    v
 }
 
 fn aes_encrypt(key: &[u8], block: &mut [u8; 16]) {
@@ -130,6 +131,22 @@ fn check_kernel(k: &StitchedKey, key: &[u8], aad: &[u8], pt: &[u8], lenblk: &[u8
     k.ghash(&mut y2, lenblk);
     assert_eq!(back, pt, "{name}: open, len {len}");
     assert_eq!(y2, want_y, "{name}: open GHASH, len {len}");
+
+    // The one-call message API from J0 = ctr - 1 (so its first block is `ctr`), against the
+    // generic tag GHASH ^ AES_K(J0).
+    let mut j0 = ctr;
+    let low = u32::from_be_bytes([ctr[12], ctr[13], ctr[14], ctr[15]]);
+    j0[12..].copy_from_slice(&low.wrapping_sub(1).to_be_bytes());
+    let mut mask = j0;
+    aes_encrypt(key, &mut mask);
+    let want_tag = (want_y ^ u128::from_be_bytes(mask)).to_be_bytes();
+    let mut m = pt.to_vec();
+    let tag = k.seal_message(&j0, aad, &mut m);
+    assert_eq!(m, want, "{name}: seal_message ciphertext, len {len}");
+    assert_eq!(tag, want_tag, "{name}: seal_message tag, len {len}");
+    let expected = k.open_message(&j0, aad, &mut m);
+    assert_eq!(m, pt, "{name}: open_message plaintext, len {len}");
+    assert_eq!(expected, want_tag, "{name}: open_message tag, len {len}");
 }
 
 fn random_ctr(rng: &mut Rng) -> [u8; 16] {
@@ -151,6 +168,10 @@ fn every_length_to_600() {
 fn big_lengths() {
     let mut rng = Rng(2);
     for len in [
+        1023,
+        1024,
+        1025,
+        1536 + 15,
         4096,
         4096 + 255,
         16 * 1024,
@@ -168,7 +189,8 @@ fn big_lengths() {
 #[test]
 fn counter_wraps_mod_2_32() {
     let mut rng = Rng(3);
-    for start in [0xFFFF_FFF0u32, 0xFFFF_FFFF, 0xFFFF_FF00] {
+    // start 0: the message API's J0 (one before the first block) is 0xFFFFFFFF
+    for start in [0xFFFF_FFF0u32, 0xFFFF_FFFF, 0xFFFF_FF00, 0] {
         for len in [16usize, 17, 100, 256, 257, 600, 4096 + 33] {
             let mut ctr = random_ctr(&mut rng);
             ctr[12..].copy_from_slice(&start.to_be_bytes());
@@ -296,5 +318,21 @@ fn every_low_counter_byte() {
         check_one(&mut rng, 16 * 40 + 3, ctr);
         ctr[12..15].copy_from_slice(&[0xFF; 3]);
         check_one(&mut rng, 16 * 40 + 3, ctr);
+    }
+}
+
+/// Long associated data (whole 512-byte GHASH steps and a tail) through the message API.
+#[test]
+fn message_with_long_aad() {
+    let mut rng = Rng(8);
+    for (aad_len, len) in [(511, 33), (512, 0), (1100, 700), (4096 + 17, 16), (0, 5000)] {
+        let key = rng.key();
+        let aad = rng.bytes(aad_len);
+        let pt = rng.bytes(len);
+        let ctr = random_ctr(&mut rng);
+        let lenblk = ((aad_len as u128 * 8) << 64 | (len as u128 * 8)).to_be_bytes();
+        for k in kernels(&key) {
+            check_kernel(&k, &key, &aad, &pt, &lenblk, ctr);
+        }
     }
 }

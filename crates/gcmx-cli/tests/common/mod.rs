@@ -84,12 +84,43 @@ pub fn keygen(dir: &Path, name: &str, aes128: bool, segment: u32) -> PathBuf {
     p
 }
 
-/// Files in `dir` whose name starts with the temporary-output prefix.
+/// Files in `dir` whose name marks a temporary output.
 pub fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".gcmx-partial-"))
+        .filter(|n| n.contains(gcmx_cli::output::PARTIAL_MARK))
         .collect()
+}
+
+/// Asserts a refusal with exit status `code`: one line on stderr naming the reason, no panic.
+pub fn refused_with(o: &Output, code: i32, want: &str, what: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{what}: exit status, stderr {err}"
+    );
+    assert!(!err.contains("panicked"), "{what}: panicked: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{what}: not one line: {err}"
+    );
+    assert!(err.starts_with("gcmx: error: "), "{what}: {err}");
+    assert!(
+        err.to_lowercase().contains(&want.to_lowercase()),
+        "{what}: stderr {err:?} does not mention {want:?}"
+    );
+}
+
+/// A failure (exit status 1) with a one-line reason.
+pub fn refused(o: &Output, want: &str, what: &str) {
+    refused_with(o, 1, want, what)
+}
+
+/// A usage error (exit status 2) with a one-line reason.
+pub fn refused_usage(o: &Output, want: &str, what: &str) {
+    refused_with(o, 2, want, what)
 }

@@ -19,6 +19,7 @@ use cust::sys as cu;
 use gcmx_core::{DeviceError, Error};
 use zeroize::Zeroize;
 
+use super::fault::{self, Op};
 use super::{
     At, DB_ALIGN, DbArgs, DeviceInfo, GhashVariant, Launch, RawDeviceSpan, Region, Stream, internal,
 };
@@ -59,6 +60,19 @@ fn check(r: cu::CUresult, what: &'static str) -> Result<(), Error> {
 /// `Error::Device` doing `what`, caused by a `cust` error.
 fn dev_err(what: impl Into<Cow<'static, str>>) -> impl FnOnce(CudaError) -> Error {
     move |e| Error::Device(DeviceError::with_source(what, e))
+}
+
+/// `e` followed by its sources, for a message that cannot hold a source (`Error::BackendUnavailable`):
+/// the driver's error is the useful part of a failed start.
+fn with_sources(e: &Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
 }
 
 /// Lock a mutex whose data stays consistent across a panic (lists and pools).
@@ -128,6 +142,12 @@ impl Gpu {
         }
         let dev = Device::get_device(ordinal)
             .map_err(|e| unavailable(format!("cuDeviceGet({ordinal}): {e}")))?;
+        fault::hit(Op::ContextCreate).map_err(|e| {
+            unavailable(format!(
+                "primary context of device {ordinal}: {}",
+                with_sources(&e)
+            ))
+        })?;
         let ctx = Context::new(dev)
             .map_err(|e| unavailable(format!("primary context of device {ordinal}: {e}")))?;
         let attr = |a| {
@@ -146,12 +166,15 @@ impl Gpu {
             .map_err(|e| unavailable(format!("device memory: {e}")))?;
         let version =
             cust::CudaApiVersion::get().map_err(|e| unavailable(format!("driver version: {e}")))?;
+        fault::hit(Op::ModuleLoad)
+            .map_err(|e| unavailable(format!("loading the kernels: {}", with_sources(&e))))?;
         let module = Module::from_fatbin(FATBIN, &[]).map_err(|e| {
             unavailable(format!(
                 "the gcmx kernels do not load on {name} (sm_{major}{minor}): {e} (the fatbin holds sm_80..sm_120 and PTX 12.0)"
             ))
         })?;
-        let words = abi_words(&module).map_err(|e| unavailable(format!("ABI check: {e}")))?;
+        let words = abi_words(&module)
+            .map_err(|e| unavailable(format!("ABI check: {}", with_sources(&e))))?;
         let expect = [
             abi::ABI_VERSION,
             words[1],
@@ -274,6 +297,7 @@ impl Gpu {
         self.enter()?;
         let f = self.function(name)?;
         let mut per_sm: i32 = 0;
+        fault::hit(Op::Launch)?;
         // SAFETY: queries the occupancy of a loaded kernel; writes one int.
         let r = unsafe {
             cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -322,7 +346,9 @@ impl Gpu {
         };
         let r = f(&mut lane);
         let waited = lane.wait();
-        if waited.is_ok() {
+        // A lane whose work failed is not reused: dropping it waits and wipes its staging, which the
+        // failed work may have left holding data.
+        if r.is_ok() && waited.is_ok() {
             let mut pool = lock(&self.pool);
             if pool.len() < POOL_MAX {
                 pool.push(lane);
@@ -340,10 +366,34 @@ impl Gpu {
     }
 }
 
+/// Drop what the layers above cache on every started device (their states, the idle parameter slots
+/// and scratches, the occupancy answers) and its idle lanes, so that tests can count live allocations
+/// and driver calls with none of it held (feature `fault-injection`).
+#[cfg(feature = "fault-injection")]
+pub(super) fn release_cached() {
+    let gpus: Vec<Arc<Gpu>> = lock(&GPUS).clone();
+    for g in gpus {
+        drop(std::mem::take(&mut *lock(&g.states)));
+        drop(std::mem::take(&mut *lock(&g.slots)));
+        drop(std::mem::take(&mut *lock(&g.scratches)));
+        lock(&g.resident).clear();
+        // Freeing the states' buffers borrows idle lanes to wipe them, which may put lanes back.
+        loop {
+            let idle = std::mem::take(&mut *lock(&g.pool));
+            if idle.is_empty() {
+                break;
+            }
+            drop(idle);
+        }
+    }
+}
+
 /// Launch `gcmx_abi_info` once and read its words (start-up, before the device is shared).
 fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
+    fault::hit(Op::DeviceAlloc)?;
     let out =
         DeviceBuffer::from_slice(&[0u32; abi::ABI_INFO_WORDS]).map_err(dev_err("cuMemAlloc"))?;
+    fault::hit(Op::StreamCreate)?;
     let stream =
         CuStream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
     let f = module
@@ -351,11 +401,14 @@ fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
         .map_err(dev_err("kernel gcmx_abi_info"))?;
     let addr = out.as_device_ptr().as_raw();
     let args = [(&addr as *const u64).cast_mut().cast::<c_void>()];
+    fault::hit(Op::Launch)?;
     // SAFETY: gcmx_abi_info(uint64_t out) takes one device address and writes ABI_INFO_WORDS u32 there;
     // `out` holds that many and outlives the synchronisation below.
     let launched = unsafe { stream.launch(&f, GridSize::x(1), BlockSize::x(1), 0, &args) };
     launched.map_err(dev_err("launch gcmx_abi_info"))?;
-    stream.synchronize().map_err(dev_err("gcmx_abi_info"))?;
+    let synced = stream.synchronize().map_err(dev_err("gcmx_abi_info"));
+    fault::hit(Op::Synchronize).and(synced)?;
+    fault::hit(Op::CopyToHost)?;
     let v = out.as_host_vec().map_err(dev_err("cuMemcpyDtoH"))?;
     let mut words = [0u32; abi::ABI_INFO_WORDS];
     for (w, x) in words.iter_mut().zip(v) {
@@ -414,6 +467,7 @@ impl DeviceMem {
         let mut addr = 0;
         if len > 0 {
             gpu.enter()?;
+            fault::hit(Op::DeviceAlloc)?;
             // SAFETY: an allocation of `len` bytes; the memory is never read as a Rust value, only by
             // copies and kernels, and every host read of it comes after a write (or the wipe below).
             let p = unsafe { cust::memory::cuda_malloc::<u8>(len) };
@@ -571,15 +625,18 @@ impl Drop for DeviceMem {
         if self.len == 0 {
             return;
         }
-        // Queued work of callers' streams may still use the memory: wait for it. If that fails the
-        // memory is leaked rather than freed under a kernel.
-        if self.settle().is_err() {
-            return;
-        }
+        // Queued work of callers' streams may still use the memory: wait for it (an error of the wait
+        // is an error of that work, which has drained).
+        let _ = self.settle();
         // Best effort: with a lost context neither the wipe nor the free can run, and the driver
         // releases the memory with the context.
         let (addr, len) = (self.addr, self.len);
-        let _ = self.gpu.with_lane(|lane| lane.memset_raw(addr, len));
+        let wiped = self.gpu.with_lane(|lane| lane.memset_raw(addr, len));
+        if wiped.is_err() && self.gpu.enter().is_ok() {
+            // No lane (a stream could not be made) or its memset failed: wipe synchronously, on no
+            // stream of ours, rather than free the bytes as they are.
+            let _ = memset_now(addr, len);
+        }
         if self.gpu.enter().is_ok() {
             // SAFETY: `addr` came from cuda_malloc in `new` and is freed once, here; no work on it is
             // pending (module docs: every lane that used it held this Arc until it had waited) and the
@@ -592,6 +649,16 @@ impl Drop for DeviceMem {
     }
 }
 
+/// Set `len` bytes at `addr` to zero and wait (the legacy stream, which our streams synchronise with).
+/// Only for memory that no pending work uses (a buffer being freed); the context must be current.
+fn memset_now(addr: u64, len: usize) -> Result<(), Error> {
+    fault::hit(Op::Memset)?;
+    // SAFETY: sets device memory only, inside an allocation of this context that no pending work uses
+    // (see the caller); the call returns when the memset is done.
+    let r = unsafe { cu::cuMemsetD8_v2(addr, 0, len) };
+    check(r, "cuMemsetD8")
+}
+
 /// Page-locked host memory owned by a lane: zeroed before it is freed.
 struct PinnedMem(Option<LockedBuffer<u8>>);
 
@@ -600,6 +667,7 @@ impl PinnedMem {
         if len == 0 {
             return Ok(PinnedMem(None));
         }
+        fault::hit(Op::HostAlloc)?;
         let b = LockedBuffer::new(&0u8, len)
             .map_err(dev_err(format!("cuMemAllocHost({len} bytes)")))?;
         Ok(PinnedMem(Some(b)))
@@ -650,6 +718,7 @@ impl Lane {
     /// A new lane (a non-blocking stream) on `gpu`.
     pub(crate) fn new(gpu: &Arc<Gpu>) -> Result<Lane, Error> {
         gpu.enter()?;
+        fault::hit(Op::StreamCreate)?;
         let stream =
             CuStream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
         Ok(Lane {
@@ -681,23 +750,23 @@ impl Lane {
         if self.busy {
             r = self.gpu.enter().and_then(|()| {
                 if self.sleepy {
+                    // Fence::wait reports the Synchronize hook.
                     let f = Fence::new(&self.gpu)?;
                     f.record(self.stream.as_inner())?;
                     f.wait()
                 } else {
-                    self.stream
+                    let synced = self
+                        .stream
                         .synchronize()
-                        .map_err(dev_err("cuStreamSynchronize"))
+                        .map_err(dev_err("cuStreamSynchronize"));
+                    fault::hit(Op::Synchronize).and(synced)
                 }
             });
             self.busy = false;
         }
-        if r.is_ok() {
-            self.keep.clear();
-        } else {
-            // The work may still be running: never free what it uses.
-            std::mem::forget(std::mem::take(&mut self.keep));
-        }
+        // A failed wait reports an error of the work, which has drained (the driver's model): what it
+        // used can be released.
+        self.keep.clear();
         r
     }
 
@@ -790,6 +859,7 @@ impl Lane {
         dst.mem.order(self.stream.as_inner(), true)?;
         self.keep.push(dst.mem.clone());
         self.busy = true;
+        fault::hit(Op::CopyToDevice)?;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
         // buffer is held in `keep` until the lane waits.
         let r = unsafe { cu::cuMemcpyHtoDAsync_v2(d, src.cast(), n, self.stream.as_inner()) };
@@ -811,6 +881,7 @@ impl Lane {
         src.mem.order(self.stream.as_inner(), false)?;
         self.keep.push(src.mem.clone());
         self.busy = true;
+        fault::hit(Op::CopyToHost)?;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
         // buffer is held in `keep` until the lane waits.
         let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.cast(), s, n, self.stream.as_inner()) };
@@ -834,6 +905,7 @@ impl Lane {
             return Ok(());
         }
         self.gpu.enter()?;
+        fault::hit(Op::Memset)?;
         self.busy = true;
         // SAFETY: sets device memory only (no host memory is touched); the range is inside a live
         // allocation of this device for as long as the work is pending (see the method's contract).
@@ -1003,6 +1075,7 @@ impl Lane {
         self.gpu.enter()?;
         let f = self.gpu.function(name)?;
         let args: Vec<*mut c_void> = args.iter().map(|p| p.cast_mut()).collect();
+        fault::hit(Op::Launch)?;
         self.busy = true;
         // SAFETY: forwarded from this function's contract; cuLaunchKernel copies the argument values at
         // launch time, so they need only live through this call.
@@ -1017,6 +1090,7 @@ impl Lane {
     #[cfg(feature = "bench")]
     pub(crate) fn record(&mut self, event: &Event) -> Result<(), Error> {
         self.gpu.enter()?;
+        fault::hit(Op::Event)?;
         self.busy = true;
         event
             .0
@@ -1043,6 +1117,7 @@ impl Event {
     /// A timing event on `gpu`.
     pub(crate) fn new(gpu: &Gpu) -> Result<Event, Error> {
         gpu.enter()?;
+        fault::hit(Op::Event)?;
         cust::event::Event::new(cust::event::EventFlags::DEFAULT)
             .map(Event)
             .map_err(dev_err("cuEventCreate"))
@@ -1050,9 +1125,8 @@ impl Event {
 
     /// Wait for the event, then the milliseconds from `start` to it.
     pub(crate) fn elapsed_ms(&self, start: &Event) -> Result<f32, Error> {
-        self.0
-            .synchronize()
-            .map_err(dev_err("cuEventSynchronize"))?;
+        let synced = self.0.synchronize().map_err(dev_err("cuEventSynchronize"));
+        fault::hit(Op::Synchronize).and(synced)?;
         self.0
             .elapsed_time_f32(&start.0)
             .map_err(dev_err("cuEventElapsedTime"))
@@ -1094,6 +1168,7 @@ impl Fence {
         let mut raw: cu::CUevent = ptr::null_mut();
         let flags = cu::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32
             | cu::CUevent_flags_enum::CU_EVENT_BLOCKING_SYNC as u32;
+        fault::hit(Op::Event)?;
         // SAFETY: creates an event in the current (this device's primary) context; writes the handle.
         let r = unsafe { cu::cuEventCreate(&mut raw, flags) };
         check(r, "cuEventCreate")?;
@@ -1106,6 +1181,7 @@ impl Fence {
     /// Record the fence after the work queued so far on `stream` (a stream of the same device).
     fn record(&self, stream: cu::CUstream) -> Result<(), Error> {
         self.gpu.enter()?;
+        fault::hit(Op::Event)?;
         // SAFETY: both handles are valid: the event is ours, the stream is alive for the call.
         let r = unsafe { cu::cuEventRecord(self.raw, stream) };
         check(r, "cuEventRecord")
@@ -1113,6 +1189,7 @@ impl Fence {
 
     /// Make work queued later on `stream` wait until the fenced work is complete.
     fn make_wait(&self, stream: cu::CUstream) -> Result<(), Error> {
+        fault::hit(Op::Event)?;
         // SAFETY: both handles are valid; the driver takes a reference to the event's current record.
         let r = unsafe { cu::cuStreamWaitEvent(stream, self.raw, 0) };
         check(r, "cuStreamWaitEvent")
@@ -1123,11 +1200,13 @@ impl Fence {
         self.gpu.enter()?;
         // SAFETY: queries our event.
         let r = unsafe { cu::cuEventQuery(self.raw) };
-        match r {
+        let done = match r {
             cu::CUresult::CUDA_SUCCESS => Ok(true),
             cu::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
             e => check(e, "cuEventQuery").map(|()| false),
-        }
+        };
+        // A query reports the errors of the work before it, as a synchronisation does.
+        fault::hit(Op::Synchronize).and(done)
     }
 
     /// Wait (sleeping) until the fenced work is complete.
@@ -1135,7 +1214,7 @@ impl Fence {
         self.gpu.enter()?;
         // SAFETY: waits on our event.
         let r = unsafe { cu::cuEventSynchronize(self.raw) };
-        check(r, "cuEventSynchronize")
+        fault::hit(Op::Synchronize).and(check(r, "cuEventSynchronize"))
     }
 }
 
@@ -1183,6 +1262,7 @@ impl Stream {
         let gpu = Gpu::get(ordinal)?;
         gpu.enter()?;
         let mut raw: cu::CUstream = ptr::null_mut();
+        fault::hit(Op::StreamCreate)?;
         // SAFETY: creates a stream in the current context (this device's primary one); writes the handle.
         let r = unsafe {
             cu::cuStreamCreate(
@@ -1230,7 +1310,7 @@ impl Stream {
         self.inner.gpu.enter()?;
         // SAFETY: waits on a valid stream (ours, or borrowed under from_raw's contract).
         let r = unsafe { cu::cuStreamSynchronize(self.inner.raw) };
-        check(r, "cuStreamSynchronize")
+        fault::hit(Op::Synchronize).and(check(r, "cuStreamSynchronize"))
     }
 
     /// The device ordinal.
@@ -1253,8 +1333,6 @@ pub(crate) struct ParamSlot {
     dev: u64,
     /// The fence of the last work that used the slot.
     fence: Mutex<Option<Arc<Fence>>>,
-    /// Set when work on it could not be waited for: the memory is then never reused or freed.
-    leaked: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the slot owns its page-locked allocation; host access goes through &mut self (after the fence),
@@ -1274,6 +1352,7 @@ impl ParamSlot {
         gpu.enter()?;
         let mut host: *mut c_void = ptr::null_mut();
         let flags = cu::CU_MEMHOSTALLOC_PORTABLE | cu::CU_MEMHOSTALLOC_DEVICEMAP;
+        fault::hit(Op::HostAlloc)?;
         // SAFETY: allocates `len` bytes of page-locked, device-mapped host memory; writes the pointer.
         let r = unsafe { cu::cuMemHostAlloc(&mut host, len, flags) };
         check(r, "cuMemHostAlloc")?;
@@ -1283,7 +1362,6 @@ impl ParamSlot {
             len,
             dev: 0,
             fence: Mutex::new(None),
-            leaked: std::sync::atomic::AtomicBool::new(false),
         };
         let mut dev: cu::CUdeviceptr = 0;
         // SAFETY: asks the device address of the allocation just made (mapped, so it has one).
@@ -1294,22 +1372,14 @@ impl ParamSlot {
         Ok(slot)
     }
 
-    fn is_leaked(&self) -> bool {
-        self.leaked.load(std::sync::atomic::Ordering::Acquire)
-    }
-
     fn ready(&self) -> bool {
-        !self.is_leaked()
-            && lock(&self.fence)
-                .as_ref()
-                .is_none_or(|f| f.done().unwrap_or(false))
+        lock(&self.fence)
+            .as_ref()
+            .is_none_or(|f| f.done().unwrap_or(false))
     }
 
     /// The bytes, once the work that last used them is complete.
     pub(crate) fn bytes(&mut self) -> Result<&mut [u8], Error> {
-        if self.is_leaked() {
-            return Err(internal("a parameter slot whose work was lost".into()));
-        }
         let f = lock(&self.fence).take();
         if let Some(f) = f
             && let Err(e) = f.wait()
@@ -1330,13 +1400,10 @@ impl ParamSlot {
 
 impl Drop for ParamSlot {
     fn drop(&mut self) {
-        // Never free memory that queued work may still read or write.
-        if self.is_leaked()
-            || lock(&self.fence)
-                .as_ref()
-                .is_some_and(|f| f.wait().is_err())
-        {
-            return;
+        // Never free memory that queued work may still read or write: wait for it (an error of the wait
+        // is an error of that work, which has drained).
+        if let Some(f) = lock(&self.fence).take() {
+            let _ = f.wait();
         }
         if let Ok(b) = self.bytes() {
             b.fill(0);
@@ -1483,6 +1550,7 @@ unsafe fn launch_coop<P>(
     gpu.enter()?;
     let f = gpu.function(name)?;
     let mut args = [(p as *const P).cast_mut().cast::<c_void>()];
+    fault::hit(Op::Launch)?;
     // SAFETY: forwarded from this function's contract; the grid is at most the resident limit
     // (`Gpu::resident_blocks`), as cooperative launches require, and the driver copies the parameter
     // values at launch time.
@@ -1531,18 +1599,11 @@ pub(crate) fn queue_dbatch(
     unsafe { launch_coop(&gpu, s, name, grid, &p)? };
     args.scratch.advance(grid);
     if let Err(e) = fence.record(s) {
-        // Without a fence nothing could tell when the launch is over: wait for it here, and if even
-        // that fails, keep everything it uses alive for good.
+        // Without a fence nothing could tell when the launch is over: wait for it here (an error of the
+        // wait is an error of that work, which has drained).
         // SAFETY: waits on the caller's valid stream.
         let r = unsafe { cu::cuStreamSynchronize(s) };
-        if r != cu::CUresult::CUDA_SUCCESS {
-            for (m, _) in uses {
-                std::mem::forget(m);
-            }
-            if let Some(sl) = slot {
-                sl.leaked.store(true, std::sync::atomic::Ordering::Release);
-            }
-        }
+        let _ = fault::hit(Op::Synchronize).and(check(r, "cuStreamSynchronize"));
         return Err(e);
     }
     for (m, w) in &uses {
@@ -1592,6 +1653,7 @@ impl Registration {
             });
         }
         gpu.enter().ok()?;
+        fault::hit(Op::HostRegister).ok()?;
         // SAFETY: page-locks a live host range that the caller borrows exclusively for as long as this
         // registration lives; `Drop` unregisters it after every transfer on it has ended (direct_io).
         let r = unsafe { cu::cuMemHostRegister_v2(ptr, len, 0) };
@@ -1758,12 +1820,8 @@ fn run_direct<R>(
             waited = Err(e);
         }
     }
-    if waited.is_err() {
-        // Transfers may still be running: keep the pages locked for good rather than unlock them.
-        std::mem::forget(regs);
-    } else {
-        drop(regs);
-    }
+    // Every lane has waited (an error of a wait is an error of work that has drained).
+    drop(regs);
     match r {
         Ok(r) => Some(r.and_then(|v| waited.map(|()| v))),
         Err(panic) => std::panic::resume_unwind(panic),
@@ -1810,6 +1868,7 @@ pub(crate) fn pin_scope<R>(
         return Ok(f(buf));
     }
     gpu.enter()?;
+    fault::hit(Op::HostRegister)?;
     let ptr = buf.as_mut_ptr().cast::<c_void>();
     // SAFETY: page-locks the live range that `buf` borrows for this whole call; the guard below
     // unregisters it before the call returns (or unwinds).

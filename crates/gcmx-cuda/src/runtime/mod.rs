@@ -20,7 +20,8 @@
 //!
 //! Two implementations share this interface: `driver` (feature `cuda`: the real one) and `absent`
 //! (without it: [`Gpu::get`] reports `Error::BackendUnavailable`, and nothing else can be reached).
-//! The layers above compile unchanged against either; a test double of the driver would sit here too.
+//! The layers above compile unchanged against either. `fault` (feature `fault-injection`, for tests)
+//! makes chosen driver calls fail: every driver wrapper calls its hook once per driver call.
 
 use std::sync::Arc;
 
@@ -30,6 +31,9 @@ use gcmx_core::{DeviceError, Direction, Error};
 mod absent;
 #[cfg(feature = "cuda")]
 mod driver;
+#[cfg(feature = "cuda")]
+#[cfg_attr(not(feature = "fault-injection"), allow(unreachable_pub))]
+pub mod fault;
 
 #[cfg(not(feature = "cuda"))]
 pub(crate) use absent::{

@@ -1,0 +1,311 @@
+//! Helpers of every kernel width, compiled for the narrow features (a subset of every wider
+//! set) so that they inline into each: loads and stores, key expansion and set-up, one-block
+//! AES, the GHASH reduction, and the one-block-at-a-time tails.
+
+use core::arch::x86_64::*;
+
+use bytemuck::cast;
+use zeroize::Zeroize;
+
+use super::{Keys, NQ};
+
+/// POLYVAL's reduction constant: `x^127 + x^126 + x^121` shifted into the top of a 64-bit word.
+pub(super) const POLY_C: i64 = 0xC200_0000_0000_0000_u64 as i64;
+
+#[inline(always)]
+pub(super) fn load16(b: &[u8]) -> __m128i {
+    bytemuck::pod_read_unaligned(&b[..16])
+}
+
+#[inline(always)]
+pub(super) fn store16(b: &mut [u8], v: __m128i) {
+    b[..16].copy_from_slice(bytemuck::bytes_of(&v));
+}
+
+#[inline(always)]
+pub(super) fn load32(b: &[u8]) -> __m256i {
+    bytemuck::pod_read_unaligned(&b[..32])
+}
+
+#[inline(always)]
+pub(super) fn store32(b: &mut [u8], v: __m256i) {
+    b[..32].copy_from_slice(bytemuck::bytes_of(&v));
+}
+
+/// The byte-reflection mask: byte `i` takes byte `15 − i`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn rev128() -> __m128i {
+    _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+}
+
+/// `mulX(v)` modulo POLYVAL's polynomial, constant time.
+pub(super) fn mulx(v: u128) -> u128 {
+    let top = v >> 127;
+    (v << 1) ^ (top.wrapping_neg() & 0xC200_0000_0000_0000_0000_0000_0000_0001)
+}
+
+/// `SubWord` of one AES key-schedule word (bytes in memory order, read little-endian).
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn sub_word(w: u32) -> u32 {
+    // aeskeygenassist's dword 0 is SubWord of the input's dword 1.
+    let v = _mm_set_epi32(0, 0, w as i32, 0);
+    _mm_cvtsi128_si32(_mm_aeskeygenassist_si128::<0>(v)) as u32
+}
+
+/// FIPS 197 key expansion for any of the three key sizes (`key.len()` is 16, 24 or 32),
+/// written straight into `rk`; returns the number of rounds.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn expand(key: &[u8], rk: &mut [u128; 15]) -> usize {
+    match key.len() {
+        16 => expand128(key, rk),
+        24 => expand_nk::<6>(key, rk),
+        _ => expand256(key, rk),
+    }
+}
+
+/// The round constants (public).
+const RCON: [u32; 10] = [0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x1b, 0x36];
+
+/// `v ^ (v << 32) ^ (v << 64) ^ (v << 96)`: each word XORed with all words before it, the
+/// chain of `w[i] = w[i - 1] ^ ...` within one 128-bit round key.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn prefix_xor(v: __m128i) -> __m128i {
+    let v = _mm_xor_si128(v, _mm_slli_si128::<4>(v));
+    _mm_xor_si128(v, _mm_slli_si128::<8>(v))
+}
+
+/// AES-128 key expansion, four words a round in one register.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn expand128(key: &[u8], rk: &mut [u128; 15]) -> usize {
+    let mut k = load16(key);
+    rk[0] = cast(k);
+    for (r, rc) in RCON.iter().enumerate() {
+        // dword 3 of aeskeygenassist (round constant 0) is RotWord(SubWord(word 3))
+        let t = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(k));
+        k = _mm_xor_si128(prefix_xor(k), _mm_xor_si128(t, _mm_set1_epi32(*rc as i32)));
+        rk[r + 1] = cast(k);
+    }
+    10
+}
+
+/// AES-256 key expansion, two registers of four words.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn expand256(key: &[u8], rk: &mut [u128; 15]) -> usize {
+    let mut a = load16(key);
+    let mut b = load16(&key[16..]);
+    rk[0] = cast(a);
+    rk[1] = cast(b);
+    for (r, rc) in RCON[..7].iter().enumerate() {
+        let t = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(b));
+        a = _mm_xor_si128(prefix_xor(a), _mm_xor_si128(t, _mm_set1_epi32(*rc as i32)));
+        rk[2 * r + 2] = cast(a);
+        if r == 6 {
+            break;
+        }
+        // dword 2 of aeskeygenassist is SubWord(word 3), no rotation
+        let u = _mm_shuffle_epi32::<0xAA>(_mm_aeskeygenassist_si128::<0>(a));
+        b = _mm_xor_si128(prefix_xor(b), u);
+        rk[2 * r + 3] = cast(b);
+    }
+    14
+}
+
+/// Key expansion for `NK` 32-bit key words, `SubWord` by AES-NI. The schedule's words are
+/// `rk`'s 32-bit words in order (little-endian).
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn expand_nk<const NK: usize>(key: &[u8], rk: &mut [u128; 15]) -> usize {
+    let nr = NK + 6;
+    let w: &mut [u32] = bytemuck::cast_slice_mut(&mut rk[..]);
+    for (wi, c) in w.iter_mut().zip(key.chunks_exact(4)) {
+        *wi = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    }
+    for i in NK..4 * (nr + 1) {
+        let mut t = w[i - 1];
+        if i % NK == 0 {
+            // RotWord(SubWord(t)) with the bytes read little-endian is a rotation right by 8.
+            t = sub_word(t).rotate_right(8) ^ RCON[i / NK - 1];
+        } else if NK > 6 && i % NK == 4 {
+            t = sub_word(t);
+        }
+        w[i] = w[i - NK] ^ t;
+    }
+    nr
+}
+
+/// Key set-up for the narrow and 256-bit kernels; the products of the power tree one at a time.
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn setup(key: &[u8], keys: &mut Keys) {
+    let mut q1 = hash_key(key, keys);
+    power_tree(keys, q1, |a, b| {
+        core::array::from_fn(|l| cast(dot(cast(a[l]), cast(b))))
+    });
+    q1.zeroize();
+}
+
+/// Expand the key into `keys.rk` and return `Q_1 = H' = mulX(H)`, `H = E_K(0^128)`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn hash_key(key: &[u8], keys: &mut Keys) -> u128 {
+    keys.nr = expand(key, &mut keys.rk);
+    let mut h = [0u8; 16];
+    block_entry(keys, &mut h);
+    let q1 = mulx(u128::from_be_bytes(h));
+    h.zeroize();
+    q1
+}
+
+/// The powers `Q_1..Q_NQ` from `Q_1` by doubling: `Q_2..Q_4` one product at a time, then
+/// `Q_(n+i) = Q_i · Q_n` for `i = 1..n`, four products at a time by `mul4` (`mul4(a, b)[l] =
+/// a[l] · b`): log2(NQ) products deep, the products of each level independent of each other.
+/// Then their Karatsuba halves.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn power_tree(keys: &mut Keys, q1: u128, mul4: impl Fn(&[u128], u128) -> [u128; 4]) {
+    let q1v: __m128i = cast(q1);
+    let q2 = dot(q1v, q1v);
+    keys.set_q(1, q1);
+    keys.set_q(2, cast(q2));
+    keys.set_q(3, cast(dot(q2, q1v)));
+    keys.set_q(4, cast(dot(q2, q2)));
+    // In the table (descending powers) the products of `p[j..j + 4]` by `Q_n` are
+    // `p[j - n..j - n + 4]`.
+    let mut n = 4;
+    while n < NQ {
+        let qn = keys.q(n);
+        for j in (NQ - n..NQ).step_by(4) {
+            let r = mul4(&keys.p[j..j + 4], qn);
+            keys.p[j - n..j - n + 4].copy_from_slice(&r);
+        }
+        n *= 2;
+    }
+    for (k, p) in keys.pk.iter_mut().zip(keys.p.iter()) {
+        *k = cast(kara128(cast(*p)));
+    }
+}
+
+/// Montgomery reduction of the 256-bit carry-less product `hi·x^128 + mid·x^64 + lo`:
+/// returns that times `x^-128` modulo `x^128 + x^127 + x^126 + x^121 + 1`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn reduce(lo: __m128i, mid: __m128i, hi: __m128i) -> __m128i {
+    let d_lo = _mm_xor_si128(lo, _mm_slli_si128::<8>(mid));
+    let d_hi = _mm_xor_si128(hi, _mm_srli_si128::<8>(mid));
+    let c = _mm_set_epi64x(0, POLY_C);
+    // (d1 ^ lo(t), d0 ^ hi(t)) with t = d0·C; then the same once more.
+    let t = _mm_clmulepi64_si128::<0x00>(d_lo, c);
+    let a = _mm_xor_si128(_mm_shuffle_epi32::<0x4E>(d_lo), t);
+    let u = _mm_clmulepi64_si128::<0x00>(a, c);
+    let b = _mm_xor_si128(_mm_shuffle_epi32::<0x4E>(a), u);
+    _mm_xor_si128(d_hi, b)
+}
+
+/// `dot(a, b) = a·b·x^-128`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn dot(a: __m128i, b: __m128i) -> __m128i {
+    let lo = _mm_clmulepi64_si128::<0x00>(a, b);
+    let hi = _mm_clmulepi64_si128::<0x11>(a, b);
+    let mid = _mm_xor_si128(
+        _mm_clmulepi64_si128::<0x01>(a, b),
+        _mm_clmulepi64_si128::<0x10>(a, b),
+    );
+    reduce(lo, mid, hi)
+}
+
+/// GHASH one block (16 bytes as in memory) into the state `y`: `dot(y ^ X, H')`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn absorb1(y: __m128i, block: __m128i, q1: __m128i) -> __m128i {
+    let x = _mm_shuffle_epi8(block, rev128());
+    dot(_mm_xor_si128(y, x), q1)
+}
+
+/// A register's halves XORed together, in both halves (Karatsuba's middle operand).
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn kara128(x: __m128i) -> __m128i {
+    _mm_xor_si128(x, _mm_shuffle_epi32::<0x4E>(x))
+}
+
+/// AES of one block with `NR` rounds.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn aes1<const NR: usize>(keys: &Keys, b: __m128i) -> __m128i {
+    let mut s = _mm_xor_si128(b, cast(keys.rk[0]));
+    for r in &keys.rk[1..NR] {
+        s = _mm_aesenc_si128(s, cast(*r));
+    }
+    _mm_aesenclast_si128(s, cast(keys.rk[NR]))
+}
+
+/// `ctr` advanced by `blocks` with inc32.
+pub(super) fn ctr_add(ctr: u128, blocks: usize) -> u128 {
+    // Truncation is the point: the GCM counter is the low 32 bits and wraps.
+    let low = (ctr as u32).wrapping_add(blocks as u32);
+    (ctr & !0xFFFF_FFFF) | u128::from(low)
+}
+
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn block_entry(keys: &Keys, b: &mut [u8; 16]) {
+    let x: __m128i = cast(*b);
+    let out = match keys.nr {
+        10 => aes1::<10>(keys, x),
+        12 => aes1::<12>(keys, x),
+        _ => aes1::<14>(keys, x),
+    };
+    *b = cast(out);
+}
+
+/// GHASH of the blocks after the bulk steps, one at a time, the last one zero-padded.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn ghash_tail(keys: &Keys, mut yv: __m128i, data: &[u8]) -> __m128i {
+    let q1: __m128i = cast(keys.q(1));
+    for b in data.chunks(16) {
+        let mut t = [0u8; 16];
+        t[..b.len()].copy_from_slice(b);
+        yv = absorb1(yv, load16(&t), q1);
+    }
+    yv
+}
+
+/// CTR and GHASH of the blocks after the bulk steps (fewer than one step), one at a time, from
+/// counter `c`; the last block may be partial, its ciphertext hashed zero-padded.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn crypt_tail<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    mut c: u128,
+    mut yv: __m128i,
+    tail: &mut [u8],
+) -> __m128i {
+    let q1: __m128i = cast(keys.q(1));
+    for b in tail.chunks_mut(16) {
+        let n = b.len();
+        let mut t = [0u8; 16];
+        t[..n].copy_from_slice(b);
+        if !SEAL {
+            yv = absorb1(yv, load16(&t), q1);
+        }
+        let ks = aes1::<NR>(keys, cast(c.to_be_bytes()));
+        let mut out: [u8; 16] = cast(_mm_xor_si128(load16(&t), ks));
+        b.copy_from_slice(&out[..n]);
+        if SEAL {
+            let mut z = [0u8; 16];
+            z[..n].copy_from_slice(&out[..n]);
+            yv = absorb1(yv, load16(&z), q1);
+        }
+        // the plaintext and, beyond `n`, the keystream
+        t.zeroize();
+        out.zeroize();
+        c = ctr_add(c, 1);
+    }
+    yv
+}

@@ -1,0 +1,260 @@
+//! The x86-64 kernels, in three widths:
+//! - **zmm** (AVX-512F/BW/VL, VAES, VPCLMULQDQ): 512-bit registers of four blocks, 32 blocks a
+//!   step, masked loads and stores for the last partial step ([`zmm`]);
+//! - **wide** (AES-NI, PCLMULQDQ, AVX2, VAES, VPCLMULQDQ): 256-bit registers, 16 blocks a step
+//!   ([`wide`]);
+//! - **narrow** (AES-NI, PCLMULQDQ, SSSE3): 128-bit registers, 8 blocks a step, for CPUs
+//!   without VAES ([`narrow`]).
+//!
+//! Every function that uses SIMD intrinsics carries one of three `#[target_feature]` sets, each
+//! a superset of the one below, so the shared helpers of [`common`] (key expansion, single
+//! blocks, the reduction, tails) are compiled for the narrow set and inlined into all three.
+//! They are reached only through [`Keys`], which records the width [`Level::detect`] found the
+//! CPU able to run.
+//!
+//! Register layouts:
+//! - a 256- or 512-bit register holds two or four consecutive 16-byte blocks, the earliest in
+//!   the lowest lane;
+//! - counters are kept byte-reflected (the whole 16-byte block reversed), so the 32-bit GCM
+//!   counter is each lane's low dword and `paddd` is exactly inc32 (wraps mod 2^32, no carry
+//!   into the other 96 bits); one `pshufb` turns them back into counter blocks;
+//! - GHASH values are POLYVAL-domain `u128`s (a GCM block read big-endian): a block becomes one
+//!   by the same `pshufb` byte reflection. One step's blocks are multiplied by the powers
+//!   `Q_n..Q_1` (Karatsuba, three carry-less products a block) and reduced once.
+//!
+//! Constant time: no branch and no memory address depends on the key, `H`, the counter, the
+//! data or the GHASH state; branches and masks depend only on lengths. The crate's
+//! `constant_time` test checks this on the compiled code.
+
+use zeroize::Zeroize;
+
+mod common;
+mod narrow;
+mod wide;
+mod zmm;
+
+/// Powers of H the key keeps: the largest step's block count.
+const NQ: usize = zmm::NB;
+
+/// Which kernels a key runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Level {
+    /// AES-NI, PCLMULQDQ and SSSE3: 128-bit kernels.
+    Narrow,
+    /// Also AVX2, VAES and VPCLMULQDQ: 256-bit kernels.
+    Wide,
+    /// Also AVX-512F, AVX-512BW and AVX-512VL: 512-bit kernels.
+    Zmm,
+}
+
+impl Level {
+    /// The widest kernels this CPU can run, if any.
+    pub(crate) fn detect() -> Option<Level> {
+        let narrow = std::is_x86_feature_detected!("aes")
+            && std::is_x86_feature_detected!("pclmulqdq")
+            && std::is_x86_feature_detected!("ssse3");
+        let wide = narrow
+            && std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("vaes")
+            && std::is_x86_feature_detected!("vpclmulqdq");
+        let zmm = wide
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl");
+        match (narrow, wide, zmm) {
+            (_, _, true) => Some(Level::Zmm),
+            (_, true, _) => Some(Level::Wide),
+            (true, _, _) => Some(Level::Narrow),
+            _ => None,
+        }
+    }
+}
+
+/// Expanded key material. Built only by [`Keys::new`], for a level the CPU has; lives on the
+/// heap (moving a key moves a pointer) and is wiped on drop.
+#[derive(Clone)]
+pub(crate) struct Keys {
+    /// The powers of `H` in step order: `p[i]` = `Q_(NQ − i)`, the Montgomery form of
+    /// `h^(NQ − i)` (`Q_1 = H' = mulX(H)`), so that block `i` of a run of `n` blocks is
+    /// multiplied by `p[NQ − n + i]`. The four entries after them are zero: the lanes past the
+    /// end of a run in a 512-bit register.
+    p: [u128; NQ + 4],
+    /// `pk[i]`: the two 64-bit halves of `p[i]` XORed, in both halves (Karatsuba's middle
+    /// operand).
+    pk: [u128; NQ + 4],
+    /// Round keys `0..=nr`, each the 16 round-key bytes read little-endian (so a cast to
+    /// `__m128i` gives the bytes in memory order).
+    rk: [u128; 15],
+    /// Rounds: 10, 12 or 14.
+    nr: usize,
+    /// The kernels to run; the CPU has this level's features (checked in [`Keys::new`]).
+    level: Level,
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        self.p.zeroize();
+        self.pk.zeroize();
+        self.rk.zeroize();
+    }
+}
+
+impl Keys {
+    /// Expand `key` for the widest kernels the CPU runs, or for at most `max`.
+    pub(crate) fn new(key: &[u8], max: Level) -> Option<Box<Keys>> {
+        if !matches!(key.len(), 16 | 24 | 32) {
+            return None;
+        }
+        let level = Level::detect()?.min(max);
+        // Built in place on the heap: moving the key moves a pointer and leaves no copies of
+        // the round keys or powers behind.
+        let mut keys = Box::new(Keys {
+            p: [0; NQ + 4],
+            pk: [0; NQ + 4],
+            rk: [0; 15],
+            nr: 0,
+            level,
+        });
+        if level == Level::Zmm {
+            #[allow(unsafe_code)]
+            // SAFETY: `level` is Zmm only if `Level::detect()` found the 512-bit features.
+            unsafe {
+                zmm::setup(key, &mut keys)
+            };
+        } else {
+            #[allow(unsafe_code)]
+            // SAFETY: `Level::detect()` just found AES-NI, PCLMULQDQ and SSSE3.
+            unsafe {
+                common::setup(key, &mut keys)
+            };
+        }
+        Some(keys)
+    }
+
+    /// `Q_k`, for `1 <= k <= NQ`.
+    fn q(&self, k: usize) -> u128 {
+        self.p[NQ - k]
+    }
+
+    fn set_q(&mut self, k: usize, v: u128) {
+        self.p[NQ - k] = v;
+    }
+
+    pub(crate) fn key_len(&self) -> usize {
+        (self.nr - 6) * 4
+    }
+
+    pub(crate) fn level(&self) -> Level {
+        self.level
+    }
+
+    pub(crate) fn ghash(&self, y: &mut u128, data: &[u8]) {
+        match self.level {
+            #[allow(unsafe_code)]
+            // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit features.
+            Level::Zmm => unsafe { zmm::ghash_entry(self, y, data) },
+            #[allow(unsafe_code)]
+            // SAFETY: `self.level` is Wide only if `Level::detect()` found the wide features.
+            Level::Wide => unsafe { wide::ghash_entry(self, y, data) },
+            #[allow(unsafe_code)]
+            // SAFETY: every `Keys` was built after `Level::detect()` found the narrow features.
+            Level::Narrow => unsafe { narrow::ghash_entry(self, y, data) },
+        }
+    }
+
+    pub(crate) fn seal(&self, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+        self.crypt::<true>(ctr, y, buf)
+    }
+
+    pub(crate) fn open(&self, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+        self.crypt::<false>(ctr, y, buf)
+    }
+
+    fn crypt<const SEAL: bool>(&self, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+        match self.level {
+            #[allow(unsafe_code)]
+            // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit features.
+            Level::Zmm => unsafe { zmm::crypt_entry::<SEAL>(self, ctr, y, buf) },
+            #[allow(unsafe_code)]
+            // SAFETY: `self.level` is Wide only if `Level::detect()` found the wide features.
+            Level::Wide => unsafe { wide::crypt_entry::<SEAL>(self, ctr, y, buf) },
+            #[allow(unsafe_code)]
+            // SAFETY: every `Keys` was built after `Level::detect()` found the narrow features.
+            Level::Narrow => unsafe { narrow::crypt_entry::<SEAL>(self, ctr, y, buf) },
+        }
+    }
+
+    /// A whole GCM message: seal (`SEAL`) or open `buf` in place under the pre-counter block
+    /// `j0` with associated data `aad`; returns the full tag (for open, the expected tag).
+    pub(crate) fn message<const SEAL: bool>(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: &mut [u8],
+    ) -> [u8; 16] {
+        match self.level {
+            #[allow(unsafe_code)]
+            // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit features.
+            Level::Zmm => unsafe { zmm::message_entry::<SEAL>(self, j0, aad, buf) },
+            _ => message(
+                j0,
+                aad,
+                buf,
+                |b| self.encrypt_block(b),
+                |y, d| self.ghash(y, d),
+                |c, y, b| self.crypt::<SEAL>(c, y, b),
+            ),
+        }
+    }
+
+    pub(crate) fn encrypt_block(&self, b: &mut [u8; 16]) {
+        #[allow(unsafe_code)]
+        // SAFETY: every `Keys` was built after `Level::detect()` found the narrow features.
+        unsafe {
+            common::block_entry(self, b)
+        }
+    }
+}
+
+/// One GCM message from a kernel's parts (SP 800-38D 7.1-7.2): GHASH of the AAD, the CTR +
+/// GHASH pass over `buf` from `inc32(J0)`, the length block, the tag `S ^ E_K(J0)`. `block`
+/// encrypts one block in place, `ghash` absorbs bytes zero-padded, `crypt` runs the stitched
+/// pass from a counter block (as a `u128`). Each kernel width calls this from its own code, so
+/// the parts inline there.
+#[inline(always)]
+fn message(
+    j0: &[u8; 16],
+    aad: &[u8],
+    buf: &mut [u8],
+    block: impl FnOnce(&mut [u8; 16]),
+    ghash: impl Fn(&mut u128, &[u8]),
+    crypt: impl FnOnce(u128, &mut u128, &mut [u8]),
+) -> [u8; 16] {
+    let mut mask = *j0;
+    block(&mut mask);
+    let mut y = 0u128;
+    ghash(&mut y, aad);
+    crypt(first_counter(j0), &mut y, buf);
+    ghash(&mut y, &length_block(aad.len(), buf.len()));
+    let t = tag(y, u128::from_be_bytes(mask));
+    mask.zeroize();
+    y.zeroize();
+    t
+}
+
+/// The counter block of a message's first block, `inc32(J0)`, as a `u128` (the block read
+/// big-endian).
+fn first_counter(j0: &[u8; 16]) -> u128 {
+    common::ctr_add(u128::from_be_bytes(*j0), 1)
+}
+
+/// GCM's last GHASH block: `[len(A)]_64 ‖ [len(C)]_64` in bits.
+fn length_block(aad_len: usize, ct_len: usize) -> [u8; 16] {
+    (((aad_len as u128) * 8) << 64 | ((ct_len as u128) * 8)).to_be_bytes()
+}
+
+/// The tag `S ^ E_K(J0)` from the GHASH state `s` and the mask `E_K(J0)` (both read
+/// big-endian).
+fn tag(s: u128, mask: u128) -> [u8; 16] {
+    (s ^ mask).to_be_bytes()
+}

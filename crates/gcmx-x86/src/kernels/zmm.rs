@@ -1,0 +1,514 @@
+//! The 512-bit kernels: VAES + VPCLMULQDQ on AVX-512 registers of four blocks, 8 registers
+//! (32 blocks, 512 bytes) a step.
+//!
+//! Each step runs the AES rounds of 32 counter blocks and, after each of the first eight rounds,
+//! the three Karatsuba carry-less products of one register of the blocks being hashed, so the AES
+//! and carry-less units work at the same time; one reduction per step. Sealing hashes the
+//! previous step's ciphertext (still in registers) while encrypting the next; opening hashes and
+//! decrypts the same step. What is left after the whole steps (fewer than 32 blocks, the last
+//! one possibly partial) runs register by register with masked loads and stores and is hashed
+//! as one [`Run`]: with the powers `Q_n..Q_1` for its own block count `n` and one reduction. A
+//! whole short message (AAD, message and length block together at most 32 blocks) is one run:
+//! a 64-byte message with no AAD is one register of AES and one reduction.
+//!
+//! The key's powers are kept in block order with their Karatsuba halves (`Keys::p`,
+//! `Keys::pk`), so a register of powers is one load and a call sets up nothing.
+
+use core::arch::x86_64::*;
+
+use bytemuck::cast;
+
+use super::Keys;
+use super::common::{POLY_C, aes1, hash_key, power_tree, reduce, rev128};
+use zeroize::Zeroize;
+
+/// 512-bit registers per step.
+const R: usize = 8;
+/// Blocks per step, and powers of H the tables hold.
+pub(super) const NB: usize = 4 * R;
+/// Bytes per step.
+const STEP: usize = 64 * R;
+
+/// Key set-up for the 512-bit kernels: the power tree's products four at a time, one in each
+/// lane (and the whole set-up in VEX/EVEX encoding, which does not mix legacy SSE code with
+/// the kernels' 512-bit registers).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+pub(super) fn setup(key: &[u8], keys: &mut Keys) {
+    let mut q1 = hash_key(key, keys);
+    power_tree(keys, q1, |a, b| {
+        cast(dot4(load4(a, 0), _mm512_broadcast_i32x4(cast(b))))
+    });
+    q1.zeroize();
+}
+
+/// `dot` in each lane: `a·b·x^-128` modulo POLYVAL's polynomial (as `common::dot`).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn dot4(a: __m512i, b: __m512i) -> __m512i {
+    let lo = _mm512_clmulepi64_epi128::<0x00>(a, b);
+    let hi = _mm512_clmulepi64_epi128::<0x11>(a, b);
+    let mid = _mm512_xor_si512(
+        _mm512_clmulepi64_epi128::<0x01>(a, b),
+        _mm512_clmulepi64_epi128::<0x10>(a, b),
+    );
+    let d_lo = _mm512_xor_si512(lo, _mm512_bslli_epi128::<8>(mid));
+    let d_hi = _mm512_xor_si512(hi, _mm512_bsrli_epi128::<8>(mid));
+    let c = _mm512_broadcast_i32x4(_mm_set_epi64x(0, POLY_C));
+    let t = _mm512_clmulepi64_epi128::<0x00>(d_lo, c);
+    let a = _mm512_xor_si512(_mm512_shuffle_epi32::<0x4E>(d_lo), t);
+    let u = _mm512_clmulepi64_epi128::<0x00>(a, c);
+    let b = _mm512_xor_si512(_mm512_shuffle_epi32::<0x4E>(a), u);
+    _mm512_xor_si512(d_hi, b)
+}
+
+/// Four consecutive entries of a table as one register.
+#[inline(always)]
+fn load4(t: &[u128], i: usize) -> __m512i {
+    bytemuck::pod_read_unaligned(bytemuck::cast_slice(&t[i..i + 4]))
+}
+
+#[inline(always)]
+fn load64(b: &[u8]) -> __m512i {
+    bytemuck::pod_read_unaligned(&b[..64])
+}
+
+#[inline(always)]
+fn store64(b: &mut [u8], v: __m512i) {
+    b[..64].copy_from_slice(bytemuck::bytes_of(&v));
+}
+
+/// The mask of a register's first `n` bytes (`n <= 64`).
+#[inline(always)]
+fn byte_mask(n: usize) -> __mmask64 {
+    u64::MAX.checked_shr(64 - n as u32).unwrap_or(0)
+}
+
+/// `b` (at most 64 bytes) in a register's low bytes, the rest zero.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn load_partial(b: &[u8]) -> __m512i {
+    let n = b.len().min(64);
+    #[allow(unsafe_code)]
+    // SAFETY: the mask selects bytes `0..n` of `b`, all in bounds; a masked load does not
+    // access (or fault on) the bytes the mask leaves out.
+    unsafe {
+        _mm512_maskz_loadu_epi8(byte_mask(n), b.as_ptr().cast())
+    }
+}
+
+/// Store the low `b.len()` (at most 64) bytes of `v` into `b`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn store_partial(b: &mut [u8], v: __m512i) {
+    let n = b.len().min(64);
+    #[allow(unsafe_code)]
+    // SAFETY: the mask selects bytes `0..n` of `b`, all in bounds and borrowed mutably; a
+    // masked store writes nothing else.
+    unsafe {
+        _mm512_mask_storeu_epi8(b.as_mut_ptr().cast(), byte_mask(n), v)
+    }
+}
+
+/// The byte-reflection mask in all four lanes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn rev512() -> __m512i {
+    _mm512_broadcast_i32x4(rev128())
+}
+
+/// `n` added to each lane's 32-bit counter.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn inc(v: __m512i, n: usize) -> __m512i {
+    // Truncation is the point: the counter is 32 bits and wraps (inc32).
+    _mm512_add_epi32(v, _mm512_broadcast_i32x4(_mm_set_epi32(0, 0, 0, n as i32)))
+}
+
+/// The byte-reflected counter blocks `ctr`, `ctr + 1`, `ctr + 2`, `ctr + 3` in the four lanes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn first_counters(ctr: u128) -> __m512i {
+    let b = _mm512_broadcast_i32x4(cast(ctr));
+    _mm512_add_epi32(
+        b,
+        _mm512_set_epi32(0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0),
+    )
+}
+
+/// The next step's counter blocks from the byte-reflected counters `base`; advances `base`.
+/// Every block is reflected from its own 32-bit sum: no instruction depends on the counter's
+/// value (secret for nonces that are not 12 bytes long).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn counters(base: &mut __m512i) -> [__m512i; R] {
+    let rev = rev512();
+    let c = core::array::from_fn(|j| _mm512_shuffle_epi8(inc(*base, 4 * j), rev));
+    *base = inc(*base, NB);
+    c
+}
+
+/// Round key `r` in all four lanes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn round_key(keys: &Keys, r: usize) -> __m512i {
+    _mm512_broadcast_i32x4(cast(keys.rk[r]))
+}
+
+/// A register of blocks (as in memory) byte-reflected into POLYVAL order.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn reflect(d: __m512i) -> __m512i {
+    _mm512_shuffle_epi8(d, rev512())
+}
+
+/// The Karatsuba products of the reflected blocks `x`, lane `l` times the power `p[idx + l]`,
+/// accumulated into `acc`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn products(keys: &Keys, idx: usize, x: __m512i, acc: &mut [__m512i; 3]) {
+    let xk = _mm512_xor_si512(x, _mm512_shuffle_epi32::<0x4E>(x));
+    let p = load4(&keys.p, idx);
+    let k = load4(&keys.pk, idx);
+    acc[0] = _mm512_xor_si512(acc[0], _mm512_clmulepi64_epi128::<0x00>(x, p));
+    acc[1] = _mm512_xor_si512(acc[1], _mm512_clmulepi64_epi128::<0x00>(xk, k));
+    acc[2] = _mm512_xor_si512(acc[2], _mm512_clmulepi64_epi128::<0x11>(x, p));
+}
+
+/// The products of register `j` of a whole step (`d` as in memory; `y` joins block 0).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn step_products(keys: &Keys, j: usize, d: __m512i, y: __m128i, acc: &mut [__m512i; 3]) {
+    let mut x = reflect(d);
+    if j == 0 {
+        x = _mm512_xor_si512(x, _mm512_zextsi128_si512(y));
+    }
+    products(keys, 4 * j, x, acc);
+}
+
+/// XOR of a register's four lanes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn fold(v: __m512i) -> __m128i {
+    let s = _mm256_xor_si256(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64::<1>(v));
+    _mm_xor_si128(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s))
+}
+
+/// The new GHASH state from accumulated products: one reduction.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn reduce_acc(acc: &[__m512i; 3]) -> __m128i {
+    let (lo, hi) = (fold(acc[0]), fold(acc[2]));
+    let mid = _mm_xor_si128(fold(acc[1]), _mm_xor_si128(lo, hi));
+    reduce(lo, mid, hi)
+}
+
+/// Keeps the products of one register between two AES rounds. The compiler would otherwise move
+/// all of a step's GHASH work after its AES rounds (each half alone is fine to it), and the two
+/// units would take turns instead of working at once. This claims to read and change the
+/// accumulators and the first AES register, so the products before it and the round after it
+/// stay on their side; it emits no instruction.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn fence(a: &mut __m512i, b: &mut __m512i, c: &mut __m512i, d: &mut __m512i) {
+    #[allow(unsafe_code)]
+    // SAFETY: the template is empty: nothing runs, no memory, stack or flag is touched, and
+    // each operand keeps its value.
+    unsafe {
+        core::arch::asm!(
+            "/* {0} {1} {2} {3} */",
+            inout(zmm_reg) * a,
+            inout(zmm_reg) * b,
+            inout(zmm_reg) * c,
+            inout(zmm_reg) * d,
+            options(pure, nomem, nostack, preserves_flags),
+        )
+    }
+}
+
+/// One stitched step over the 512 bytes `cur`, in place: AES (`NR` rounds) of the next 32
+/// counter blocks from `base`, XORed into `cur`; and, when `HASH`, the GHASH of the 32 blocks
+/// `h` into `y` (`h` is `cur` itself, read before it is overwritten, when `h` is `None`), one
+/// register's products after each of the first eight rounds. The rounds are written out one by
+/// one (the loop over rounds is not unrolled otherwise), and the hashed blocks are loaded from
+/// memory where they are used, which leaves registers for the AES state. Returns the new `y`.
+/// `SEAL` only tells the seal and open instances apart, so that each has one caller and is
+/// inlined into it.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
+    keys: &Keys,
+    base: &mut __m512i,
+    y: __m128i,
+    h: Option<&[u8]>,
+    cur: &mut [u8],
+) -> __m128i {
+    // The key through an opaque reference: the compiler then reads each round key and power
+    // from the key where it is used instead of keeping them all in registers for the whole
+    // loop, which would leave too few registers for the AES state and make it run the blocks'
+    // rounds one register after another instead of round by round.
+    let keys: &Keys = core::hint::black_box(keys);
+    let k0 = round_key(keys, 0);
+    let mut s = counters(base).map(|c| _mm512_xor_si512(c, k0));
+    let mut acc = [_mm512_setzero_si512(); 3];
+    macro_rules! round {
+        ($($r:literal)*) => {$(
+            if $r < NR {
+                let kr = round_key(keys, $r);
+                for x in s.iter_mut() {
+                    *x = _mm512_aesenc_epi128(*x, kr);
+                }
+                if HASH && $r - 1 < R {
+                    let src = h.unwrap_or(&*cur);
+                    step_products(keys, $r - 1, load64(&src[64 * ($r - 1)..]), y, &mut acc);
+                    let [a0, a1, a2] = &mut acc;
+                    fence(a0, a1, a2, &mut s[0]);
+                }
+            }
+        )*};
+    }
+    round!(1 2 3 4 5 6 7 8 9 10 11 12 13);
+    let y = if HASH { reduce_acc(&acc) } else { y };
+    // the last round key XOR the data: the last round gives the output directly
+    let kl = round_key(keys, NR);
+    for (j, x) in s.iter().enumerate() {
+        let d = load64(&cur[64 * j..]);
+        store64(
+            &mut cur[64 * j..],
+            _mm512_aesenclast_epi128(*x, _mm512_xor_si512(kl, d)),
+        );
+    }
+    y
+}
+
+/// GHASH of one whole step of 32 blocks `d` (as in memory) into `y`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn hash_step(keys: &Keys, y: __m128i, d: &[u8]) -> __m128i {
+    let mut acc = [_mm512_setzero_si512(); 3];
+    for j in 0..R {
+        step_products(keys, j, load64(&d[64 * j..]), y, &mut acc);
+    }
+    reduce_acc(&acc)
+}
+
+/// The GHASH of a run of at most 32 blocks, given register by register (each holding up to
+/// four blocks, zero past the run's data), with the powers `Q_n..Q_1` for the run's block
+/// count `n` fixed in advance; then one reduction.
+struct Run {
+    acc: [__m512i; 3],
+    /// The power index of the next block.
+    idx: usize,
+    /// The state before the run, XORed into its first block (zero after that).
+    y: __m128i,
+}
+
+impl Run {
+    /// A run of `blocks` blocks (at most 32) continuing from state `y`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn new(y: __m128i, blocks: usize) -> Run {
+        Run {
+            acc: [_mm512_setzero_si512(); 3],
+            idx: NB - blocks,
+            y,
+        }
+    }
+
+    /// The next `blocks` blocks (1 to 4) of the run, in `d` as in memory.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add(&mut self, keys: &Keys, d: __m512i, blocks: usize) {
+        let x = _mm512_xor_si512(reflect(d), _mm512_zextsi128_si512(self.y));
+        self.y = _mm_setzero_si128();
+        products(keys, self.idx, x, &mut self.acc);
+        self.idx += blocks;
+    }
+
+    /// Bytes (at most one step, zero-padded to whole blocks), in registers.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add_bytes(&mut self, keys: &Keys, data: &[u8]) {
+        for c in data.chunks(64) {
+            self.add(keys, load_partial(c), c.len().div_ceil(16));
+        }
+    }
+
+    /// The new GHASH state.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn finish(self) -> __m128i {
+        reduce_acc(&self.acc)
+    }
+}
+
+/// Blocks in `n` bytes.
+fn blocks(n: usize) -> usize {
+    n.div_ceil(16)
+}
+
+/// GHASH of `data`, zero-padded to whole blocks, into `y`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn hash(keys: &Keys, mut y: __m128i, data: &[u8]) -> __m128i {
+    let mut steps = data.chunks_exact(STEP);
+    for s in steps.by_ref() {
+        y = hash_step(keys, y, s);
+    }
+    let rest = steps.remainder();
+    if rest.is_empty() {
+        return y;
+    }
+    let mut run = Run::new(y, blocks(rest.len()));
+    run.add_bytes(keys, rest);
+    run.finish()
+}
+
+/// GHASH update on the 512-bit kernels.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+pub(super) fn ghash_entry(keys: &Keys, y: &mut u128, data: &[u8]) {
+    *y = cast(hash(keys, cast(*y), data));
+}
+
+/// CTR and GHASH of fewer than one step's bytes from the byte-reflected counters `base` (lanes
+/// `c..c+3`): one register at a time, the last one masked to the message's end, the ciphertext
+/// added to `run`; then, if given, the length block. The run's block count must include them.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn crypt_short<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    base: __m512i,
+    mut run: Run,
+    tail: &mut [u8],
+    len_block: Option<&[u8; 16]>,
+) -> __m128i {
+    let rev = rev512();
+    for (j, c) in tail.chunks_mut(64).enumerate() {
+        let mut s = _mm512_xor_si512(
+            _mm512_shuffle_epi8(inc(base, 4 * j), rev),
+            round_key(keys, 0),
+        );
+        for r in 1..NR {
+            s = _mm512_aesenc_epi128(s, round_key(keys, r));
+        }
+        let d = load_partial(c);
+        let out = _mm512_aesenclast_epi128(s, _mm512_xor_si512(round_key(keys, NR), d));
+        // the ciphertext, zero past the message's end
+        let ct = if SEAL {
+            _mm512_maskz_mov_epi8(byte_mask(c.len()), out)
+        } else {
+            d
+        };
+        run.add(keys, ct, blocks(c.len()));
+        store_partial(c, out);
+    }
+    if let Some(l) = len_block {
+        run.add(keys, load_partial(l), 1);
+    }
+    run.finish()
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+pub(super) fn crypt_entry<const SEAL: bool>(keys: &Keys, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+    match keys.nr {
+        10 => *y = cast(crypt::<SEAL, 10>(keys, ctr, cast(*y), buf, None)),
+        12 => *y = cast(crypt::<SEAL, 12>(keys, ctr, cast(*y), buf, None)),
+        _ => *y = cast(crypt::<SEAL, 14>(keys, ctr, cast(*y), buf, None)),
+    }
+}
+
+/// The stitched loop over `buf` from counter block `ctr`: whole steps, then the rest and, if
+/// given, the length block, hashed with one reduction.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn crypt<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    ctr: u128,
+    mut y: __m128i,
+    buf: &mut [u8],
+    len_block: Option<&[u8; 16]>,
+) -> __m128i {
+    let bulk_len = buf.len() / STEP * STEP;
+    let (bulk, tail) = buf.split_at_mut(bulk_len);
+    let mut base = first_counters(ctr);
+    // Seal hashes each step's ciphertext during the next step (reading it back from `buf`):
+    // the first step only encrypts, and the last step's ciphertext is hashed after the loop.
+    // Open hashes each step's ciphertext before decrypting it.
+    let n = bulk.len() / STEP;
+    for i in 0..n {
+        if SEAL && i == 0 {
+            step::<SEAL, NR, false>(keys, &mut base, y, None, &mut bulk[..STEP]);
+        } else if SEAL {
+            let (prev, cur) = bulk[(i - 1) * STEP..(i + 1) * STEP].split_at_mut(STEP);
+            y = step::<SEAL, NR, true>(keys, &mut base, y, Some(prev), cur);
+        } else {
+            y = step::<SEAL, NR, true>(
+                keys,
+                &mut base,
+                y,
+                None,
+                &mut bulk[i * STEP..(i + 1) * STEP],
+            );
+        }
+    }
+    if SEAL && n > 0 {
+        y = hash_step(keys, y, &bulk[(n - 1) * STEP..]);
+    }
+    let t = blocks(tail.len());
+    match len_block {
+        // the rest and the length block in one run when they fit
+        Some(l) if t < NB => crypt_short::<SEAL, NR>(keys, base, Run::new(y, t + 1), tail, Some(l)),
+        _ => {
+            if t > 0 {
+                y = crypt_short::<SEAL, NR>(keys, base, Run::new(y, t), tail, None);
+            }
+            if let Some(l) = len_block {
+                let mut run = Run::new(y, 1);
+                run.add(keys, load_partial(l), 1);
+                y = run.finish();
+            }
+            y
+        }
+    }
+}
+
+/// A whole message on the 512-bit kernels (see [`super::message`]).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+pub(super) fn message_entry<const SEAL: bool>(
+    keys: &Keys,
+    j0: &[u8; 16],
+    aad: &[u8],
+    buf: &mut [u8],
+) -> [u8; 16] {
+    match keys.nr {
+        10 => message::<SEAL, 10>(keys, j0, aad, buf),
+        12 => message::<SEAL, 12>(keys, j0, aad, buf),
+        _ => message::<SEAL, 14>(keys, j0, aad, buf),
+    }
+}
+
+/// A whole message. When the AAD, the message and the length block fit in one run of 32
+/// blocks, all three are hashed together with a single reduction; otherwise the AAD is hashed
+/// first and the length block joins the message's last reduction.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn message<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    j0: &[u8; 16],
+    aad: &[u8],
+    buf: &mut [u8],
+) -> [u8; 16] {
+    let mask: __m128i = aes1::<NR>(keys, cast(*j0));
+    let ctr = super::first_counter(j0);
+    let len_block = super::length_block(aad.len(), buf.len());
+    let n = blocks(aad.len()) + blocks(buf.len()) + 1;
+    let s = if n <= NB {
+        let mut run = Run::new(_mm_setzero_si128(), n);
+        run.add_bytes(keys, aad);
+        crypt_short::<SEAL, NR>(keys, first_counters(ctr), run, buf, Some(&len_block))
+    } else {
+        let y = hash(keys, _mm_setzero_si128(), aad);
+        crypt::<SEAL, NR>(keys, ctr, y, buf, Some(&len_block))
+    };
+    // `mask` holds E_K(J0)'s bytes in memory order
+    super::tag(cast(s), u128::from_be_bytes(cast(mask)))
+}
