@@ -1868,7 +1868,15 @@ fn vectors_on_device(t: &mut Tally, what: &str, ring: &CudaKeyring, vs: &[Vector
                         .filter(|&i| {
                             let v = group[i];
                             if v.6 {
-                                verdicts[i] == 0 || pts[i].iter().any(|&b| b != 0)
+                                // refused and zeroed, or (a table entry the kernel cannot take, such as
+                                // an empty nonce) invalid and untouched
+                                let refused = gc::Verdict::from_byte(verdicts[i])
+                                    == Some(gc::Verdict::Refused)
+                                    && pts[i].iter().all(|&b| b == 0);
+                                let invalid = gc::Verdict::from_byte(verdicts[i])
+                                    == Some(gc::Verdict::Invalid)
+                                    && pts[i] == v.4;
+                                !(refused || invalid)
                             } else {
                                 verdicts[i] != 0 || Some(&pts[i]) != v.3.as_ref()
                             }

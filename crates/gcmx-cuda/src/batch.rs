@@ -416,17 +416,21 @@ fn queue(
     // Staging: [descriptors 48 n | J0s 16 n | AADs | tags 16 n | verdicts n].
     let j0_at = abi::DEV_MSG_BYTES * n;
     let aad_at = j0_at + 16 * n;
+    // The same AAD slice as the previous message (a common case: one header for all) is staged once:
+    // `staged` lists the messages whose AAD is copied. Empty AADs take no room and no copy.
     let mut aad_offs = Vec::with_capacity(n);
+    let mut staged = Vec::new();
     let mut aad_total = 0usize;
     let mut last: Option<(*const u8, usize, usize)> = None;
-    for m in ms {
-        // The same AAD slice as the previous message (a common case: one header for all) is staged once.
+    for (i, m) in ms.iter().enumerate() {
         let key = (m.aad.as_ptr(), m.aad.len());
         match last {
+            _ if m.aad.is_empty() => aad_offs.push(0),
             Some((p, l, off)) if (p, l) == key => aad_offs.push(off),
             _ => {
                 aad_offs.push(aad_total);
                 last = Some((key.0, key.1, aad_total));
+                staged.push(i);
                 aad_total += round16(m.aad.len());
             }
         }
@@ -457,15 +461,11 @@ fn queue(
             .encode(&mut descs[abi::DEV_MSG_BYTES * i..abi::DEV_MSG_BYTES * (i + 1)]);
             j0s[16 * i..16 * i + 16].copy_from_slice(&m.j0);
         }
-        let mut prev = usize::MAX;
-        for (i, m) in ms.iter().enumerate() {
-            let off = aad_offs[i];
-            if off != prev {
-                let a = &mut aads[off..off + round16(m.aad.len())];
-                a[..m.aad.len()].copy_from_slice(m.aad);
-                a[m.aad.len()..].fill(0);
-                prev = off;
-            }
+        for &i in &staged {
+            let (m, off) = (&ms[i], aad_offs[i]);
+            let a = &mut aads[off..off + round16(m.aad.len())];
+            a[..m.aad.len()].copy_from_slice(m.aad);
+            a[m.aad.len()..].fill(0);
         }
     }
     if let Some(bufs) = packed {
