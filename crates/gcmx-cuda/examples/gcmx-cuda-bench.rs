@@ -494,6 +494,79 @@ fn host_sections(
             gbs(bytes, wc),
             cc / wc
         );
+        // Where the host path's time goes, beside it: the same messages through a CudaKeyring (no
+        // gcmx-core framing), and (1 KiB only) 64-byte messages of the same count (almost no data to move).
+        if msg == 1024 {
+            let ring = gc::CudaKeyring::new(&[&[0x22u8; 32][..]])?;
+            let mut rtags = vec![[0u8; 16]; count];
+            let mut in_region = None;
+            PinnedRegion::scope(&mut data, |region| {
+                let mut v = Vec::new();
+                for i in 0..=2 {
+                    let mut jobs: Vec<gc::KeyedSealJob<'_>> = region
+                        .chunks_mut(msg)
+                        .zip(rtags.iter_mut())
+                        .zip(&nonces)
+                        .map(|((b, t), n)| gc::KeyedSealJob {
+                            key: 0,
+                            nonce: n,
+                            aad: b"hdr",
+                            buf: b,
+                            tag: t,
+                        })
+                        .collect();
+                    let c0 = cpu_time();
+                    let t = Instant::now();
+                    let r = ring.seal(&mut jobs);
+                    if i > 0 {
+                        v.push((t.elapsed().as_secs_f64(), cpu_time() - c0, r.is_ok()));
+                    }
+                }
+                in_region = Some(v);
+            })?;
+            if let Some(v) = in_region {
+                let w = median(v.iter().map(|x| x.0).collect());
+                let c = median(v.iter().map(|x| x.1).collect());
+                println!(
+                    "  diagnosis: the same {count} x {msg} B through CudaKeyring::seal in a PinnedRegion: {:.2} M msg/s ({:.1} cores busy, ok: {})",
+                    count as f64 / w / 1e6,
+                    c / w,
+                    v.iter().all(|x| x.2)
+                );
+            }
+            let mut small = vec![0u8; 64 * count];
+            let mut st = vec![[0u8; 16]; count];
+            let small_s = {
+                let mut v = Vec::new();
+                for i in 0..=2 {
+                    let mut jobs: Vec<SealJob<'_>> = small
+                        .chunks_mut(64)
+                        .zip(st.iter_mut())
+                        .zip(&nonces)
+                        .map(|((b, t), n)| SealJob {
+                            nonce: n,
+                            aad: b"hdr",
+                            buf: b,
+                            tag: t,
+                        })
+                        .collect();
+                    let c0 = cpu_time();
+                    let t = Instant::now();
+                    gpu_b.encrypt_batch(&mut jobs)?;
+                    if i > 0 {
+                        v.push((t.elapsed().as_secs_f64(), cpu_time() - c0));
+                    }
+                }
+                v
+            };
+            let w = median(small_s.iter().map(|x| x.0).collect());
+            let c = median(small_s.iter().map(|x| x.1).collect());
+            println!(
+                "  diagnosis: {count} x 64 B through Gcm::encrypt_batch (pageable): {:.2} M msg/s ({:.1} cores busy)",
+                count as f64 / w / 1e6,
+                c / w
+            );
+        }
         for (what, w, c) in [("pageable", wg, cg), ("in a PinnedRegion", wr, cr)] {
             row(
                 rows,

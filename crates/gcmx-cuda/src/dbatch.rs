@@ -412,7 +412,8 @@ pub(crate) fn queue_single<'p>(
     };
     let a = args(&keys, &r, 1, mode, tag_len as u32, 0, grid, lent.get()?);
     let fence = queue_dbatch(stream, a, Some(slot_ref))?;
-    let keep = verdict.is_none().then_some(v_at);
+    // Only an open reports back through the slot (a seal's table entry passed the same checks here).
+    let keep = (verdict.is_none() && dir == Direction::Open).then_some(v_at);
     match keep {
         Some(at) => Ok(Pending::new(fence, Some((gpu, slot, at)))),
         None => {

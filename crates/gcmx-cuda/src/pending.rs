@@ -132,7 +132,12 @@ impl<'a> Pending<'a> {
         let Some((gpu, mut slot, at)) = self.verdict.take() else {
             return Ok(());
         };
-        let v = slot.bytes()?.get(at).copied();
+        let v = {
+            let b = slot.bytes()?;
+            let v = b.get(at).copied();
+            b.fill(0); // the nonce and AAD it held, for the next user
+            v
+        };
         gpu.give_slot(slot);
         match v {
             Some(abi::VERDICT_OK) => Ok(()),

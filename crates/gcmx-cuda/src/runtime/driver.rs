@@ -30,6 +30,12 @@ static FATBIN: &[u8] = include_bytes!(env!("GCMX_FATBIN"));
 
 /// Idle lanes kept per device for synchronous helper work (copies, wipes, one-off launches).
 const POOL_MAX: usize = 16;
+/// Parameter slots kept per device: as many as asynchronous calls may have in flight before one is
+/// freed (freeing a slot whose work is queued waits for it).
+const SLOT_POOL_MAX: usize = 4096;
+/// Device-batch scratches per device: up to this many launches run at once on different scratches;
+/// beyond it, a launch reuses a busy one and is ordered after its work.
+const SCRATCH_POOL_MAX: usize = 64;
 /// Page-locked bytes a synchronous copy moves per step.
 const COPY_STEP: usize = 8 << 20;
 
@@ -255,7 +261,7 @@ impl Gpu {
     /// Return a slot to the pool (its fence, if any, says when it is free again).
     pub(crate) fn give_slot(&self, slot: ParamSlot) {
         let mut idle = lock(&self.slots);
-        if idle.len() < POOL_MAX {
+        if idle.len() < SLOT_POOL_MAX {
             idle.push(slot);
         }
     }
@@ -265,14 +271,22 @@ impl Gpu {
     pub(crate) fn take_scratch(self: &Arc<Self>, len: usize) -> Result<Scratch, Error> {
         {
             let mut idle = lock(&self.scratches);
-            let best = idle
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.mem.len() >= len)
-                .min_by_key(|(_, s)| s.mem.len())
-                .map(|(i, _)| i);
-            if let Some(i) = best {
+            let fits = |s: &Scratch| s.mem.len() >= len;
+            // One whose queued work is done, so that launches on different streams run at once; else,
+            // once there are enough, the smallest that fits (its work is ordered before ours).
+            if let Some(i) = idle.iter().position(|s| fits(s) && s.mem.is_idle()) {
                 return Ok(idle.swap_remove(i));
+            }
+            if idle.len() >= SCRATCH_POOL_MAX {
+                let best = idle
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| fits(s))
+                    .min_by_key(|(_, s)| s.mem.len())
+                    .map(|(i, _)| i);
+                if let Some(i) = best {
+                    return Ok(idle.swap_remove(i));
+                }
             }
         }
         Ok(Scratch {
@@ -284,7 +298,7 @@ impl Gpu {
     /// Return a scratch to the pool.
     pub(crate) fn give_scratch(&self, s: Scratch) {
         let mut idle = lock(&self.scratches);
-        if idle.len() < POOL_MAX {
+        if idle.len() < 2 * SCRATCH_POOL_MAX {
             idle.push(s);
         }
     }
@@ -441,6 +455,9 @@ struct Uses {
     reads: Vec<Arc<Fence>>,
 }
 
+/// Reads kept before completed ones are looked for.
+const READS_PRUNE: usize = 16;
+
 impl Uses {
     /// Forget fences whose work has completed.
     fn prune(&mut self) {
@@ -488,7 +505,9 @@ impl DeviceMem {
     /// streams; this is what orders it (a forgotten `Pending` included).
     fn order(&self, stream: cu::CUstream, write: bool) -> Result<(), Error> {
         let mut u = lock(&self.uses);
-        u.prune();
+        if write || u.reads.len() > READS_PRUNE {
+            u.prune();
+        }
         if let Some(f) = &u.write {
             f.make_wait(stream)?;
         }
@@ -506,9 +525,23 @@ impl DeviceMem {
         if write {
             u.write = Some(f.clone());
             u.reads.clear();
+        } else if let Some(r) = u
+            .reads
+            .iter_mut()
+            .find(|r| r.stream != 0 && r.stream == f.stream)
+        {
+            // Work on one stream completes in order: the later fence stands for the earlier one.
+            *r = f.clone();
         } else {
             u.reads.push(f.clone());
         }
+    }
+
+    /// Whether no queued work of a caller's stream uses this memory.
+    fn is_idle(&self) -> bool {
+        let mut u = lock(&self.uses);
+        u.prune();
+        u.write.is_none() && u.reads.is_empty()
     }
 
     /// Wait on the host for all queued work that uses this memory.
@@ -1147,6 +1180,8 @@ const SCRATCH_MIN: usize = 1 << 20;
 pub(crate) struct Fence {
     gpu: Arc<Gpu>,
     raw: cu::CUevent,
+    /// The caller's stream it was recorded on (`UserStream::id`), 0 for gcmx's own streams.
+    stream: u64,
 }
 
 // SAFETY: a CUevent handle may be used from any thread (the driver API is thread-safe); the Fence owns
@@ -1175,6 +1210,7 @@ impl Fence {
         Ok(Arc::new(Fence {
             gpu: gpu.clone(),
             raw,
+            stream: 0,
         }))
     }
 
@@ -1234,6 +1270,15 @@ pub(crate) struct UserStream {
     gpu: Arc<Gpu>,
     raw: cu::CUstream,
     owned: bool,
+    /// Unique for the process (handles can be reused once a stream is destroyed).
+    id: u64,
+}
+
+/// The next `UserStream::id`.
+static STREAM_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn stream_id() -> u64 {
+    STREAM_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 // SAFETY: a CUstream handle may be used from any thread; an owned one is destroyed once, in Drop.
@@ -1276,6 +1321,7 @@ impl Stream {
                 gpu,
                 raw,
                 owned: true,
+                id: stream_id(),
             },
         })
     }
@@ -1296,6 +1342,7 @@ impl Stream {
                 gpu,
                 raw: raw.cast(),
                 owned: false,
+                id: stream_id(),
             },
         })
     }
@@ -1592,7 +1639,10 @@ pub(crate) fn queue_dbatch(
         // A slot is handed out only once its fence is complete; ordering again costs nothing.
         f.make_wait(s)?;
     }
-    let fence = Fence::new(&gpu)?;
+    let mut fence = Fence::new(&gpu)?;
+    if let Some(f) = Arc::get_mut(&mut fence) {
+        f.stream = stream.inner.id;
+    }
     // SAFETY: `p` comes from db_prepare (checked ranges). The device buffers are kept alive and unchanged
     // until the launch completes by the fence recorded below (DeviceMem::order / settle); the slot by its
     // fence (ParamSlot::drop and reuse wait); raw spans by RawDeviceSpan::new's contract.
