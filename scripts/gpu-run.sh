@@ -94,6 +94,8 @@ run_cpu() {
     lscpu | grep -E "Model name|^CPU\(s\)|Thread|Flags" | cut -c1-200 | tee "${LOG}/cpu.txt"
     "${C}/x86_equivalence" 2>&1 | tail -n 15 | tee -a "${LOG}/cpu.txt"
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+    "${C}/x86_constant_time" 2>&1 | tail -n 6 | tee -a "${LOG}/cpu.txt"
+    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
     "${C}/x86_speed" 2>&1 | tee -a "${LOG}/cpu.txt"
     "${C}/aes_gcm" --bench "${GCMX_CPU_BENCH_FILTER:-aes256gcm-encrypt|auto-threshold}" 2>&1 | tee "${LOG}/cpu-bench.log" \
         | grep -E "time:|thrpt:|^[a-z].*/" | tail -n 80
