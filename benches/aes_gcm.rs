@@ -18,21 +18,21 @@ const AAD: &[u8] = b"";
 
 /// gcmx through its public API: every bench reaches gcmx only through these few lines.
 mod gcmx_api {
-    pub use gcmx::Backend;
+    pub(crate) use gcmx::Backend;
 
-    pub struct Key(gcmx::Gcm);
+    pub(crate) struct Key(gcmx::Gcm);
 
-    pub fn key(key: &[u8], backend: Backend) -> Key {
+    pub(crate) fn key(key: &[u8], backend: Backend) -> Key {
         Key(gcmx::Gcm::with_backend(key, backend).unwrap())
     }
 
-    pub fn seal(k: &Key, nonce: &[u8; 12], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+    pub(crate) fn seal(k: &Key, nonce: &[u8; 12], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
         let mut tag = [0u8; 16];
         k.0.encrypt_detached(nonce, aad, buf, &mut tag).unwrap();
         tag
     }
 
-    pub fn open(k: &Key, nonce: &[u8; 12], aad: &[u8], buf: &mut [u8], tag: &[u8; 16]) {
+    pub(crate) fn open(k: &Key, nonce: &[u8; 12], aad: &[u8], buf: &mut [u8], tag: &[u8; 16]) {
         k.0.decrypt_detached(nonce, aad, buf, tag).unwrap()
     }
 }

@@ -2,14 +2,15 @@
 # Build, on any x86-64 Linux machine (no GPU needed), a self-contained bundle that runs gcmx's GPU tests
 # and benchmark on any x86-64 machine with an NVIDIA driver (and nothing else installed):
 #   <bundle>/bins.tar.xz     gcmx-cuda-test and gcmx-cuda-bench (crates/gcmx-cuda/examples, release,
-#                            features `bench`), and gcmx's integration tests built with `--features cuda`
+#                            features `bench`), gcmx's integration tests built with `--features cuda`
 #                            (nist_cavp, wycheproof, spec_vectors, ...; they cover Backend::Cuda when a
-#                            device is present). Every binary embeds the same fatbin, so they travel as one
-#                            xz stream, a twentieth of their size.
+#                            device is present), and gcmx-cuda's fault-injection tests (faults,
+#                            fault_startup; `--features fault-injection`). Every binary embeds the same
+#                            fatbin, so they travel as one xz stream, a twentieth of their size.
 #   <bundle>/vectors.tgz     the NIST CAVP files gcm/*.rsp (scripts/fetch-vectors.sh)
 #   <bundle>/gpu-run.sh      the runner (a copy of scripts/gpu-run.sh)
 #   <bundle>/MANIFEST        commit, date, nvcc, sizes, shared-library dependencies
-# Then, on the GPU machine: bash <bundle>/gpu-run.sh full
+# Then, on the GPU machine: bash <bundle>/gpu-run.sh full (or tests, or faults)
 #
 # Options: --out DIR     the bundle folder (default: .device, git-ignored)
 #          --committed   build the kernels from the committed cuda/ (git archive HEAD) instead of the work tree
@@ -35,8 +36,9 @@ mkdir -p "${OUTDIR}"
 OUTDIR="$(cd "${OUTDIR}" && pwd)"
 
 eval "$(scripts/setup-cuda.sh)"
-rm -rf "${OUTDIR:?}/bin" "${OUTDIR}/tests" "${OUTDIR}/vectors.tgz" "${OUTDIR}/bins.tar.xz" "${OUTDIR}/cuda-src"
-mkdir -p "${OUTDIR}/bin" "${OUTDIR}/tests"
+rm -rf "${OUTDIR:?}/bin" "${OUTDIR}/tests" "${OUTDIR}/faults" "${OUTDIR}/vectors.tgz" "${OUTDIR}/bins.tar.xz" \
+    "${OUTDIR}/cuda-src"
+mkdir -p "${OUTDIR}/bin" "${OUTDIR}/tests" "${OUTDIR}/faults"
 
 if [[ ${COMMITTED} == 1 ]]; then
     mkdir -p "${OUTDIR}/cuda-src"
@@ -50,9 +52,9 @@ for b in gcmx-cuda-test gcmx-cuda-bench; do
     cp "target/release/examples/${b}" "${OUTDIR}/bin/"
 done
 
-if [[ ${TESTS} == 1 ]]; then
-    cargo test --release -p gcmx --features cuda --no-run --message-format=json 2>/dev/null \
-        | OUTDIR="${OUTDIR}" python3 -c '
+# Copy the integration-test executables that cargo reports (JSON on stdin) into <bundle>/$1.
+copy_tests() {
+    DEST="${OUTDIR}/$1" python3 -c '
 import json, sys, shutil, os
 for line in sys.stdin:
     try:
@@ -60,12 +62,17 @@ for line in sys.stdin:
     except ValueError:
         continue
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
-        dst = os.path.join(os.environ["OUTDIR"], "tests", m["target"]["name"])
-        shutil.copy(m["executable"], dst)
-        print("gpu-build: test binary", m["target"]["name"])
+        shutil.copy(m["executable"], os.path.join(os.environ["DEST"], m["target"]["name"]))
+        print("gpu-build: test binary", os.path.basename(os.environ["DEST"]) + "/" + m["target"]["name"])
 '
+}
+
+if [[ ${TESTS} == 1 ]]; then
+    cargo test --release -p gcmx --features cuda --no-run --message-format=json 2>/dev/null | copy_tests tests
+    cargo test --release -p gcmx-cuda --features fault-injection --test faults --test fault_startup --no-run \
+        --message-format=json 2>/dev/null | copy_tests faults
 fi
-strip "${OUTDIR}"/bin/* "${OUTDIR}"/tests/* 2>/dev/null || true
+strip "${OUTDIR}"/bin/* "${OUTDIR}"/tests/* "${OUTDIR}"/faults/* 2>/dev/null || true
 
 scripts/fetch-vectors.sh >/dev/null
 tar -czf "${OUTDIR}/vectors.tgz" -C .vectors gcm
@@ -76,7 +83,7 @@ cp scripts/gpu-run.sh "${OUTDIR}/gpu-run.sh"
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "nvcc: $("${NVCC}" --version | grep release)"
     echo "kernels: ${GCMX_CUDA_DIR:-cuda/ (work tree)}"
-    for f in "${OUTDIR}"/bin/* "${OUTDIR}"/tests/*; do
+    for f in "${OUTDIR}"/bin/* "${OUTDIR}"/tests/* "${OUTDIR}"/faults/*; do
         [[ -f "$f" ]] || continue
         echo "== ${f#"${OUTDIR}"/} $(stat -c %s "$f") bytes"
         ldd "$f" | sed 's/^/   /'
@@ -89,7 +96,7 @@ if [[ -n "${bad}" ]]; then
     echo "gpu-build: unexpected shared-library dependencies: ${bad}" >&2
     exit 1
 fi
-tar -cf - -C "${OUTDIR}" bin tests | xz -9 -T2 > "${OUTDIR}/bins.tar.xz"
-rm -rf "${OUTDIR:?}/bin" "${OUTDIR}/tests"
+tar -cf - -C "${OUTDIR}" bin tests faults | xz -9 -T2 > "${OUTDIR}/bins.tar.xz"
+rm -rf "${OUTDIR:?}/bin" "${OUTDIR}/tests" "${OUTDIR}/faults"
 du -sh "${OUTDIR}" | awk '{print "gpu-build: bundle " $2 " is " $1}'
 grep -E '^(commit|built|nvcc|kernels|==)' "${OUTDIR}/MANIFEST"

@@ -2,7 +2,9 @@
 # Run gcmx's GPU tests and benchmark from a bundle that scripts/gpu-build.sh made, on any x86-64 machine
 # with an NVIDIA driver (libcuda.so.1 on the loader's path) and nothing else installed.
 #   gpu-run.sh smoke   device info + quick correctness (gcmx-cuda-test --quick)
-#   gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda
+#   gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda + the fault tests
+#   gpu-run.sh faults  gcmx-cuda's fault-injection tests alone (every GPU API through every kind of driver
+#                      failure, results checked against the CPU; out of memory; 64 concurrent engines)
 #   gpu-run.sh bench   gcmx-cuda-bench (full)
 #   gpu-run.sh full    tests, then bench
 #   gpu-run.sh testbench  gcmx-cuda-test, then gcmx-cuda-bench (no integration tests)
@@ -37,7 +39,7 @@ status=0
 
 echo "== gpu-run ${MODE} at $(date -u +%Y-%m-%dT%H:%M:%SZ)" | tee "${LOG}/env.txt"
 { head -3 "${D}/MANIFEST"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1; nproc; free -g | head -2; } | tee -a "${LOG}/env.txt"
-for f in "${WORK}"/bin/* "${WORK}"/tests/*; do
+for f in "${WORK}"/bin/* "${WORK}"/tests/* "${WORK}"/faults/*; do
     [[ -f "$f" ]] || continue
     if ldd "$f" | grep -q "not found"; then
         echo "MISSING LIBRARY for $f:"; ldd "$f"; status=1
@@ -63,6 +65,26 @@ run_integration() {
     done
 }
 
+# The fault-injection tests (crates/gcmx-cuda/tests/faults.rs, fault_startup.rs): on a real GPU the
+# same cases as in CI, at every count (GCMX_FAULTS_FULL), and every result compared with the CPU.
+run_faults() {
+    : > "${LOG}/faults.log"
+    local t rc
+    for t in fault_startup faults; do
+        if [[ ! -x "${WORK}/faults/${t}" ]]; then
+            echo "fault tests: ${t} is not in the bundle"; status=1; continue
+        fi
+        echo "== ${t}" >> "${LOG}/faults.log"
+        GCMX_FAULTS_FULL=1 timeout "${GCMX_FAULTS_TIMEOUT:-600}" "${WORK}/faults/${t}" --test-threads=1 \
+            >> "${LOG}/faults.log" 2>&1
+        rc=$?
+        [[ $rc == 0 ]] || { status=1; echo "   ${t} FAILED (exit ${rc}); see faults.log"; }
+    done
+    grep -oE "(fault-injection|out of memory:|concurrency:).*|^test result.*|FAIL.*|HUNG.*" "${LOG}/faults.log"
+    grep -oE "fault-injection .*: [0-9]+ cases" "${LOG}/faults.log" | grep -oE "[0-9]+ cases" \
+        | awk '{n += $1} END {print "fault cases in all: " n}'
+}
+
 run_bench() {
     timeout "${GCMX_RUN_TIMEOUT:-1800}" "${WORK}/bin/gcmx-cuda-bench" "$@" 2>&1 | tee "${LOG}/gpu-bench.log"
     local rc=${PIPESTATUS[0]}
@@ -75,6 +97,8 @@ run_cpu() {
     lscpu | grep -E "Model name|^CPU\(s\)|Thread|Flags" | cut -c1-200 | tee "${LOG}/cpu.txt"
     "${C}/x86_equivalence" 2>&1 | tail -n 15 | tee -a "${LOG}/cpu.txt"
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+    "${C}/x86_constant_time" 2>&1 | tail -n 6 | tee -a "${LOG}/cpu.txt"
+    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
     "${C}/x86_speed" 2>&1 | tee -a "${LOG}/cpu.txt"
     "${C}/aes_gcm" --bench "${GCMX_CPU_BENCH_FILTER:-aes256gcm-encrypt|auto-threshold}" 2>&1 | tee "${LOG}/cpu-bench.log" \
         | grep -E "time:|thrpt:|^[a-z].*/" | tail -n 80
@@ -83,11 +107,12 @@ run_cpu() {
 
 case "${MODE}" in
     smoke) run_tests --quick ;;
-    tests) run_tests ${GCMX_TEST_ARGS:-}; run_integration ;;
+    tests) run_tests ${GCMX_TEST_ARGS:-}; run_integration; run_faults ;;
     integration) run_integration ;;
+    faults) run_faults ;;
     bench) run_bench ;;
     benchquick) run_bench --quick ;;
-    full) run_tests ${GCMX_TEST_ARGS:-}; run_integration; run_bench ${GCMX_BENCH_ARGS:-} ;;
+    full) run_tests ${GCMX_TEST_ARGS:-}; run_integration; run_faults; run_bench ${GCMX_BENCH_ARGS:-} ;;
     testbench) run_tests ${GCMX_TEST_ARGS:-}; run_bench ${GCMX_BENCH_ARGS:-} ;;
     cpu) run_cpu ;;
     *) echo "gpu-run: unknown mode ${MODE}"; exit 2 ;;

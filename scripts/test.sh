@@ -12,8 +12,9 @@
 #   readme    every ```sh block of README.md run as written (scripts/readme-check.py)
 #   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted)
 #   dropin    aes-gcm 0.11.1's own tests, xaes-256-gcm and ssh-cipher with gcmx as their aes-gcm
-#   cuda      nvcc 13.5 from PyPI + a stub libcuda; gcmx-cuda's tests and gcmx's with `cuda` (no GPU
-#             here: GPU tests say so and cover the CPU paths; the GPU itself: scripts/gpu-build.sh)
+#   cuda      nvcc 13.5 from PyPI + a stub libcuda; gcmx-cuda's tests with fault injection on a device
+#             the stub emulates in host memory; gcmx's and gcmx-cli's tests with `cuda` (no GPU here:
+#             GPU tests say so; the GPU itself: scripts/gpu-build.sh, then gpu-run.sh on a CUDA machine)
 #   lint      cargo fmt --check, clippy -D warnings (with and without `cuda`), rustdoc -D warnings
 #   fuzz      a short run of every fuzz target where a nightly toolchain and cargo-fuzz exist
 #   demo      `gcmx demo`: the CLI's end-to-end self-check
@@ -61,9 +62,9 @@ phase dropin "real users of aes-gcm 0.11 run their own tests against gcmx"
 scripts/dropin-check.sh
 
 if [[ ${CPU_ONLY} == 0 ]]; then
-    phase cuda "nvcc 13.5 + stub libcuda; gcmx-cuda's tests, gcmx's tests with the cuda feature"
+    phase cuda "nvcc 13.5 + stub libcuda; GPU fault injection on an emulated device; gcmx's tests with cuda"
     eval "$(scripts/setup-cuda.sh)"
-    cargo test --release -p gcmx-cuda --features cuda
+    cargo test --release -p gcmx-cuda --features fault-injection
     cargo test --release -p gcmx --features cuda
     cargo test --release -p gcmx-cli --features cuda
 fi
@@ -73,7 +74,7 @@ cargo fmt --all --check
 cargo clippy -q --all-targets -- -D warnings
 cargo clippy -q -p gcmx --all-targets --features hazmat -- -D warnings
 if [[ ${CPU_ONLY} == 0 ]]; then
-    cargo clippy -q --workspace --all-targets --features gcmx/cuda,gcmx-cli/cuda,gcmx-cuda/bench -- -D warnings
+    cargo clippy -q --workspace --all-targets --features gcmx/cuda,gcmx-cli/cuda,gcmx-cuda/bench,gcmx-cuda/fault-injection -- -D warnings
 fi
 RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps
 

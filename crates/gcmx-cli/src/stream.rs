@@ -821,11 +821,7 @@ fn failing_segment(gcm: &Engine, prefix: &[u8; 7], w: &Window) -> Option<u64> {
     None
 }
 
-fn open_window(
-    gcm: &Engine,
-    prefix: &[u8; 7],
-    w: &mut Window,
-) -> Result<()> {
+fn open_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
     let nonces = nonces(prefix, w);
     let end = w.end();
     let mut rest = &mut w.buf[..end];
@@ -847,12 +843,10 @@ fn open_window(
         Err(OpenError::Authentication) => {
             let first = w.first_index;
             let count = w.segs.len() as u64;
-            Err(
-                match failing_segment(gcm, prefix, w) {
-                    Some(i) => auth_error(i, 1),
-                    None => auth_error(first, count),
-                },
-            )
+            Err(match failing_segment(gcm, prefix, w) {
+                Some(i) => auth_error(i, 1),
+                None => auth_error(first, count),
+            })
         }
     }
 }
@@ -912,15 +906,9 @@ fn run_pipeline<W: Write + Send + 'static>(
     let reader = thread::Builder::new()
         .name("gcmx-reader".into())
         .spawn(move || match input {
-            Feed::Stream(r) => reader_loop(
-                r,
-                layout,
-                mode,
-                per_window,
-                free_rx,
-                read_tx,
-                reader_trace,
-            ),
+            Feed::Stream(r) => {
+                reader_loop(r, layout, mode, per_window, free_rx, read_tx, reader_trace)
+            }
             #[cfg(unix)]
             Feed::File { file, base, len } => file_reader_loop(
                 file,

@@ -30,9 +30,7 @@ fn tink() -> Option<String> {
     let out = python().arg("version").output();
     let required = std::env::var_os("GCMX_REQUIRE_TINK").is_some_and(|v| v != "0");
     match out {
-        Ok(o) if o.status.success() => {
-            return Some(String::from_utf8_lossy(&o.stdout).trim().to_string());
-        }
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).trim().to_string()),
         _ if !required => {
             use std::io::Write as _;
             let _ = writeln!(
@@ -40,7 +38,7 @@ fn tink() -> Option<String> {
                 "Tink interop test NOT RUN: the Python package `tink` is not importable by {py} \
                  (`{py} -m pip install tink`, or GCMX_PYTHON; GCMX_REQUIRE_TINK=1 makes this a failure)"
             );
-            return None;
+            None
         }
         Ok(o) => panic!(
             "the Python package `tink` is not importable by {py}: {}\ninstall it with `{py} -m pip install tink` \

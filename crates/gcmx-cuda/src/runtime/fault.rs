@@ -1,10 +1,10 @@
 //! Fault injection, for tests (feature `fault-injection`; never in a normal build).
 //!
-//! Every driver wrapper of the runtime calls [`hit`] with its [`Op`] once per driver call: before the
+//! Every driver wrapper of the runtime calls `hit` with its [`Op`] once per driver call: before the
 //! call, except a synchronisation, which reports after its wait (an injected failure then stands for
 //! an error of earlier asynchronous work that the wait reports, as the driver does, and that work has
 //! drained). With the feature, a test can make the `nth` call of one kind fail once, or fail it and
-//! every hooked call after it (a lost context), and count the calls of each kind; without it, [`hit`]
+//! every hooked call after it (a lost context), and count the calls of each kind; without it, `hit`
 //! is an inlined `Ok(())`. Calls that release resources (free, unregister, destroy) are not hooked:
 //! gcmx ignores their result, and after a real loss the driver reclaims everything with the context.
 //!

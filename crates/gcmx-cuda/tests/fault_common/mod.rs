@@ -23,17 +23,16 @@ pub(crate) enum Dev {
 
 /// Switch the stub into emulation when it is the loaded libcuda, and check that a device starts.
 pub(crate) fn device() -> Dev {
+    static ONCE: std::sync::Once = std::sync::Once::new();
     let emulated = fault::emulate();
     match gcmx_cuda::info() {
         Ok(i) => {
-            say(&format!(
-                "fault-injection tests on {}: {i}",
-                if emulated {
-                    "the emulated device"
-                } else {
-                    "a real GPU"
-                }
-            ));
+            let on = if emulated {
+                "the emulated device"
+            } else {
+                "a real GPU"
+            };
+            ONCE.call_once(|| say(&format!("fault-injection tests on {on}: {i}")));
             if emulated { Dev::Emulated } else { Dev::Real }
         }
         Err(e) => {
