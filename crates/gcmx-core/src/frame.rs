@@ -167,6 +167,13 @@ pub struct OpenJob<'a> {
     pub tag: &'a [u8],
 }
 
+/// Messages per engine call of a batch. The per-message framing (J0, the [`Message`] list,
+/// the engine's full tags) is built for one chunk at a time in lists reused from chunk to chunk:
+/// a batch of millions of small messages then costs no fresh memory per message (on some hosts
+/// the first touch of a fresh page costs as much as sealing a kilobyte), and an engine that
+/// pipelines its work still gets enough messages per call to keep a device busy.
+pub(crate) const BATCH_CHUNK: usize = 1 << 17;
+
 /// Seal a batch. Inputs are all checked before any work; if the engine fails, every buffer is
 /// zeroed and no tag is written.
 pub fn seal_batch(
@@ -177,20 +184,39 @@ pub fn seal_batch(
     for j in jobs.iter() {
         check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
     }
+    // The full tags of the whole batch: written to the callers' tags only once every chunk has
+    // been sealed.
     let mut fulls = vec![[0u8; 16]; jobs.len()];
-    let mut msgs: Vec<Message<'_>> = jobs
-        .iter_mut()
-        .map(|j| Message::new(key.j0(j.nonce), j.aad, &mut *j.buf))
-        .collect();
-    if let Err(e) = engine.crypt_batch(Direction::Seal, &mut msgs, &mut fulls) {
-        msgs.iter_mut().for_each(Message::wipe);
+    let cap = jobs.len().min(BATCH_CHUNK);
+    let mut msgs: Vec<Message<'_>> = Vec::with_capacity(cap);
+    let mut outs: Vec<&mut [u8]> = Vec::with_capacity(jobs.len());
+    let mut failed = None;
+    for (chunk, full) in jobs
+        .chunks_mut(BATCH_CHUNK)
+        .zip(fulls.chunks_mut(BATCH_CHUNK))
+    {
+        msgs.clear();
+        for j in chunk {
+            msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
+            outs.push(&mut *j.tag);
+        }
+        if let Err(e) = engine.crypt_batch(Direction::Seal, &mut msgs, full) {
+            failed = Some(e);
+            break;
+        }
+    }
+    drop(msgs);
+    if let Some(e) = failed {
+        // The failed chunk may be part-sealed, the earlier ones are sealed, the later ones hold
+        // plaintext: with no tags, every buffer is zeroed.
+        drop(outs);
+        jobs.iter_mut().for_each(|j| j.buf.zeroize());
         fulls.zeroize();
         return Err(e);
     }
-    drop(msgs);
-    for (j, full) in jobs.iter_mut().zip(&fulls) {
-        let n = j.tag.len();
-        j.tag.copy_from_slice(&full[..n]);
+    for (t, full) in outs.iter_mut().zip(&fulls) {
+        let n = t.len();
+        t.copy_from_slice(&full[..n]);
     }
     fulls.zeroize();
     Ok(())
@@ -207,26 +233,248 @@ pub fn open_batch(
     for j in jobs.iter() {
         check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
     }
-    let tags: Vec<&[u8]> = jobs.iter().map(|j| j.tag).collect();
-    let mut expected = vec![[0u8; 16]; jobs.len()];
-    let mut msgs: Vec<Message<'_>> = jobs
-        .iter_mut()
-        .map(|j| Message::new(key.j0(j.nonce), j.aad, &mut *j.buf))
-        .collect();
-    if let Err(e) = engine.crypt_batch(Direction::Open, &mut msgs, &mut expected) {
-        msgs.iter_mut().for_each(Message::wipe);
-        expected.zeroize();
-        return Err(e);
-    }
+    let cap = jobs.len().min(BATCH_CHUNK);
+    let mut expected = vec![[0u8; 16]; cap];
     let mut all = subtle::Choice::from(1u8);
-    for (e, t) in expected.iter().zip(&tags) {
-        all &= subtle::Choice::from(u8::from(tag_matches(e, t)));
+    let mut failed = None;
+    {
+        let mut msgs: Vec<Message<'_>> = Vec::with_capacity(cap);
+        let mut tags: Vec<&[u8]> = Vec::with_capacity(cap);
+        for chunk in jobs.chunks_mut(BATCH_CHUNK) {
+            msgs.clear();
+            tags.clear();
+            for j in chunk {
+                msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
+                tags.push(j.tag);
+            }
+            let n = msgs.len();
+            if let Err(e) = engine.crypt_batch(Direction::Open, &mut msgs, &mut expected[..n]) {
+                failed = Some(e);
+                break;
+            }
+            for (e, t) in expected.iter().zip(&tags) {
+                all &= subtle::Choice::from(u8::from(tag_matches(e, t)));
+            }
+        }
     }
     expected.zeroize();
+    if let Some(e) = failed {
+        // Every buffer, opened or not, is zeroed.
+        jobs.iter_mut().for_each(|j| j.buf.zeroize());
+        return Err(e);
+    }
     if bool::from(all) {
-        Ok(())
-    } else {
+        return Ok(());
+    }
+    // Some tag was wrong: every chunk is turned back into its ciphertext.
+    let mut msgs: Vec<Message<'_>> = Vec::with_capacity(cap);
+    for chunk in jobs.chunks_mut(BATCH_CHUNK) {
+        msgs.clear();
+        for j in chunk {
+            msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
+        }
         restore(engine, &mut msgs);
-        Err(Error::Authentication)
+    }
+    Err(Error::Authentication)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::DeviceError;
+    use crate::engine::SerialEngine;
+
+    /// The serial engine, failing its `fail_at`-th batch call (counted from 0) and counting calls
+    /// and the most messages given in one call.
+    struct Flaky {
+        inner: SerialEngine,
+        fail_at: usize,
+        calls: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    impl GcmEngine for Flaky {
+        fn name(&self) -> &'static str {
+            "flaky"
+        }
+        fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
+            self.inner.crypt(dir, msg)
+        }
+        fn crypt_batch(
+            &self,
+            dir: Direction,
+            msgs: &mut [Message<'_>],
+            tags: &mut [[u8; 16]],
+        ) -> Result<(), Error> {
+            self.most.fetch_max(msgs.len(), Ordering::Relaxed);
+            if self.calls.fetch_add(1, Ordering::Relaxed) == self.fail_at {
+                // Half done, as a device failing mid-batch would leave it.
+                let half = msgs.len() / 2;
+                self.inner
+                    .crypt_batch(dir, &mut msgs[..half], &mut tags[..half])?;
+                return Err(Error::Device(DeviceError::new("injected")));
+            }
+            self.inner.crypt_batch(dir, msgs, tags)
+        }
+    }
+
+    fn flaky(key: &Arc<KeyMaterial>, fail_at: usize) -> Flaky {
+        Flaky {
+            inner: SerialEngine::new(key.clone()),
+            fail_at,
+            calls: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+        }
+    }
+
+    /// Messages of 0..=40 bytes, more than two chunks of them.
+    fn batch() -> (Vec<[u8; 12]>, Vec<Vec<u8>>) {
+        let n = 2 * BATCH_CHUNK + 77;
+        let nonces = (0..n)
+            .map(|i| {
+                let mut v = [0u8; 12];
+                v[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                v
+            })
+            .collect();
+        let bufs = (0..n).map(|i| vec![i as u8; i % 41]).collect();
+        (nonces, bufs)
+    }
+
+    #[test]
+    fn batches_span_chunks_and_match_single_calls() {
+        let key = Arc::new(KeyMaterial::new(&[0x42; 16]).unwrap());
+        let one = SerialEngine::new(key.clone());
+        let (nonces, plain) = batch();
+        let mut bufs = plain.clone();
+        let mut tags = vec![[0u8; 16]; bufs.len()];
+        let eng = flaky(&key, usize::MAX);
+        let mut jobs: Vec<SealJob<'_>> = bufs
+            .iter_mut()
+            .zip(tags.iter_mut())
+            .zip(&nonces)
+            .map(|((b, t), n)| SealJob {
+                nonce: n,
+                aad: b"hdr",
+                buf: b,
+                tag: t,
+            })
+            .collect();
+        seal_batch(&key, &eng, &mut jobs).unwrap();
+        drop(jobs);
+        assert_eq!(eng.calls.load(Ordering::Relaxed), 3);
+        assert_eq!(eng.most.load(Ordering::Relaxed), BATCH_CHUNK);
+        for i in [0, 1, BATCH_CHUNK - 1, BATCH_CHUNK, 2 * BATCH_CHUNK + 76] {
+            let mut b = plain[i].clone();
+            let mut t = [0u8; 16];
+            seal(&key, &one, &nonces[i], b"hdr", &mut b, &mut t).unwrap();
+            assert_eq!((&b, &t), (&bufs[i], &tags[i]), "message {i}");
+        }
+
+        // One wrong tag in the last chunk: every buffer holds its ciphertext again.
+        let sealed = bufs.clone();
+        let last = bufs.len() - 1;
+        tags[last][0] ^= 1;
+        let mut jobs: Vec<OpenJob<'_>> = bufs
+            .iter_mut()
+            .zip(&tags)
+            .zip(&nonces)
+            .map(|((b, t), n)| OpenJob {
+                nonce: n,
+                aad: b"hdr",
+                buf: b,
+                tag: t,
+            })
+            .collect();
+        assert_eq!(
+            open_batch(&key, &flaky(&key, usize::MAX), &mut jobs),
+            Err(Error::Authentication)
+        );
+        drop(jobs);
+        assert!(bufs == sealed);
+
+        // All tags right: every buffer is opened.
+        tags[last][0] ^= 1;
+        let mut jobs: Vec<OpenJob<'_>> = bufs
+            .iter_mut()
+            .zip(&tags)
+            .zip(&nonces)
+            .map(|((b, t), n)| OpenJob {
+                nonce: n,
+                aad: b"hdr",
+                buf: b,
+                tag: t,
+            })
+            .collect();
+        open_batch(&key, &flaky(&key, usize::MAX), &mut jobs).unwrap();
+        drop(jobs);
+        assert!(bufs == plain);
+    }
+
+    #[test]
+    fn an_engine_failure_in_any_chunk_zeroes_every_buffer() {
+        let key = Arc::new(KeyMaterial::new(&[0x17; 32]).unwrap());
+        let (nonces, plain) = batch();
+        for fail_at in [0, 1, 2] {
+            let mut bufs = plain.clone();
+            let mut tags = vec![[0xa5u8; 16]; bufs.len()];
+            let mut jobs: Vec<SealJob<'_>> = bufs
+                .iter_mut()
+                .zip(tags.iter_mut())
+                .zip(&nonces)
+                .map(|((b, t), n)| SealJob {
+                    nonce: n,
+                    aad: b"",
+                    buf: b,
+                    tag: t,
+                })
+                .collect();
+            let r = seal_batch(&key, &flaky(&key, fail_at), &mut jobs);
+            drop(jobs);
+            assert!(
+                matches!(r, Err(Error::Device(_))),
+                "seal, failing call {fail_at}"
+            );
+            assert!(bufs.iter().all(|b| b.iter().all(|&x| x == 0)));
+            assert!(tags.iter().all(|t| *t == [0xa5; 16]), "no tag written");
+
+            // Open: seal properly first, then fail one chunk's call.
+            let mut bufs = plain.clone();
+            let mut tags = vec![[0u8; 16]; bufs.len()];
+            let mut jobs: Vec<SealJob<'_>> = bufs
+                .iter_mut()
+                .zip(tags.iter_mut())
+                .zip(&nonces)
+                .map(|((b, t), n)| SealJob {
+                    nonce: n,
+                    aad: b"",
+                    buf: b,
+                    tag: t,
+                })
+                .collect();
+            seal_batch(&key, &flaky(&key, usize::MAX), &mut jobs).unwrap();
+            drop(jobs);
+            let mut jobs: Vec<OpenJob<'_>> = bufs
+                .iter_mut()
+                .zip(&tags)
+                .zip(&nonces)
+                .map(|((b, t), n)| OpenJob {
+                    nonce: n,
+                    aad: b"",
+                    buf: b,
+                    tag: t,
+                })
+                .collect();
+            let r = open_batch(&key, &flaky(&key, fail_at), &mut jobs);
+            drop(jobs);
+            assert!(
+                matches!(r, Err(Error::Device(_))),
+                "open, failing call {fail_at}"
+            );
+            assert!(bufs.iter().all(|b| b.iter().all(|&x| x == 0)));
+        }
     }
 }
