@@ -189,7 +189,6 @@ pub fn seal_batch(
     let mut fulls = vec![[0u8; 16]; jobs.len()];
     let cap = jobs.len().min(BATCH_CHUNK);
     let mut msgs: Vec<Message<'_>> = Vec::with_capacity(cap);
-    let mut outs: Vec<&mut [u8]> = Vec::with_capacity(jobs.len());
     let mut failed = None;
     for (chunk, full) in jobs
         .chunks_mut(BATCH_CHUNK)
@@ -198,7 +197,6 @@ pub fn seal_batch(
         msgs.clear();
         for j in chunk {
             msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
-            outs.push(&mut *j.tag);
         }
         if let Err(e) = engine.crypt_batch(Direction::Seal, &mut msgs, full) {
             failed = Some(e);
@@ -209,14 +207,13 @@ pub fn seal_batch(
     if let Some(e) = failed {
         // The failed chunk may be part-sealed, the earlier ones are sealed, the later ones hold
         // plaintext: with no tags, every buffer is zeroed.
-        drop(outs);
         jobs.iter_mut().for_each(|j| j.buf.zeroize());
         fulls.zeroize();
         return Err(e);
     }
-    for (t, full) in outs.iter_mut().zip(&fulls) {
-        let n = t.len();
-        t.copy_from_slice(&full[..n]);
+    for (j, full) in jobs.iter_mut().zip(&fulls) {
+        let n = j.tag.len();
+        j.tag.copy_from_slice(&full[..n]);
     }
     fulls.zeroize();
     Ok(())
