@@ -20,8 +20,7 @@
 //!   into the other 96 bits); one `pshufb` turns them back into counter blocks;
 //! - GHASH values are POLYVAL-domain `u128`s (a GCM block read big-endian): a block becomes one
 //!   by the same `pshufb` byte reflection. One step's blocks are multiplied by the powers
-//!   `Q_n..Q_1` (Karatsuba, three carry-less products a block, in the narrow and 256-bit
-//!   kernels; schoolbook, four, in the 512-bit kernels) and reduced once.
+//!   `Q_n..Q_1` (Karatsuba, three carry-less products a block) and reduced once.
 //!
 //! Constant time: no branch and no memory address depends on the key, `H`, the counter, the
 //! data or the GHASH state; branches and masks depend only on lengths. The crate's
@@ -81,7 +80,7 @@ pub(crate) struct Keys {
     /// end of a run in a 512-bit register.
     p: [u128; NQ + 4],
     /// `pk[i]`: the two 64-bit halves of `p[i]` XORed, in both halves (Karatsuba's middle
-    /// operand, for the 256-bit kernels).
+    /// operand).
     pk: [u128; NQ + 4],
     /// Round keys `0..=nr`, each the 16 round-key bytes read little-endian (so a cast to
     /// `__m128i` gives the bytes in memory order).

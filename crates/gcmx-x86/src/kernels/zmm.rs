@@ -2,22 +2,24 @@
 //! (32 blocks, 512 bytes) a step.
 //!
 //! Each step runs the AES rounds of 32 counter blocks and, after each of rounds 1, 3, 5 and 7, the
-//! carry-less products of two registers of the blocks being hashed, so the AES and carry-less units
-//! work at the same time; one reduction per step. The products are schoolbook (four a block,
-//! accumulated by three-way XORs, `vpternlogq`) rather than Karatsuba (three a block, plus a
-//! shuffle and an XOR to form the middle operand and one XOR per product to accumulate): the same
-//! number of instructions on the shuffle and carry-less unit, fewer on the vector ALUs, which
-//! 512-bit code shares with the AES unit on some CPUs. The reduction runs on whole registers before
-//! their lanes are folded. Sealing hashes the previous step's ciphertext (still in registers) while
-//! encrypting the next; opening hashes and decrypts the same step. What is left after the whole
-//! steps (fewer than 32 blocks, the last one possibly partial) runs register by register with
-//! masked loads and stores and is hashed as one [`Run`]: with the powers `Q_n..Q_1` for its own
-//! block count `n` and one reduction. A whole short message (AAD, message and length block together
-//! at most 32 blocks) is one run: a 64-byte message with no AAD is one register of AES and one
-//! reduction.
+//! Karatsuba carry-less products (three a block) of two registers of the blocks being hashed, so
+//! the AES and carry-less units work at the same time; one reduction per step. The instructions
+//! besides AES and the carry-less products are kept few, as 512-bit code on some CPUs runs its
+//! vector ALU work on the same two ports as the AES and carry-less units: the products of two
+//! registers join the accumulators in three-way XORs (`vpternlogq`), the halves' sums of two
+//! registers (Karatsuba's middle operands) come from one unpack pair and one XOR, and the reduction
+//! runs on whole registers before their lanes are folded. Four schoolbook products a block would
+//! need no halves' sums, but where carry-less products are the scarcer resource the fourth one
+//! costs more than that spares (measured, see `benches/results.md`). Sealing hashes the previous
+//! step's ciphertext (still in registers) while encrypting the next; opening hashes and decrypts
+//! the same step. What is left after the whole steps (fewer than 32 blocks, the last one possibly
+//! partial) runs register by register with masked loads and stores and is hashed as one [`Run`]:
+//! with the powers `Q_n..Q_1` for its own block count `n` and one reduction. A whole short message
+//! (AAD, message and length block together at most 32 blocks) is one run: a 64-byte message with no
+//! AAD is one register of AES and one reduction.
 //!
-//! The key's powers are kept in block order (`Keys::p`), so a register of powers is one load and
-//! a call sets up nothing.
+//! The key's powers are kept in block order with their Karatsuba halves (`Keys::p`,
+//! `Keys::pk`), so a register of powers is one load and a call sets up nothing.
 
 use core::arch::x86_64::*;
 
@@ -180,37 +182,35 @@ fn xor3(a: __m512i, b: __m512i, c: __m512i) -> __m512i {
     _mm512_ternarylogic_epi64::<0x96>(a, b, c)
 }
 
-/// The four schoolbook carry-less products of the reflected blocks `x`, lane `l` times the
-/// power `p[idx + l]`: low halves, the two cross products, high halves. Four products instead
-/// of Karatsuba's three cost one more carry-less multiplication but spare the shuffle and XOR
-/// that form Karatsuba's middle operand, and the cross products join the accumulator in one
-/// three-way XOR.
+/// The three Karatsuba carry-less products of the reflected blocks `x`, lane `l` times the
+/// power `p[idx + l]`: low halves, halves' sums (without the low and high products, which the
+/// reduction adds), high halves.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn mul4(keys: &Keys, idx: usize, x: __m512i) -> [__m512i; 4] {
+fn mul3(keys: &Keys, idx: usize, x: __m512i) -> [__m512i; 3] {
+    let xk = _mm512_xor_si512(x, _mm512_shuffle_epi32::<0x4E>(x));
     let p = load4(&keys.p, idx);
     [
         _mm512_clmulepi64_epi128::<0x00>(x, p),
-        _mm512_clmulepi64_epi128::<0x01>(x, p),
-        _mm512_clmulepi64_epi128::<0x10>(x, p),
+        _mm512_clmulepi64_epi128::<0x00>(xk, load4(&keys.pk, idx)),
         _mm512_clmulepi64_epi128::<0x11>(x, p),
     ]
 }
 
 /// The products of the reflected blocks `x` with the powers from `p[idx]`, accumulated into
-/// `acc` (low, middle, high).
+/// `acc` (low, Karatsuba middle, high).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn products(keys: &Keys, idx: usize, x: __m512i, acc: &mut [__m512i; 3]) {
-    let [lo, m0, m1, hi] = mul4(keys, idx, x);
-    acc[0] = _mm512_xor_si512(acc[0], lo);
-    acc[1] = xor3(acc[1], m0, m1);
-    acc[2] = _mm512_xor_si512(acc[2], hi);
+    let m = mul3(keys, idx, x);
+    for (a, m) in acc.iter_mut().zip(m) {
+        *a = _mm512_xor_si512(*a, m);
+    }
 }
 
 /// The products of registers `j` and `j + 1` of a whole step (`d`, `e` as in memory; `y`
-/// joins block 0), accumulated two at a time: three-way XORs, one per accumulator and
-/// register pair, plus one for the second pair of cross products.
+/// joins block 0), as `mul3` for each but with fewer instructions: both registers' halves'
+/// sums from one unpack pair and one XOR, and each accumulator updated once by a three-way XOR.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn step_products(
@@ -225,11 +225,23 @@ fn step_products(
     if j == 0 {
         x = _mm512_xor_si512(x, _mm512_zextsi128_si512(y));
     }
-    let a = mul4(keys, 4 * j, x);
-    let b = mul4(keys, 4 * (j + 1), reflect(e));
-    acc[0] = xor3(acc[0], a[0], b[0]);
-    acc[1] = xor3(xor3(acc[1], a[1], a[2]), b[1], b[2]);
-    acc[2] = xor3(acc[2], a[3], b[3]);
+    let xe = reflect(e);
+    let (pa, pb) = (load4(&keys.p, 4 * j), load4(&keys.p, 4 * (j + 1)));
+    // both registers' halves' sums in one: `x`'s in each lane's low half, `xe`'s in the high
+    let u = _mm512_xor_si512(_mm512_unpacklo_epi64(x, xe), _mm512_unpackhi_epi64(x, xe));
+    let ma = _mm512_clmulepi64_epi128::<0x00>(u, load4(&keys.pk, 4 * j));
+    let mb = _mm512_clmulepi64_epi128::<0x01>(u, load4(&keys.pk, 4 * (j + 1)));
+    acc[0] = xor3(
+        acc[0],
+        _mm512_clmulepi64_epi128::<0x00>(x, pa),
+        _mm512_clmulepi64_epi128::<0x00>(xe, pb),
+    );
+    acc[1] = xor3(acc[1], ma, mb);
+    acc[2] = xor3(
+        acc[2],
+        _mm512_clmulepi64_epi128::<0x11>(x, pa),
+        _mm512_clmulepi64_epi128::<0x11>(xe, pb),
+    );
 }
 
 /// XOR of a register's four lanes.
@@ -240,12 +252,13 @@ fn fold(v: __m512i) -> __m128i {
     _mm_xor_si128(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s))
 }
 
-/// The new GHASH state from accumulated products: one reduction lane by lane (it is linear,
-/// so the lanes' reductions add up to the reduction of their sum), then the lanes folded.
+/// The new GHASH state from accumulated products: Karatsuba's middle term completed, one
+/// reduction lane by lane (it is linear, so the lanes' reductions add up to the reduction of
+/// their sum), then the lanes folded.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn reduce_acc(acc: &[__m512i; 3]) -> __m128i {
-    fold(reduce4(acc[0], acc[1], acc[2]))
+    fold(reduce4(acc[0], xor3(acc[1], acc[0], acc[2]), acc[2]))
 }
 
 /// Keeps the products of two registers between two AES rounds. The compiler would otherwise move
