@@ -1,15 +1,22 @@
 //! The 512-bit kernels: VAES + VPCLMULQDQ on AVX-512 registers of four blocks, 8 registers
 //! (32 blocks, 512 bytes) a step.
 //!
-//! Each step runs the AES rounds of 32 counter blocks and, after each of the first eight rounds,
-//! the three Karatsuba carry-less products of one register of the blocks being hashed, so the AES
-//! and carry-less units work at the same time; one reduction per step. Sealing hashes the
-//! previous step's ciphertext (still in registers) while encrypting the next; opening hashes and
-//! decrypts the same step. What is left after the whole steps (fewer than 32 blocks, the last
-//! one possibly partial) runs register by register with masked loads and stores and is hashed
-//! as one [`Run`]: with the powers `Q_n..Q_1` for its own block count `n` and one reduction. A
-//! whole short message (AAD, message and length block together at most 32 blocks) is one run:
-//! a 64-byte message with no AAD is one register of AES and one reduction.
+//! Each step runs the AES rounds of 32 counter blocks and, after each of rounds 1, 3, 5 and 7, the
+//! Karatsuba carry-less products (three a block) of two registers of the blocks being hashed, so
+//! the AES and carry-less units work at the same time; one reduction per step. The instructions
+//! besides AES and the carry-less products are kept few, as 512-bit code on some CPUs runs its
+//! vector ALU work on the same two ports as the AES and carry-less units: the products of two
+//! registers join the accumulators in three-way XORs (`vpternlogq`), the halves' sums of two
+//! registers (Karatsuba's middle operands) come from one unpack pair and one XOR, and the reduction
+//! runs on whole registers before their lanes are folded. Four schoolbook products a block would
+//! need no halves' sums, but where carry-less products are the scarcer resource the fourth one
+//! costs more than that spares (measured, see `benches/results.md`). Sealing hashes the previous
+//! step's ciphertext (still in registers) while encrypting the next; opening hashes and decrypts
+//! the same step. What is left after the whole steps (fewer than 32 blocks, the last one possibly
+//! partial) runs register by register with masked loads and stores and is hashed as one [`Run`]:
+//! with the powers `Q_n..Q_1` for its own block count `n` and one reduction. A whole short message
+//! (AAD, message and length block together at most 32 blocks) is one run: a 64-byte message with no
+//! AAD is one register of AES and one reduction.
 //!
 //! The key's powers are kept in block order with their Karatsuba halves (`Keys::p`,
 //! `Keys::pk`), so a register of powers is one load and a call sets up nothing.
@@ -19,7 +26,7 @@ use core::arch::x86_64::*;
 use bytemuck::cast;
 
 use super::Keys;
-use super::common::{POLY_C, aes1, hash_key, power_tree, reduce, rev128};
+use super::common::{POLY_C, aes1, hash_key, power_tree, rev128};
 use zeroize::Zeroize;
 
 /// 512-bit registers per step.
@@ -51,14 +58,21 @@ fn dot4(a: __m512i, b: __m512i) -> __m512i {
         _mm512_clmulepi64_epi128::<0x01>(a, b),
         _mm512_clmulepi64_epi128::<0x10>(a, b),
     );
-    let d_lo = _mm512_xor_si512(lo, _mm512_bslli_epi128::<8>(mid));
-    let d_hi = _mm512_xor_si512(hi, _mm512_bsrli_epi128::<8>(mid));
+    reduce4(lo, mid, hi)
+}
+
+/// Montgomery reduction in each lane of the 256-bit products `hi·x^128 + mid·x^64 + lo` (as
+/// `common::reduce`). The middle product is not split into halves: each of the reduction's two
+/// folding steps lands on the next word pair (low into middle, middle into high), so each is
+/// one carry-less product, one swap of halves and one three-way XOR.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn reduce4(lo: __m512i, mid: __m512i, hi: __m512i) -> __m512i {
     let c = _mm512_broadcast_i32x4(_mm_set_epi64x(0, POLY_C));
-    let t = _mm512_clmulepi64_epi128::<0x00>(d_lo, c);
-    let a = _mm512_xor_si512(_mm512_shuffle_epi32::<0x4E>(d_lo), t);
-    let u = _mm512_clmulepi64_epi128::<0x00>(a, c);
-    let b = _mm512_xor_si512(_mm512_shuffle_epi32::<0x4E>(a), u);
-    _mm512_xor_si512(d_hi, b)
+    let t = _mm512_clmulepi64_epi128::<0x00>(lo, c);
+    let mid = xor3(mid, _mm512_shuffle_epi32::<0x4E>(lo), t);
+    let u = _mm512_clmulepi64_epi128::<0x00>(mid, c);
+    xor3(hi, _mm512_shuffle_epi32::<0x4E>(mid), u)
 }
 
 /// Four consecutive entries of a table as one register.
@@ -161,28 +175,73 @@ fn reflect(d: __m512i) -> __m512i {
     _mm512_shuffle_epi8(d, rev512())
 }
 
-/// The Karatsuba products of the reflected blocks `x`, lane `l` times the power `p[idx + l]`,
-/// accumulated into `acc`.
+/// `a ^ b ^ c` in one instruction.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn xor3(a: __m512i, b: __m512i, c: __m512i) -> __m512i {
+    _mm512_ternarylogic_epi64::<0x96>(a, b, c)
+}
+
+/// The three Karatsuba carry-less products of the reflected blocks `x`, lane `l` times the
+/// power `p[idx + l]`: low halves, halves' sums (without the low and high products, which the
+/// reduction adds), high halves.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn mul3(keys: &Keys, idx: usize, x: __m512i) -> [__m512i; 3] {
+    let xk = _mm512_xor_si512(x, _mm512_shuffle_epi32::<0x4E>(x));
+    let p = load4(&keys.p, idx);
+    [
+        _mm512_clmulepi64_epi128::<0x00>(x, p),
+        _mm512_clmulepi64_epi128::<0x00>(xk, load4(&keys.pk, idx)),
+        _mm512_clmulepi64_epi128::<0x11>(x, p),
+    ]
+}
+
+/// The products of the reflected blocks `x` with the powers from `p[idx]`, accumulated into
+/// `acc` (low, Karatsuba middle, high).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn products(keys: &Keys, idx: usize, x: __m512i, acc: &mut [__m512i; 3]) {
-    let xk = _mm512_xor_si512(x, _mm512_shuffle_epi32::<0x4E>(x));
-    let p = load4(&keys.p, idx);
-    let k = load4(&keys.pk, idx);
-    acc[0] = _mm512_xor_si512(acc[0], _mm512_clmulepi64_epi128::<0x00>(x, p));
-    acc[1] = _mm512_xor_si512(acc[1], _mm512_clmulepi64_epi128::<0x00>(xk, k));
-    acc[2] = _mm512_xor_si512(acc[2], _mm512_clmulepi64_epi128::<0x11>(x, p));
+    let m = mul3(keys, idx, x);
+    for (a, m) in acc.iter_mut().zip(m) {
+        *a = _mm512_xor_si512(*a, m);
+    }
 }
 
-/// The products of register `j` of a whole step (`d` as in memory; `y` joins block 0).
+/// The products of registers `j` and `j + 1` of a whole step (`d`, `e` as in memory; `y`
+/// joins block 0), as `mul3` for each but with fewer instructions: both registers' halves'
+/// sums from one unpack pair and one XOR, and each accumulator updated once by a three-way XOR.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn step_products(keys: &Keys, j: usize, d: __m512i, y: __m128i, acc: &mut [__m512i; 3]) {
+fn step_products(
+    keys: &Keys,
+    j: usize,
+    d: __m512i,
+    e: __m512i,
+    y: __m128i,
+    acc: &mut [__m512i; 3],
+) {
     let mut x = reflect(d);
     if j == 0 {
         x = _mm512_xor_si512(x, _mm512_zextsi128_si512(y));
     }
-    products(keys, 4 * j, x, acc);
+    let xe = reflect(e);
+    let (pa, pb) = (load4(&keys.p, 4 * j), load4(&keys.p, 4 * (j + 1)));
+    // both registers' halves' sums in one: `x`'s in each lane's low half, `xe`'s in the high
+    let u = _mm512_xor_si512(_mm512_unpacklo_epi64(x, xe), _mm512_unpackhi_epi64(x, xe));
+    let ma = _mm512_clmulepi64_epi128::<0x00>(u, load4(&keys.pk, 4 * j));
+    let mb = _mm512_clmulepi64_epi128::<0x01>(u, load4(&keys.pk, 4 * (j + 1)));
+    acc[0] = xor3(
+        acc[0],
+        _mm512_clmulepi64_epi128::<0x00>(x, pa),
+        _mm512_clmulepi64_epi128::<0x00>(xe, pb),
+    );
+    acc[1] = xor3(acc[1], ma, mb);
+    acc[2] = xor3(
+        acc[2],
+        _mm512_clmulepi64_epi128::<0x11>(x, pa),
+        _mm512_clmulepi64_epi128::<0x11>(xe, pb),
+    );
 }
 
 /// XOR of a register's four lanes.
@@ -193,33 +252,43 @@ fn fold(v: __m512i) -> __m128i {
     _mm_xor_si128(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s))
 }
 
-/// The new GHASH state from accumulated products: one reduction.
+/// The new GHASH state from accumulated products: Karatsuba's middle term completed, one
+/// reduction lane by lane (it is linear, so the lanes' reductions add up to the reduction of
+/// their sum), then the lanes folded.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn reduce_acc(acc: &[__m512i; 3]) -> __m128i {
-    let (lo, hi) = (fold(acc[0]), fold(acc[2]));
-    let mid = _mm_xor_si128(fold(acc[1]), _mm_xor_si128(lo, hi));
-    reduce(lo, mid, hi)
+    fold(reduce4(acc[0], xor3(acc[1], acc[0], acc[2]), acc[2]))
 }
 
-/// Keeps the products of one register between two AES rounds. The compiler would otherwise move
-/// all of a step's GHASH work after its AES rounds (each half alone is fine to it), and the two
-/// units would take turns instead of working at once. This claims to read and change the
-/// accumulators and the first AES register, so the products before it and the round after it
-/// stay on their side; it emits no instruction.
+/// Keeps the products of two registers between two AES rounds. The compiler would otherwise move
+/// all of a step's GHASH work after its AES rounds, or run a few blocks' rounds alongside the
+/// products and the rest after them (each half alone is fine to it), and the two units would
+/// take turns instead of working at once. This claims to read and change the accumulators and
+/// every AES register, so the products before it and the round after it stay on their side; it
+/// emits no instruction.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn fence(a: &mut __m512i, b: &mut __m512i, c: &mut __m512i, d: &mut __m512i) {
+fn fence(acc: &mut [__m512i; 3], s: &mut [__m512i; R]) {
+    let [a0, a1, a2] = acc;
+    let [s0, s1, s2, s3, s4, s5, s6, s7] = s;
     #[allow(unsafe_code)]
     // SAFETY: the template is empty: nothing runs, no memory, stack or flag is touched, and
     // each operand keeps its value.
     unsafe {
         core::arch::asm!(
-            "/* {0} {1} {2} {3} */",
-            inout(zmm_reg) * a,
-            inout(zmm_reg) * b,
-            inout(zmm_reg) * c,
-            inout(zmm_reg) * d,
+            "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} */",
+            inout(zmm_reg) * a0,
+            inout(zmm_reg) * a1,
+            inout(zmm_reg) * a2,
+            inout(zmm_reg) * s0,
+            inout(zmm_reg) * s1,
+            inout(zmm_reg) * s2,
+            inout(zmm_reg) * s3,
+            inout(zmm_reg) * s4,
+            inout(zmm_reg) * s5,
+            inout(zmm_reg) * s6,
+            inout(zmm_reg) * s7,
             options(pure, nomem, nostack, preserves_flags),
         )
     }
@@ -227,8 +296,8 @@ fn fence(a: &mut __m512i, b: &mut __m512i, c: &mut __m512i, d: &mut __m512i) {
 
 /// One stitched step over the 512 bytes `cur`, in place: AES (`NR` rounds) of the next 32
 /// counter blocks from `base`, XORed into `cur`; and, when `HASH`, the GHASH of the 32 blocks
-/// `h` into `y` (`h` is `cur` itself, read before it is overwritten, when `h` is `None`), one
-/// register's products after each of the first eight rounds. The rounds are written out one by
+/// `h` into `y` (`h` is `cur` itself, read before it is overwritten, when `h` is `None`), two
+/// registers' products after each of rounds 1, 3, 5 and 7. The rounds are written out one by
 /// one (the loop over rounds is not unrolled otherwise), and the hashed blocks are loaded from
 /// memory where they are used, which leaves registers for the AES state. Returns the new `y`.
 /// `SEAL` only tells the seal and open instances apart, so that each has one caller and is
@@ -257,11 +326,12 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
                 for x in s.iter_mut() {
                     *x = _mm512_aesenc_epi128(*x, kr);
                 }
-                if HASH && $r - 1 < R {
+                if HASH && $r % 2 == 1 && $r - 1 < R {
                     let src = h.unwrap_or(&*cur);
-                    step_products(keys, $r - 1, load64(&src[64 * ($r - 1)..]), y, &mut acc);
-                    let [a0, a1, a2] = &mut acc;
-                    fence(a0, a1, a2, &mut s[0]);
+                    let j = $r - 1;
+                    let (d, e) = (load64(&src[64 * j..]), load64(&src[64 * (j + 1)..]));
+                    step_products(keys, j, d, e, y, &mut acc);
+                    fence(&mut acc, &mut s);
                 }
             }
         )*};
@@ -285,8 +355,15 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn hash_step(keys: &Keys, y: __m128i, d: &[u8]) -> __m128i {
     let mut acc = [_mm512_setzero_si512(); 3];
-    for j in 0..R {
-        step_products(keys, j, load64(&d[64 * j..]), y, &mut acc);
+    for j in (0..R).step_by(2) {
+        step_products(
+            keys,
+            j,
+            load64(&d[64 * j..]),
+            load64(&d[64 * (j + 1)..]),
+            y,
+            &mut acc,
+        );
     }
     reduce_acc(&acc)
 }
