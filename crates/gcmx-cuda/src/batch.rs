@@ -445,7 +445,7 @@ fn queue<B: Batch>(
     let mut data_total = 0usize;
     {
         let spans: &[Span] = match io {
-            Io::InPlace(_, spans) => *spans,
+            Io::InPlace(_, spans) => spans,
             Io::Packed(_) => &[],
         };
         let packed = io.packed();
