@@ -11,12 +11,16 @@
 //!   (by up to [`pack_threads`] threads), and back out afterwards.
 //!
 //! Either way the CPU writes one 48-byte descriptor, J0 and (once per distinct AAD slice) the AAD per
-//! message, and copies 16 tag bytes back. Sub-batches of at most [`BATCH_BYTES`] and [`BATCH_MSGS`]
+//! message, and hands 16 tag bytes back to the caller's [`Batch`]. The batch path reads the caller's
+//! messages where they are (through [`Batch`]): it makes no per-message copy of them; besides the lane
+//! staging (kept between calls, sized by a sub-batch) a call allocates only its list of spans (in
+//! place: at most one per eight messages) and of sub-batches. Sub-batches of at most [`BATCH_BYTES`] and [`BATCH_MSGS`]
 //! alternate between two lanes, so that the host prepares one while the other is on the GPU, and the host
 //! sleeps (rather than spins) while it waits.
 //!
 //! Wiped after every sub-batch: the device copies of the descriptors, J0s and AADs (queued memsets; the
-//! kernel zeroes J0 in its own scratch), of the tags and verdicts, and the host staging of J0s and tags;
+//! kernel zeroes J0 in its own scratch), of the tags and verdicts, and the host staging of J0s and tags
+//! (J0s go from the caller's batch straight into that staging, tags from it straight to the batch);
 //! after an open also the device copy of the data and the packed staging. After a failure nothing of the
 //! batch is kept: the lanes and device buffers are released, each wiped as it is freed.
 //!
@@ -25,13 +29,12 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use gcmx_core::{Direction, Error};
-use zeroize::Zeroize;
 
 use crate::abi;
 use crate::dbatch::{self, Regions};
 use crate::keys::KeySet;
 use crate::runtime::{
-    At, DeviceMem, DirectIo, Gpu, Lane, Region, Scratch, direct_io_spans, spans_of,
+    At, DeviceMem, DirectIo, Gpu, Lane, Region, Scratch, Span, direct_io_spans, extend_spans,
 };
 
 /// Most message bytes (after 16-byte padding of each) per sub-batch.
@@ -44,21 +47,35 @@ const IN_PLACE_MIN: usize = 1 << 20;
 const STAGE_DATA: usize = 0;
 const STAGE_META: usize = 1;
 
-/// One message of a batch: key index, J0 (wiped on drop), AAD, the buffer transformed in place, and the
-/// full tag (computed when sealing, expected when opening).
-pub(crate) struct Job<'a> {
-    pub(crate) key: u32,
-    pub(crate) j0: [u8; 16],
-    pub(crate) aad: &'a [u8],
-    pub(crate) buf: &'a mut [u8],
-    pub(crate) tag: [u8; 16],
+/// One message of a [`Batch`]: its buffer, transformed in place.
+pub(crate) trait Msg: Send {
+    /// The buffer's length.
+    fn len(&self) -> usize;
+    /// The buffer.
+    fn buf(&mut self) -> &mut [u8];
 }
 
-impl Drop for Job<'_> {
-    fn drop(&mut self) {
-        self.j0.zeroize();
-        self.tag.zeroize();
-    }
+/// A caller's batch as the batch path reads and writes it, in place: its messages in order and, per
+/// message `i < count()`, the key index, J0, AAD and where the full tag goes.
+pub(crate) trait Batch {
+    /// The caller's message type.
+    type Msg: Msg;
+    /// Number of messages.
+    fn count(&self) -> usize;
+    /// Length of message `i`.
+    fn len(&self, i: usize) -> usize;
+    /// Key index of message `i` (checked by [`run`]).
+    fn key(&self, i: usize) -> u32;
+    /// Write the J0 of message `i` to `out` (page-locked staging that [`run`] wipes).
+    fn j0(&self, i: usize, out: &mut [u8; 16]) -> Result<(), Error>;
+    /// AAD of message `i`.
+    fn aad(&self, i: usize) -> &[u8];
+    /// The messages, for their buffers (only ever called while no transfer is in flight on them).
+    fn msgs(&mut self) -> &mut [Self::Msg];
+    /// Take the full tag of message `i`: computed when sealing, expected when opening.
+    fn set_tag(&mut self, i: usize, tag: &[u8; 16]);
+    /// After a failure: zero every buffer and whatever `set_tag` wrote.
+    fn wipe_all(&mut self);
 }
 
 /// The device buffers of one lane, kept between calls.
@@ -77,23 +94,6 @@ pub(crate) struct BatchState {
     bufs: [Bufs; 2],
 }
 
-/// What the host knows of a message while its buffer is lent to the transfers.
-struct Meta<'a> {
-    key: u32,
-    j0: [u8; 16],
-    aad: &'a [u8],
-    len: usize,
-    /// In-place mode: the message's span and its offset there.
-    span: usize,
-    span_off: usize,
-}
-
-impl Drop for Meta<'_> {
-    fn drop(&mut self) {
-        self.j0.zeroize();
-    }
-}
-
 /// A piece of a span that a sub-batch moves: span, offset in it, bytes, offset in the device buffer.
 #[derive(Clone, Copy, Debug)]
 struct Piece {
@@ -103,12 +103,64 @@ struct Piece {
     dev: usize,
 }
 
+/// Where the next message lies among the spans (in-place mode): messages are visited in order, so the
+/// span and the offset in it follow from the previous message's.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cursor {
+    span: usize,
+    off: usize,
+}
+
+impl Cursor {
+    /// The span and offset of message `i` (`len` bytes), and advance past it. `None` for an empty
+    /// message outside every span.
+    fn next(&mut self, spans: &[Span], i: usize, len: usize) -> Option<(usize, usize)> {
+        while spans
+            .get(self.span)
+            .is_some_and(|sp| i >= sp.first + sp.count)
+        {
+            self.span += 1;
+            self.off = 0;
+        }
+        let sp = spans.get(self.span)?;
+        if i < sp.first {
+            return None;
+        }
+        let at = (self.span, self.off);
+        self.off += len;
+        Some(at)
+    }
+}
+
+/// The AADs of a sub-batch in staging: the same AAD slice as the previous message (a common case: one
+/// header for all) is staged once; empty AADs take no room and no copy.
+#[derive(Default)]
+struct AadLayout {
+    last: Option<(*const u8, usize, usize)>,
+    total: usize,
+}
+
+impl AadLayout {
+    /// The staging offset of `aad`, and whether it is to be copied there.
+    fn place(&mut self, aad: &[u8]) -> (usize, bool) {
+        let key = (aad.as_ptr(), aad.len());
+        match self.last {
+            _ if aad.is_empty() => (0, false),
+            Some((p, l, off)) if (p, l) == key => (off, false),
+            _ => {
+                let off = self.total;
+                self.last = Some((key.0, key.1, off));
+                self.total += round16(aad.len());
+                (off, true)
+            }
+        }
+    }
+}
+
 /// A sub-batch queued on a lane.
 struct Sub {
     start: usize,
     end: usize,
-    /// Device (and packed-staging) offset of each message's data.
-    data_offs: Vec<usize>,
     data_total: usize,
     /// Staging offsets of the J0s, the tags and the verdicts.
     j0_at: usize,
@@ -130,7 +182,7 @@ fn round256(n: usize) -> usize {
 
 /// Zero `b` in bulk (memset speed), in a way the compiler cannot drop: the buffer is handed to
 /// `black_box` afterwards, as if it were read.
-fn wipe(b: &mut [u8]) {
+pub(crate) fn wipe(b: &mut [u8]) {
     b.fill(0);
     std::hint::black_box(&b);
 }
@@ -152,7 +204,7 @@ fn ensure(
 /// The lanes of a call: the state's own (packed mode) or the in-place transfers' (which hold them).
 enum Io<'x, 'y> {
     Packed(&'x mut [Lane]),
-    InPlace(&'x mut DirectIo<'y>),
+    InPlace(&'x mut DirectIo<'y>, &'x [Span]),
 }
 
 impl Io<'_, '_> {
@@ -163,75 +215,53 @@ impl Io<'_, '_> {
                 l.get_mut(i)
                     .ok_or_else(|| crate::runtime::internal(format!("lane {i} of {n}")))
             }
-            Io::InPlace(io) => io.lane(i),
+            Io::InPlace(io, _) => io.lane(i),
         }
+    }
+
+    fn packed(&self) -> bool {
+        matches!(self, Io::Packed(_))
     }
 }
 
-/// Seal or open every job with key `job.key` of `keys` (checked here: `Error::InvalidInput` past the
-/// end); sets every job's full tag. On an error every buffer and tag is wiped.
-pub(crate) fn run(
+/// Seal or open every message of `batch` with its key of `keys` (checked here: `Error::InvalidInput`
+/// past the end); hands every message's full tag to the batch. On an error after the checks every
+/// buffer and tag is wiped ([`Batch::wipe_all`]).
+pub(crate) fn run<B: Batch>(
     gpu: &Arc<Gpu>,
     keys: KeySet<'_>,
-    jobs: &mut [Job<'_>],
+    batch: &mut B,
     dir: Direction,
 ) -> Result<(), Error> {
-    for (i, j) in jobs.iter().enumerate() {
-        gcmx_core::frame::check_lengths(j.aad.len(), j.buf.len())?;
-        if j.key >= keys.count {
+    let n = batch.count();
+    for i in 0..n {
+        gcmx_core::frame::check_lengths(batch.aad(i).len(), batch.len(i))?;
+        let key = batch.key(i);
+        if key >= keys.count {
             return Err(Error::InvalidInput(format!(
-                "batch job {i}: key index {} past the last key ({} keys)",
-                j.key, keys.count
+                "batch job {i}: key index {key} past the last key ({} keys)",
+                keys.count
             )));
         }
     }
-    if jobs.is_empty() {
+    if n == 0 {
         return Ok(());
     }
-    let mut metas: Vec<Meta<'_>> = jobs
-        .iter()
-        .map(|j| Meta {
-            key: j.key,
-            j0: j.j0,
-            aad: j.aad,
-            len: j.buf.len(),
-            span: 0,
-            span_off: 0,
-        })
-        .collect();
-    let mut tags = vec![[0u8; 16]; jobs.len()];
-    let result = {
-        let mut bufs: Vec<&mut [u8]> = jobs.iter_mut().map(|j| &mut *j.buf).collect();
-        run_bufs(gpu, keys, &mut metas, &mut bufs, &mut tags, dir)
-    };
-    match result {
-        Ok(()) => {
-            for (j, t) in jobs.iter_mut().zip(&tags) {
-                j.tag = *t;
-            }
-            tags.zeroize();
-            Ok(())
-        }
-        Err(e) => {
-            for j in jobs.iter_mut() {
-                j.buf.zeroize();
-                j.tag.zeroize();
-            }
-            tags.zeroize();
-            Err(e)
-        }
+    let r = run_checked(gpu, keys, batch, dir);
+    if r.is_err() {
+        batch.wipe_all();
     }
+    r
 }
 
-fn run_bufs(
+fn run_checked<B: Batch>(
     gpu: &Arc<Gpu>,
     keys: KeySet<'_>,
-    metas: &mut [Meta<'_>],
-    bufs: &mut [&mut [u8]],
-    tags: &mut [[u8; 16]],
+    batch: &mut B,
     dir: Direction,
 ) -> Result<(), Error> {
-    let cuts = cut(metas);
+    let n = batch.count();
+    let cuts = cut(n, |i| batch.len(i));
     let state = gpu.state::<BatchState>();
     let mut st = lock(&state);
     while st.lanes.len() < 2 {
@@ -240,34 +270,47 @@ fn run_bufs(
         st.lanes.push(l);
     }
     let BatchState { lanes, bufs: dev } = &mut *st;
-    let total: usize = metas.iter().map(|m| m.len).sum();
-    let aligned = bufs
-        .iter()
-        .all(|b| b.is_empty() || (b.as_ptr() as usize).is_multiple_of(16));
-    let spans = spans_of(bufs);
-    let in_place_worth =
-        total >= IN_PLACE_MIN && aligned && spans.len() <= (metas.len() / 8).max(1);
-    let mut r = None;
-    if in_place_worth {
-        for (k, sp) in spans.iter().enumerate() {
-            let mut off = 0;
-            for m in &mut metas[sp.first..sp.first + sp.count] {
-                m.span = k;
-                m.span_off = off;
-                off += m.len;
+    let total: usize = (0..n).map(|i| batch.len(i)).sum();
+    // In place when worth it: every buffer 16-byte aligned, and few spans (given up at the first
+    // buffer past the limit).
+    let mut spans: Vec<Span> = Vec::new();
+    let in_place_worth = total >= IN_PLACE_MIN && {
+        let most = (n / 8).max(1);
+        let mut ok = true;
+        for (i, m) in batch.msgs().iter_mut().enumerate() {
+            let b = m.buf();
+            if !b.is_empty() && !(b.as_ptr() as usize).is_multiple_of(16) {
+                ok = false;
+                break;
+            }
+            extend_spans(&mut spans, i, b);
+            if spans.len() > most {
+                ok = false;
+                break;
             }
         }
-        r = direct_io_spans(gpu, lanes, bufs, |io, _| {
-            let mut io = Io::InPlace(io);
-            pipeline(gpu, &mut io, dev, keys, metas, None, tags, &cuts, dir)
-        });
+        ok
+    };
+    let mut r = None;
+    if in_place_worth {
+        // SAFETY: the spans are the buffers of `batch`'s messages, which this function borrows
+        // exclusively (`&mut B`) until it returns. In place, the pipeline reads only the batch's
+        // lengths, keys, J0s and AADs and hands it tags (`Batch::set_tag`); it takes the buffers
+        // (`Batch::msgs`) only in packed mode (`Io::Packed`), so nothing but the transfers touches the
+        // spans until `direct_io_spans` has waited for them.
+        r = unsafe {
+            direct_io_spans(gpu, lanes, &spans, |io| {
+                let mut io = Io::InPlace(io, &spans);
+                pipeline(gpu, &mut io, dev, keys, batch, &cuts, dir)
+            })
+        };
     }
     let packed = r.is_none();
     let r = match r {
         Some(r) => r,
         None => {
             let mut io = Io::Packed(lanes);
-            pipeline(gpu, &mut io, dev, keys, metas, Some(bufs), tags, &cuts, dir)
+            pipeline(gpu, &mut io, dev, keys, batch, &cuts, dir)
         }
     };
     if r.is_err() {
@@ -302,14 +345,15 @@ fn run_bufs(
     wiped
 }
 
-/// Sub-batches: consecutive jobs up to [`BATCH_BYTES`] and [`BATCH_MSGS`] (at least one job each).
-fn cut(metas: &[Meta<'_>]) -> Vec<(usize, usize)> {
+/// Sub-batches of `n` messages of lengths `len(i)`: consecutive messages up to [`BATCH_BYTES`] and
+/// [`BATCH_MSGS`] (at least one message each).
+fn cut(n: usize, len: impl Fn(usize) -> usize) -> Vec<(usize, usize)> {
     let mut cuts = Vec::new();
     let mut start = 0usize;
-    while start < metas.len() {
+    while start < n {
         let (mut end, mut bytes) = (start, 0usize);
-        while end < metas.len() && end - start < BATCH_MSGS {
-            let b = round16(metas[end].len);
+        while end < n && end - start < BATCH_MSGS {
+            let b = round16(len(end));
             if end > start && bytes + b > BATCH_BYTES {
                 break;
             }
@@ -324,22 +368,24 @@ fn cut(metas: &[Meta<'_>]) -> Vec<(usize, usize)> {
 
 /// Queue every sub-batch, alternating lanes; finish each one before its lane is reused.
 #[allow(clippy::too_many_arguments)]
-fn pipeline(
+fn pipeline<B: Batch>(
     gpu: &Arc<Gpu>,
     io: &mut Io<'_, '_>,
     dev: &mut [Bufs; 2],
     keys: KeySet<'_>,
-    metas: &[Meta<'_>],
-    mut packed: Option<&mut [&mut [u8]]>,
-    tags: &mut [[u8; 16]],
+    batch: &mut B,
     cuts: &[(usize, usize)],
     dir: Direction,
 ) -> Result<(), Error> {
     let mut flight: [Option<Sub>; 2] = [None, None];
+    // In place: where the next message lies, and the pieces of spans of a sub-batch (reused).
+    let mut cursor = Cursor::default();
+    let mut pieces: Vec<Piece> = Vec::new();
     for (k, &(start, end)) in cuts.iter().enumerate() {
         let s = k % 2;
         if let Some(f) = flight[s].take() {
-            finish(io.lane(s)?, f, packed.as_deref_mut(), tags, dir)?;
+            let packed = io.packed();
+            finish(io.lane(s)?, f, batch, packed, dir)?;
         }
         flight[s] = Some(queue(
             gpu,
@@ -347,160 +393,155 @@ fn pipeline(
             s,
             &mut dev[s],
             keys,
-            metas,
-            packed.as_deref(),
-            start,
-            end,
+            batch,
+            (start, end),
+            &mut cursor,
+            &mut pieces,
             dir,
         )?);
     }
     for s in [cuts.len() % 2, (cuts.len() + 1) % 2] {
         if let Some(f) = flight[s].take() {
-            finish(io.lane(s)?, f, packed.as_deref_mut(), tags, dir)?;
+            let packed = io.packed();
+            finish(io.lane(s)?, f, batch, packed, dir)?;
         }
     }
     Ok(())
 }
 
-/// Describe, stage and upload metas[start..end] on lane `s`, and queue its launch, downloads and wipes.
+/// Describe, stage and upload messages `start..end` on lane `s`, and queue its launch, downloads and
+/// wipes.
 #[allow(clippy::too_many_arguments)]
-fn queue(
+fn queue<B: Batch>(
     gpu: &Arc<Gpu>,
     io: &mut Io<'_, '_>,
     s: usize,
     dev: &mut Bufs,
     keys: KeySet<'_>,
-    metas: &[Meta<'_>],
-    packed: Option<&[&mut [u8]]>,
-    start: usize,
-    end: usize,
+    batch: &mut B,
+    (start, end): (usize, usize),
+    cursor: &mut Cursor,
+    pieces: &mut Vec<Piece>,
     dir: Direction,
 ) -> Result<Sub, Error> {
-    let ms = &metas[start..end];
-    let n = ms.len();
-    // Data layout: packed at 16-byte aligned offsets, or the pieces of spans at 256-byte aligned ones.
-    let mut data_offs = Vec::with_capacity(n);
-    let mut pieces: Vec<Piece> = Vec::new();
-    let mut data_total = 0usize;
-    if packed.is_some() {
-        for m in ms {
-            data_offs.push(data_total);
-            data_total += round16(m.len);
-        }
-    } else {
-        for m in ms {
-            match pieces.last_mut() {
-                Some(p) if m.len == 0 => {
-                    data_offs.push(p.dev);
-                }
-                Some(p) if p.span == m.span && p.off + p.len == m.span_off => {
-                    data_offs.push(p.dev + p.len);
-                    p.len += m.len;
-                    data_total = p.dev + p.len;
-                }
-                _ if m.len == 0 => data_offs.push(0),
-                _ => {
-                    let d = round256(data_total);
-                    pieces.push(Piece {
-                        span: m.span,
-                        off: m.span_off,
-                        len: m.len,
-                        dev: d,
-                    });
-                    data_offs.push(d);
-                    data_total = d + m.len;
-                }
-            }
-        }
-    }
+    let n = end - start;
     // Staging: [descriptors 48 n | J0s 16 n | AADs | tags 16 n | verdicts n].
     let j0_at = abi::DEV_MSG_BYTES * n;
     let aad_at = j0_at + 16 * n;
-    // The same AAD slice as the previous message (a common case: one header for all) is staged once:
-    // `staged` lists the messages whose AAD is copied. Empty AADs take no room and no copy.
-    let mut aad_offs = Vec::with_capacity(n);
-    let mut staged = Vec::new();
-    let mut aad_total = 0usize;
-    let mut last: Option<(*const u8, usize, usize)> = None;
-    for (i, m) in ms.iter().enumerate() {
-        let key = (m.aad.as_ptr(), m.aad.len());
-        match last {
-            _ if m.aad.is_empty() => aad_offs.push(0),
-            Some((p, l, off)) if (p, l) == key => aad_offs.push(off),
-            _ => {
-                aad_offs.push(aad_total);
-                last = Some((key.0, key.1, aad_total));
-                staged.push(i);
-                aad_total += round16(m.aad.len());
-            }
+    let aad_total = {
+        let mut a = AadLayout::default();
+        for i in start..end {
+            a.place(batch.aad(i));
         }
-    }
+        a.total
+    };
     let tags_at = aad_at + aad_total;
     let ver_at = tags_at + 16 * n;
     let meta_len = ver_at + n;
-    let lane = io.lane(s)?;
-    lane.reserve_host(STAGE_META, meta_len)?;
-    if packed.is_some() {
-        lane.reserve_host(STAGE_DATA, data_total.max(16))?;
-    }
+    io.lane(s)?.reserve_host(STAGE_META, meta_len)?;
+    // Data layout: packed at 16-byte aligned offsets, or the pieces of spans at 256-byte aligned ones;
+    // each message's descriptor, J0 and AAD go to the staging as it is placed.
+    pieces.clear();
+    let mut data_total = 0usize;
     {
-        let st = lane.host(STAGE_META)?;
+        let spans: &[Span] = match io {
+            Io::InPlace(_, spans) => spans,
+            Io::Packed(_) => &[],
+        };
+        let packed = io.packed();
+        let st = io.lane(s)?.host(STAGE_META)?;
         let (descs, rest) = st.split_at_mut(j0_at);
         let (j0s, rest) = rest.split_at_mut(16 * n);
         let aads = &mut rest[..aad_total];
-        for (i, m) in ms.iter().enumerate() {
-            abi::GcmxDevMsg {
-                data_off: data_offs[i] as u64,
-                data_len: m.len as u64,
-                aad_off: aad_offs[i] as u64,
-                aad_len: m.aad.len() as u64,
-                nonce_off: 16 * i as u64,
-                nonce_len: 16,
-                key: m.key,
+        let (j0s, _) = j0s.as_chunks_mut::<16>();
+        let mut aad_layout = AadLayout::default();
+        for (k, (i, j0)) in (start..end).zip(j0s.iter_mut()).enumerate() {
+            let len = batch.len(i);
+            let data_off = if packed {
+                let d = data_total;
+                data_total += round16(len);
+                d
+            } else {
+                let at = cursor.next(spans, i, len);
+                match (pieces.last_mut(), at) {
+                    (_, None) => 0,
+                    (Some(p), _) if len == 0 => p.dev,
+                    (Some(p), Some((span, off))) if p.span == span && p.off + p.len == off => {
+                        let d = p.dev + p.len;
+                        p.len += len;
+                        data_total = p.dev + p.len;
+                        d
+                    }
+                    (_, Some(_)) if len == 0 => 0,
+                    (_, Some((span, off))) => {
+                        let d = round256(data_total);
+                        pieces.push(Piece {
+                            span,
+                            off,
+                            len,
+                            dev: d,
+                        });
+                        data_total = d + len;
+                        d
+                    }
+                }
+            };
+            let aad = batch.aad(i);
+            let (aad_off, copy) = aad_layout.place(aad);
+            if copy {
+                let a = &mut aads[aad_off..aad_off + round16(aad.len())];
+                a[..aad.len()].copy_from_slice(aad);
+                a[aad.len()..].fill(0);
             }
-            .encode(&mut descs[abi::DEV_MSG_BYTES * i..abi::DEV_MSG_BYTES * (i + 1)]);
-            j0s[16 * i..16 * i + 16].copy_from_slice(&m.j0);
-        }
-        for &i in &staged {
-            let (m, off) = (&ms[i], aad_offs[i]);
-            let a = &mut aads[off..off + round16(m.aad.len())];
-            a[..m.aad.len()].copy_from_slice(m.aad);
-            a[m.aad.len()..].fill(0);
+            abi::GcmxDevMsg {
+                data_off: data_off as u64,
+                data_len: len as u64,
+                aad_off: aad_off as u64,
+                aad_len: aad.len() as u64,
+                nonce_off: 16 * k as u64,
+                nonce_len: 16,
+                key: batch.key(i),
+            }
+            .encode(&mut descs[abi::DEV_MSG_BYTES * k..abi::DEV_MSG_BYTES * (k + 1)]);
+            batch.j0(i, j0)?;
         }
     }
-    if let Some(bufs) = packed {
+    if io.packed() {
+        let lane = io.lane(s)?;
+        lane.reserve_host(STAGE_DATA, data_total.max(16))?;
         let stage = lane.host(STAGE_DATA)?;
-        let mut regions: Vec<&mut [u8]> = Vec::with_capacity(n);
-        let mut rest: &mut [u8] = &mut stage[..data_total];
-        for m in ms {
-            let (a, b) = rest.split_at_mut(round16(m.len));
-            regions.push(a);
-            rest = b;
-        }
-        let src = &bufs[start..end];
-        par_each(&mut regions, pack_threads(data_total), |i, r| {
-            r[..src[i].len()].copy_from_slice(src[i]);
-        });
+        par_each(
+            &mut batch.msgs()[start..end],
+            &mut stage[..data_total],
+            pack_threads(data_total),
+            |m, r| {
+                let b = m.buf();
+                r[..b.len()].copy_from_slice(b);
+            },
+        );
     }
     let data = ensure(gpu, &mut dev.data, data_total)?;
     let meta = ensure(gpu, &mut dev.meta, tags_at)?;
     let out = ensure(gpu, &mut dev.out, 17 * n)?;
     let lane = io.lane(s)?;
     lane.upload(STAGE_META, 0, At::start(&meta), tags_at)?;
-    if packed.is_some() {
-        lane.upload(STAGE_DATA, 0, At::start(&data), data_total)?;
-    } else if let Io::InPlace(dio) = io {
-        for p in &pieces {
-            dio.upload_span(
-                s,
-                p.span,
-                p.off,
-                At {
-                    mem: &data,
-                    off: p.dev,
-                },
-                p.len,
-            )?;
+    match io {
+        Io::Packed(_) => io
+            .lane(s)?
+            .upload(STAGE_DATA, 0, At::start(&data), data_total)?,
+        Io::InPlace(dio, _) => {
+            for p in pieces.iter() {
+                dio.upload_span(
+                    s,
+                    p.span,
+                    p.off,
+                    At {
+                        mem: &data,
+                        off: p.dev,
+                    },
+                    p.len,
+                )?;
+            }
         }
     }
     let at = |off: usize, len: usize| Region::Mem {
@@ -544,20 +585,23 @@ fn queue(
         &mut dev.scratch,
     )?;
     lane.download(At::start(&out), STAGE_META, tags_at, 17 * n)?;
-    if packed.is_some() {
-        lane.download(At::start(&data), STAGE_DATA, 0, data_total)?;
-    } else if let Io::InPlace(dio) = io {
-        for p in &pieces {
-            dio.download_span(
-                s,
-                p.span,
-                At {
-                    mem: &data,
-                    off: p.dev,
-                },
-                p.off,
-                p.len,
-            )?;
+    match io {
+        Io::Packed(_) => io
+            .lane(s)?
+            .download(At::start(&data), STAGE_DATA, 0, data_total)?,
+        Io::InPlace(dio, _) => {
+            for p in pieces.iter() {
+                dio.download_span(
+                    s,
+                    p.span,
+                    At {
+                        mem: &data,
+                        off: p.dev,
+                    },
+                    p.off,
+                    p.len,
+                )?;
+            }
         }
     }
     // Queued after the kernel: the uploaded J0s.
@@ -571,7 +615,6 @@ fn queue(
     Ok(Sub {
         start,
         end,
-        data_offs,
         data_total,
         j0_at,
         tags_at,
@@ -579,12 +622,13 @@ fn queue(
     })
 }
 
-/// Wait for a sub-batch, then copy its tags (and, packed, its data) out and wipe the staging's J0s.
-fn finish(
+/// Wait for a sub-batch, then hand its tags to the batch (and, packed, copy its data out) and wipe the
+/// staging's J0s and tags.
+fn finish<B: Batch>(
     lane: &mut Lane,
     f: Sub,
-    packed: Option<&mut [&mut [u8]]>,
-    tags: &mut [[u8; 16]],
+    batch: &mut B,
+    packed: bool,
     dir: Direction,
 ) -> Result<(), Error> {
     let n = f.end - f.start;
@@ -593,8 +637,9 @@ fn finish(
         let bad = meta[f.ver_at..f.ver_at + n]
             .iter()
             .position(|&v| v != abi::VERDICT_OK);
-        for (i, t) in tags[f.start..f.end].iter_mut().enumerate() {
-            t.copy_from_slice(&meta[f.tags_at + 16 * i..f.tags_at + 16 * i + 16]);
+        let (tags, _) = meta[f.tags_at..f.tags_at + 16 * n].as_chunks::<16>();
+        for (i, t) in (f.start..f.end).zip(tags) {
+            batch.set_tag(i, t);
         }
         wipe(&mut meta[f.j0_at..f.j0_at + 16 * n]);
         wipe(&mut meta[f.tags_at..f.tags_at + 16 * n]);
@@ -605,17 +650,16 @@ fn finish(
             )));
         }
     }
-    if let Some(bufs) = packed {
+    if packed {
         let stage = lane.host(STAGE_DATA)?;
-        let from: &[u8] = &stage[..f.data_total];
-        let offs = &f.data_offs;
         par_each(
-            &mut bufs[f.start..f.end],
+            &mut batch.msgs()[f.start..f.end],
+            &mut stage[..f.data_total],
             pack_threads(f.data_total),
-            |i, b| {
-                let off = offs[i];
+            |m, r| {
+                let b = m.buf();
                 let len = b.len();
-                b.copy_from_slice(&from[off..off + len]);
+                b.copy_from_slice(&r[..len]);
             },
         );
         if dir == Direction::Open {
@@ -625,28 +669,40 @@ fn finish(
     Ok(())
 }
 
-/// Run `f(i, &mut items[i])` for every item on up to `threads` scoped OS threads (contiguous ranges).
+/// Run `f(msg, region)` for every message of `msgs` and its region of `stage`, where the messages lie
+/// back to back, each at a 16-byte aligned offset (`stage` holds at least that much), on up to
+/// `threads` scoped OS threads (contiguous ranges of messages).
 ///
 /// Not rayon: the callers hold the device's batch lock, and a rayon worker that waits inside a parallel
 /// loop may steal an unrelated task (say, another batch from the caller's own `par_iter`) that then
 /// blocks on the same lock: a deadlock. Scoped threads only ever run this closure.
-fn par_each<T: Send>(items: &mut [T], threads: usize, f: impl Fn(usize, &mut T) + Sync) {
-    let threads = threads.clamp(1, items.len().max(1));
-    if threads == 1 {
-        for (i, it) in items.iter_mut().enumerate() {
-            f(i, it);
+fn par_each<M: Msg>(
+    msgs: &mut [M],
+    stage: &mut [u8],
+    threads: usize,
+    f: impl Fn(&mut M, &mut [u8]) + Sync,
+) {
+    fn walk<M: Msg>(msgs: &mut [M], mut stage: &mut [u8], f: &impl Fn(&mut M, &mut [u8])) {
+        for m in msgs {
+            let (r, rest) = std::mem::take(&mut stage).split_at_mut(round16(m.len()));
+            f(m, r);
+            stage = rest;
         }
+    }
+    let threads = threads.clamp(1, msgs.len().max(1));
+    if threads == 1 {
+        walk(msgs, stage, &f);
         return;
     }
-    let per = items.len().div_ceil(threads);
+    let per = msgs.len().div_ceil(threads);
     std::thread::scope(|s| {
-        for (c, chunk) in items.chunks_mut(per).enumerate() {
+        let mut rest = stage;
+        for chunk in msgs.chunks_mut(per) {
+            let bytes: usize = chunk.iter().map(|m| round16(m.len())).sum();
+            let (mine, r) = std::mem::take(&mut rest).split_at_mut(bytes);
+            rest = r;
             let f = &f;
-            s.spawn(move || {
-                for (k, it) in chunk.iter_mut().enumerate() {
-                    f(c * per + k, it);
-                }
-            });
+            s.spawn(move || walk(chunk, mine, f));
         }
     });
 }
@@ -663,47 +719,103 @@ fn pack_threads(bytes: usize) -> usize {
 mod tests {
     use super::*;
 
+    impl Msg for (usize, Vec<u8>) {
+        fn len(&self) -> usize {
+            self.1.len()
+        }
+        fn buf(&mut self) -> &mut [u8] {
+            &mut self.1
+        }
+    }
+
     #[test]
-    fn par_each_visits_every_item_once_with_its_index() {
+    fn par_each_gives_every_message_its_region_once() {
         for threads in [1usize, 2, 3, 7, 64] {
             for n in [0usize, 1, 5, 100, 1001] {
-                let mut v: Vec<(usize, u32)> = vec![(usize::MAX, 0); n];
-                par_each(&mut v, threads, |i, it| {
-                    it.0 = i;
-                    it.1 += 1;
+                // Message i: i % 37 bytes of value i as u8; the region's first byte counts visits.
+                let mut msgs: Vec<(usize, Vec<u8>)> =
+                    (0..n).map(|i| (i, vec![i as u8; i % 37])).collect();
+                let total: usize = msgs.iter().map(|m| round16(m.1.len())).sum();
+                let mut stage = vec![0u8; total + 16];
+                par_each(&mut msgs, &mut stage[..total], threads, |m, r| {
+                    assert_eq!(r.len(), round16(m.1.len()));
+                    let (i, b) = (m.0, m.buf());
+                    r[..b.len()].copy_from_slice(b);
+                    b.fill(!(i as u8));
                 });
-                assert!(
-                    v.iter().enumerate().all(|(i, &(j, c))| i == j && c == 1),
-                    "threads {threads} n {n}"
-                );
+                let mut off = 0;
+                for (i, m) in msgs.iter().enumerate() {
+                    let len = i % 37;
+                    assert!(stage[off..off + len].iter().all(|&x| x == i as u8));
+                    assert!(
+                        m.1.iter().all(|&x| x == !(i as u8)),
+                        "threads {threads} n {n}"
+                    );
+                    off += round16(len);
+                }
+                assert!(stage[total..].iter().all(|&x| x == 0));
             }
         }
         assert_eq!(pack_threads(0), 1);
     }
 
     #[test]
-    fn sub_batches_cover_the_jobs() {
-        let aad = [0u8; 3];
-        let metas: Vec<Meta<'_>> = [0usize, 5, BATCH_BYTES, 1, BATCH_BYTES - 16, 32, 7]
-            .iter()
-            .map(|&len| Meta {
-                key: 0,
-                j0: [0; 16],
-                aad: &aad,
-                len,
-                span: 0,
-                span_off: 0,
-            })
-            .collect();
-        let cuts = cut(&metas);
+    fn sub_batches_cover_the_messages() {
+        let lens = [0usize, 5, BATCH_BYTES, 1, BATCH_BYTES - 16, 32, 7];
+        let cuts = cut(lens.len(), |i| lens[i]);
         let mut at = 0;
         for &(s, e) in &cuts {
             assert_eq!(s, at);
             assert!(e > s);
-            let bytes: usize = metas[s..e].iter().map(|m| round16(m.len)).sum();
+            let bytes: usize = lens[s..e].iter().map(|&l| round16(l)).sum();
             assert!(e - s == 1 || bytes <= BATCH_BYTES);
             at = e;
         }
-        assert_eq!(at, metas.len());
+        assert_eq!(at, lens.len());
+        let many = cut(BATCH_MSGS + 3, |_| 1);
+        assert_eq!(many, [(0, BATCH_MSGS), (BATCH_MSGS, BATCH_MSGS + 3)]);
+    }
+
+    #[test]
+    fn the_cursor_walks_the_spans() {
+        let p = core::ptr::null_mut::<u8>();
+        let sp = |first, count, len| Span {
+            first,
+            count,
+            len,
+            start: p,
+        };
+        // Messages 0..2 in span 0 (10 and 6 bytes), 2 empty and outside, 3..6 in span 1 (one empty).
+        let spans = [sp(0, 2, 16), sp(3, 3, 9)];
+        let lens = [10usize, 6, 0, 4, 0, 5];
+        let mut c = Cursor::default();
+        let got: Vec<_> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| c.next(&spans, i, l))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                Some((0, 0)),
+                Some((0, 10)),
+                None,
+                Some((1, 0)),
+                Some((1, 4)),
+                Some((1, 4))
+            ]
+        );
+    }
+
+    #[test]
+    fn an_aad_slice_repeated_is_staged_once() {
+        let (h, other) = (*b"header", *b"other!");
+        let mut a = AadLayout::default();
+        assert_eq!(a.place(&h), (0, true));
+        assert_eq!(a.place(&h), (0, false));
+        assert_eq!(a.place(&[]), (0, false));
+        assert_eq!(a.place(&other), (16, true));
+        assert_eq!(a.place(&h), (32, true));
+        assert_eq!(a.total, 48);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use gcmx_core::{Direction, Error, GcmEngine, KeyMaterial, Message};
 
-use crate::batch::{self, Job};
+use crate::batch::{self, Batch};
 use crate::dbatch::{self, DeviceBatch, RawBatch, Regions};
 use crate::keys::{DeviceKeys, FusedPowers, KeyPowers, KeySet, Keyed};
 use crate::pending::Pending;
@@ -450,31 +450,92 @@ impl GcmEngine for CudaEngine {
                 tags.len()
             )));
         }
-        let mut small = Vec::new();
-        let mut small_idx = Vec::new();
-        for (i, (m, t)) in msgs.iter_mut().zip(tags.iter_mut()).enumerate() {
+        // Messages of at least BATCH_LARGE bytes go through the pipeline one by one, first; then each
+        // run of smaller ones between them is one batch, read in place (tags straight into `tags`).
+        for (m, t) in msgs.iter_mut().zip(tags.iter_mut()) {
             if m.len() >= BATCH_LARGE {
                 *t = self.crypt(dir, m)?;
+            }
+        }
+        let mut powers = None;
+        let mut i = 0;
+        while i < msgs.len() {
+            if msgs[i].len() >= BATCH_LARGE {
+                i += 1;
                 continue;
             }
-            let (j0, aad, buf) = m.parts();
-            small.push(Job {
-                key: 0,
-                j0: *j0,
-                aad,
-                buf,
-                tag: [0; 16],
-            });
-            small_idx.push(i);
-        }
-        if small.is_empty() {
-            return Ok(());
-        }
-        let powers = self.batch_powers()?;
-        batch::run(&self.gpu, self.key_set(&powers), &mut small, dir)?;
-        for (job, &i) in small.iter().zip(&small_idx) {
-            tags[i] = job.tag;
+            let end = msgs[i..]
+                .iter()
+                .position(|m| m.len() >= BATCH_LARGE)
+                .map_or(msgs.len(), |k| i + k);
+            if powers.is_none() {
+                powers = Some(self.batch_powers()?);
+            }
+            if let Some(p) = &powers {
+                let mut run = CoreBatch {
+                    msgs: &mut msgs[i..end],
+                    tags: &mut tags[i..end],
+                };
+                batch::run(&self.gpu, self.key_set(p), &mut run, dir)?;
+            }
+            i = end;
         }
         Ok(())
+    }
+}
+
+impl batch::Msg for Message<'_> {
+    fn len(&self) -> usize {
+        Message::len(self)
+    }
+
+    fn buf(&mut self) -> &mut [u8] {
+        Message::buf(self)
+    }
+}
+
+/// A run of gcmx-core's messages (all under key 0) and the tags they get, as the batch path reads them.
+struct CoreBatch<'m, 'a> {
+    msgs: &'m mut [Message<'a>],
+    tags: &'m mut [[u8; 16]],
+}
+
+impl<'a> Batch for CoreBatch<'_, 'a> {
+    type Msg = Message<'a>;
+
+    fn count(&self) -> usize {
+        self.msgs.len()
+    }
+
+    fn len(&self, i: usize) -> usize {
+        self.msgs[i].len()
+    }
+
+    fn key(&self, _i: usize) -> u32 {
+        0
+    }
+
+    fn j0(&self, i: usize, out: &mut [u8; 16]) -> Result<(), Error> {
+        out.copy_from_slice(self.msgs[i].j0());
+        Ok(())
+    }
+
+    fn aad(&self, i: usize) -> &[u8] {
+        self.msgs[i].aad()
+    }
+
+    fn msgs(&mut self) -> &mut [Message<'a>] {
+        self.msgs
+    }
+
+    fn set_tag(&mut self, i: usize, tag: &[u8; 16]) {
+        self.tags[i] = *tag;
+    }
+
+    fn wipe_all(&mut self) {
+        for (m, t) in self.msgs.iter_mut().zip(self.tags.iter_mut()) {
+            zeroize::Zeroize::zeroize(m.buf());
+            zeroize::Zeroize::zeroize(t);
+        }
     }
 }

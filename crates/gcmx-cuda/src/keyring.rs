@@ -7,7 +7,7 @@ use std::sync::Arc;
 use gcmx_core::{Direction, Error, KeyMaterial};
 use zeroize::Zeroize;
 
-use crate::batch::{self, Job};
+use crate::batch::{self, Batch};
 use crate::dbatch::{self, DeviceBatch, RawBatch, Regions};
 use crate::keys::{DeviceKeys, KeyPowers, KeySet};
 use crate::pending::Pending;
@@ -88,9 +88,6 @@ pub struct KeyedOpenJob<'a> {
     /// The tag to check.
     pub tag: &'a [u8],
 }
-
-/// One job's key index, nonce, AAD, buffer and tag length.
-type JobParts<'a> = (usize, &'a [u8], &'a [u8], &'a mut [u8], usize);
 
 impl CudaKeyring {
     /// Upload `keys` (each 16, 24 or 32 bytes) to the default device, expand them there and compute
@@ -238,68 +235,154 @@ impl CudaKeyring {
         }
     }
 
-    /// The batch jobs for (key index, nonce, AAD, buffer, tag length), each checked first (lengths,
-    /// tag length, key index) so that nothing runs on a batch with a bad job.
-    fn jobs<'a>(&self, parts: Vec<JobParts<'a>>) -> Result<Vec<Job<'a>>, Error> {
-        for &(key, nonce, aad, ref buf, tag_len) in &parts {
-            gcmx_core::frame::check(nonce, aad, buf.len(), tag_len)?;
-            self.key(key)?;
-        }
-        parts
-            .into_iter()
-            .map(|(key, nonce, aad, buf, _)| {
-                let (km, key) = self.key(key)?;
-                Ok(Job {
-                    key,
-                    j0: km.j0(nonce),
-                    aad,
-                    buf,
-                    tag: [0; 16],
-                })
-            })
-            .collect()
+    /// J0 of `nonce` under key `key` into `out`.
+    fn j0(&self, key: usize, nonce: &[u8], out: &mut [u8; 16]) -> Result<(), Error> {
+        let mut j0 = self.key(key)?.0.j0(nonce);
+        out.copy_from_slice(&j0);
+        j0.zeroize();
+        Ok(())
     }
 
     /// Seal every job. Every job is checked before any work (lengths, tag length, key index); if the
     /// device fails, every buffer is zeroed and no tag is written.
     pub fn seal(&self, jobs: &mut [KeyedSealJob<'_>]) -> Result<(), Error> {
-        let tag_lens: Vec<usize> = jobs.iter().map(|j| j.tag.len()).collect();
-        let parts = jobs
-            .iter_mut()
-            .zip(&tag_lens)
-            .map(|(j, &t)| (j.key, j.nonce, j.aad, &mut *j.buf, t))
-            .collect();
-        let mut work = self.jobs(parts)?;
-        batch::run(&self.gpu, self.key_set(), &mut work, Direction::Seal)?;
-        let mut tags: Vec<[u8; 16]> = work.iter().map(|w| w.tag).collect();
-        drop(work);
-        for (j, t) in jobs.iter_mut().zip(&tags) {
-            let n = j.tag.len();
-            j.tag.copy_from_slice(&t[..n]);
+        for j in jobs.iter() {
+            gcmx_core::frame::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
+            self.key(j.key)?;
         }
-        tags.zeroize();
-        Ok(())
+        // The full tags, given to the jobs only once every one of them is done.
+        let mut tags = vec![[0u8; 16]; jobs.len()];
+        let mut b = RingBatch {
+            ring: self,
+            jobs: &mut *jobs,
+            out: &mut tags,
+            take: |_, t| *t,
+        };
+        let r = batch::run(&self.gpu, self.key_set(), &mut b, Direction::Seal);
+        if r.is_ok() {
+            for (j, t) in jobs.iter_mut().zip(&tags) {
+                let n = j.tag.len();
+                // (The tag length was checked: 16 bytes at most.)
+                if let Some(src) = t.get(..n) {
+                    j.tag.copy_from_slice(src);
+                }
+            }
+        }
+        batch::wipe(tags.as_flattened_mut());
+        r
     }
 
     /// Open every job; per job, whether its tag was right (compared in constant time). A job whose tag
     /// is wrong has its buffer zeroed, so no buffer ever holds unauthenticated plaintext. Every job is
     /// checked before any work; if the device fails, every buffer is zeroed and the call fails.
     pub fn open(&self, jobs: &mut [KeyedOpenJob<'_>]) -> Result<Vec<bool>, Error> {
-        let given: Vec<&[u8]> = jobs.iter().map(|j| j.tag).collect();
-        let parts = jobs
-            .iter_mut()
-            .map(|j| (j.key, j.nonce, j.aad, &mut *j.buf, j.tag.len()))
-            .collect();
-        let mut work = self.jobs(parts)?;
-        batch::run(&self.gpu, self.key_set(), &mut work, Direction::Open)?;
-        let mut ok = Vec::with_capacity(work.len());
-        for (w, t) in work.iter_mut().zip(&given) {
-            let good = gcmx_core::frame::tag_matches(&w.tag, t);
+        for j in jobs.iter() {
+            gcmx_core::frame::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
+            self.key(j.key)?;
+        }
+        let mut ok = vec![false; jobs.len()];
+        let mut b = RingBatch {
+            ring: self,
+            jobs: &mut *jobs,
+            out: &mut ok,
+            take: |j: &KeyedOpenJob<'_>, t| gcmx_core::frame::tag_matches(t, j.tag),
+        };
+        batch::run(&self.gpu, self.key_set(), &mut b, Direction::Open)?;
+        for (j, &good) in jobs.iter_mut().zip(&ok) {
             if !good {
-                w.buf.zeroize();
+                j.buf.zeroize();
             }
-            ok.push(good);
         }
         Ok(ok)
+    }
+}
+
+/// What the batch path reads of a keyring job (sealing or opening).
+trait KeyedJob: batch::Msg {
+    fn key(&self) -> usize;
+    fn nonce(&self) -> &[u8];
+    fn aad(&self) -> &[u8];
+}
+
+macro_rules! keyed_job {
+    ($t:ident) => {
+        impl batch::Msg for $t<'_> {
+            fn len(&self) -> usize {
+                self.buf.len()
+            }
+
+            fn buf(&mut self) -> &mut [u8] {
+                self.buf
+            }
+        }
+
+        impl KeyedJob for $t<'_> {
+            fn key(&self) -> usize {
+                self.key
+            }
+
+            fn nonce(&self) -> &[u8] {
+                self.nonce
+            }
+
+            fn aad(&self) -> &[u8] {
+                self.aad
+            }
+        }
+    };
+}
+
+keyed_job!(KeyedSealJob);
+keyed_job!(KeyedOpenJob);
+
+/// Keyring jobs as the batch path reads them: per job, what its full tag gives (`take`) goes to `out`
+/// (sealing: the tag itself, kept apart until every job is done; opening: whether the job's tag is
+/// right). `T::default()` holds nothing.
+struct RingBatch<'r, 'm, J, T> {
+    ring: &'r CudaKeyring,
+    jobs: &'m mut [J],
+    out: &'m mut [T],
+    take: fn(&J, &[u8; 16]) -> T,
+}
+
+impl<J: KeyedJob, T: Default + Copy> Batch for RingBatch<'_, '_, J, T> {
+    type Msg = J;
+
+    fn count(&self) -> usize {
+        self.jobs.len()
+    }
+
+    fn len(&self, i: usize) -> usize {
+        self.jobs[i].len()
+    }
+
+    fn key(&self, i: usize) -> u32 {
+        // (An index past u32 fails batch::run's key check.)
+        u32::try_from(self.jobs[i].key()).unwrap_or(u32::MAX)
+    }
+
+    fn j0(&self, i: usize, out: &mut [u8; 16]) -> Result<(), Error> {
+        let j = &self.jobs[i];
+        self.ring.j0(j.key(), j.nonce(), out)
+    }
+
+    fn aad(&self, i: usize) -> &[u8] {
+        self.jobs[i].aad()
+    }
+
+    fn msgs(&mut self) -> &mut [J] {
+        self.jobs
+    }
+
+    fn set_tag(&mut self, i: usize, tag: &[u8; 16]) {
+        self.out[i] = (self.take)(&self.jobs[i], tag);
+    }
+
+    fn wipe_all(&mut self) {
+        for j in self.jobs.iter_mut() {
+            j.buf().zeroize();
+        }
+        self.out.fill(T::default());
+        std::hint::black_box(&self.out);
     }
 }

@@ -239,11 +239,13 @@ pub(crate) fn pin_scope<R>(
     match gpu.never {}
 }
 
-pub(crate) fn direct_io_spans<R>(
+/// # Safety
+/// As the driver build's `direct_io_spans` (never callable here: no `Gpu` exists).
+pub(crate) unsafe fn direct_io_spans<R>(
     gpu: &Arc<Gpu>,
     _lanes: &mut [Lane],
-    _bufs: &mut [&mut [u8]],
-    _f: impl FnOnce(&mut DirectIo<'_>, &[Span]) -> Result<R, Error>,
+    _spans: &[Span],
+    _f: impl FnOnce(&mut DirectIo<'_>) -> Result<R, Error>,
 ) -> Option<Result<R, Error>> {
     match gpu.never {}
 }

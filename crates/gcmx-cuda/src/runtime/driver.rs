@@ -1835,25 +1835,27 @@ pub(crate) fn direct_io<R>(
     run_direct(lanes, vec![(host.as_mut_ptr(), host.len())], vec![reg], f)
 }
 
-/// [`direct_io`] over many caller buffers: the buffers that lie back to back in memory form spans
-/// ([`spans_of`]); each span is page-locked as one range (or used as it is inside a live [`pin_scope`])
-/// and the closure addresses span `k` (bytes from the start of `bufs[spans[k].first]`). `None` when a
-/// span cannot be page-locked.
-pub(crate) fn direct_io_spans<R>(
+/// [`direct_io`] over many caller ranges ([`super::Span`]s, from [`super::extend_spans`]): each span
+/// is page-locked as one range (or used as it is inside a live [`pin_scope`]) and the closure addresses
+/// span `k` by its index in `spans`. `None` (and `f` not run) when a span cannot be page-locked.
+///
+/// # Safety
+/// Every span's `len` bytes from `start` are live memory that the caller borrows exclusively for the
+/// whole call, and that nothing reads or writes (the closure included) but this call's transfers until
+/// it returns.
+pub(crate) unsafe fn direct_io_spans<R>(
     gpu: &Arc<Gpu>,
     lanes: &mut [Lane],
-    bufs: &mut [&mut [u8]],
-    f: impl FnOnce(&mut DirectIo<'_>, &[super::Span]) -> Result<R, Error>,
+    spans: &[super::Span],
+    f: impl FnOnce(&mut DirectIo<'_>) -> Result<R, Error>,
 ) -> Option<Result<R, Error>> {
-    let spans = super::spans_of(bufs);
     let mut ranges = Vec::with_capacity(spans.len());
     let mut regs = Vec::with_capacity(spans.len());
-    for sp in &spans {
-        let p = bufs[sp.first].as_mut_ptr();
-        regs.push(Registration::for_call(gpu, p, sp.len)?);
-        ranges.push((p, sp.len));
+    for sp in spans {
+        regs.push(Registration::for_call(gpu, sp.start, sp.len)?);
+        ranges.push((sp.start, sp.len));
     }
-    run_direct(lanes, ranges, regs, |io| f(io, &spans))
+    run_direct(lanes, ranges, regs, f)
 }
 
 fn run_direct<R>(

@@ -159,39 +159,37 @@ impl Stream {
     }
 }
 
-/// Caller buffers that lie back to back in memory: `bufs[first..first + count]`, `len` bytes in all.
+/// Caller buffers that lie back to back in memory: buffers `first..first + count` of a batch, `len`
+/// bytes in all from `start`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Span {
     pub(crate) first: usize,
     pub(crate) count: usize,
     pub(crate) len: usize,
+    pub(crate) start: *mut u8,
 }
 
-/// The spans of `bufs`: maximal runs of buffers each starting where the previous one ends. Empty
-/// buffers never start a span (a run may take them in when they start at its end).
-pub(crate) fn spans_of(bufs: &[&mut [u8]]) -> Vec<Span> {
-    let mut out: Vec<Span> = Vec::new();
-    let mut end = 0usize;
-    for (i, b) in bufs.iter().enumerate() {
-        let start = b.as_ptr() as usize;
-        match out.last_mut() {
-            Some(sp) if sp.first + sp.count == i && start == end => {
-                sp.count += 1;
-                sp.len += b.len();
-                end += b.len();
-            }
-            _ if b.is_empty() => {}
-            _ => {
-                out.push(Span {
-                    first: i,
-                    count: 1,
-                    len: b.len(),
-                });
-                end = start + b.len();
-            }
+/// Add buffer `i` of a batch to `spans`, the maximal runs of buffers each starting where the previous
+/// one ends (buffers are added in order of their index). Empty buffers never start a span (a run may
+/// take them in when they start at its end).
+pub(crate) fn extend_spans(spans: &mut Vec<Span>, i: usize, buf: &mut [u8]) {
+    let start = buf.as_mut_ptr();
+    match spans.last_mut() {
+        Some(sp)
+            if sp.first + sp.count == i
+                && (sp.start as usize).wrapping_add(sp.len) == start as usize =>
+        {
+            sp.count += 1;
+            sp.len += buf.len();
         }
+        _ if buf.is_empty() => {}
+        _ => spans.push(Span {
+            first: i,
+            count: 1,
+            len: buf.len(),
+            start,
+        }),
     }
-    out
 }
 
 /// A place in a device buffer: the buffer and a byte offset.
@@ -597,31 +595,39 @@ pub(crate) fn internal(what: String) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::{Span, region_covers, spans_of};
+    use super::{Span, extend_spans, region_covers};
 
     #[test]
     #[allow(clippy::useless_vec)] // two heap allocations, so that they are not neighbours by chance
     fn spans_follow_adjacency() {
         let mut a = vec![0u8; 100];
         let mut b = vec![0u8; 10];
+        let a_start = a.as_mut_ptr();
         let (a0, rest) = a.split_at_mut(30);
         let (a1, a2) = rest.split_at_mut(30);
         let (empty, a2) = a2.split_at_mut(0);
-        let bufs: Vec<&mut [u8]> = vec![a0, a1, empty, &mut b, a2];
-        let sp = spans_of(&bufs);
+        let mut bufs: Vec<&mut [u8]> = vec![a0, a1, empty, &mut b, a2];
+        let mut sp = Vec::new();
+        for (i, b) in bufs.iter_mut().enumerate() {
+            extend_spans(&mut sp, i, b);
+        }
         assert_eq!(
             sp[0],
             Span {
                 first: 0,
                 count: 3,
-                len: 60
+                len: 60,
+                start: a_start,
             }
         );
-        assert_eq!(sp[1].first, 3);
-        assert_eq!(sp[2].first, 4);
+        assert_eq!((sp[1].first, sp[1].count, sp[1].len), (3, 1, 10));
+        assert_eq!((sp[2].first, sp[2].count, sp[2].len), (4, 1, 40));
         assert_eq!(sp.len(), 3);
-        let none: Vec<&mut [u8]> = vec![];
-        assert!(spans_of(&none).is_empty());
+        // An empty buffer that does not start where a run ends starts nothing.
+        let mut lone: [u8; 0] = [];
+        let mut none = Vec::new();
+        extend_spans(&mut none, 0, &mut lone);
+        assert!(none.is_empty());
     }
 
     #[test]
