@@ -12,18 +12,28 @@
 // Memory layout: the caller's buffers as in GcmxDbParams; the scratch (gcmx_db_scratch_bytes): barrier
 // counter and refused flag, per-block column counts, the checked descriptors (GcmxDbMsg), the accumulators,
 // the E_K(J0) blocks and the column lists. Shared memory per thread block: the one-key kernels' AddRoundKey
-// mask table of key 0 (15 KiB, as in gcm_fused.cu), 8 KiB of scan space, the round layout.
+// mask table of key 0 (15 KiB, as in gcm_fused.cu), 8 KiB of scan space, the round layout, and per thread
+// (P3): its lane's five powers of H (10 KiB), its work item and round (3.5 KiB), its pending unit value.
 //
 // Work: phases P1..P5 separated by grid barriers (all thread blocks are resident: cooperative launch).
 // P1 and P2 take contiguous message ranges per thread block (so that the per-block counts and the scans
 // line up), P3 and P5 stride over rounds by global warp, P4 strides over messages by global thread. Each
 // round is one gcmx_aes_ctr_x32 call per lane, so warps do equal work whatever the message sizes. Unit
-// lanes load and store as in the fused kernel (a full unit's warp touches 512 contiguous bytes per load).
+// lanes load and store as in the fused kernel (a full unit's warp touches 512 contiguous bytes per load),
+// with the stores after every 16 (seal) or 8 (open) blocks instead of 32 / 16 (GCMX_DB_*_GROUP).
+//
+// Registers: the AES call needs nearly all 255 registers, and whatever else a lane keeps live across it
+// would be spilled to local memory, which nothing clears (keystream words were, before). So a P3 lane
+// keeps its powers of H (Q_g..Q_4g and its term's weight Q_(g-i)) in shared memory and reads them on every
+// use, and puts its work item and round in shared memory before the call and reads them back after it
+// (volatile accesses, so that ptxas keeps no copy in registers); the thread index and the grid size are
+// read afresh there too. ptxas's per-target spill report is in benches/gpu-notes.md.
 //
 // Secrets: keys and powers of H are read from device memory by index; J0 lives in the scratch from P1 to
 // P4, E_K(J0) and the accumulators from P3 to P4, and P4 zeroes all three (the scratch is also zeroed when
-// freed). The one-key kernels clear their shared mask table before they exit. Nothing secret is in the
-// launch parameters.
+// freed). The one-key kernels clear their shared mask table before they exit; every thread clears its
+// powers of H and pending value in shared memory at the end of P3. Nothing secret is in the launch
+// parameters.
 //
 // Launch: cuLaunchCooperativeKernel, block = GCMX_DB_THREADS, grid <= resident blocks per SM x SMs.
 #include "dbatch.cuh"
