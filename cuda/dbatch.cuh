@@ -285,9 +285,6 @@ GCMX_HD GcmxDbGeom gcmx_db_geom(const GcmxDbMsg& msg, const GcmxDbWork& w)
     return G;
 }
 
-/// P3, one lane of a unit (or a J0 lane): CTR over its blocks in place, its Horner state; returns the
-/// lane's term dot(acc, Q_(g-i)) (the XOR over the unit's g lanes is the unit value Z_u). E_K(J0) goes to
-/// `ekj0` (16 bytes) from the lane that computes it.
 /// The powers of H a lane uses: k < 4, the Horner powers Q_((k+1) g) = kp.q[(k+1) g - 1]; k = 4, the
 /// weight Q_(g-i) of the lane's term.
 #define GCMX_DB_LANE_POWERS (GCMX_BLOCKS_PER_REDUCTION + 1u)
@@ -298,9 +295,13 @@ GCMX_HD GcmxU128 gcmx_db_lane_power(const GcmxKeyPowers& kp, const GcmxDbWork& w
 
 /// Blocks a lane loads (and, for OPEN, hashes) before it stores them, in its fast path: smaller groups than
 /// the fused kernel's (32 / 16) because a P3 lane holds more state across its AES call; with these, ptxas
-/// spills nothing (keystream words included) in the four kernels (figures in benches/gpu-notes.md).
+/// spills no keystream word (per-target figures in benches/gpu-notes.md).
 #define GCMX_DB_SEAL_GROUP 16u
 #define GCMX_DB_OPEN_GROUP 8u
+
+/// P3, one lane of a unit (or a J0 lane): CTR over its blocks in place, its Horner state; returns the
+/// lane's term dot(acc, Q_(g-i)) (the XOR over the unit's g lanes is the unit value Z_u). E_K(J0) goes to
+/// `ekj0` (16 bytes) from the lane that computes it. `pw[k]` = gcmx_db_lane_power(kp, w, k).
 GCMX_EXEC_CHECK_DISABLE
 template <bool CL, bool DECRYPT, class Aes, class PW>
 GCMX_HD GcmxU128 gcmx_db_lane(const Aes& aes, const PW& pw, uint8_t* data, const GcmxDbMsg& msg,
@@ -311,8 +312,9 @@ GCMX_HD GcmxU128 gcmx_db_lane(const Aes& aes, const PW& pw, uint8_t* data, const
     const uint32_t ctr_first = gcmx_bswap32(msg.j0[3]) + 1u;
     uint8_t* base = w.kind == GCMX_DB_UNIT ? data + msg.data_off : data;
     const GcmxAesTap<Aes> tap = {&aes, G.jsel, ekj0};
-    const GcmxU128 acc =
-        gcmx_gcm_lane_chunk<CL, DECRYPT, GcmxAesTap<Aes>, PW, (DECRYPT ? GCMX_DB_OPEN_GROUP : GCMX_DB_SEAL_GROUP)>(tap, base, base, G.m, G.vb, w.i, g, ctr_first, pw, gcmx_u128(0u, 0u));
+    constexpr uint32_t GROUP = DECRYPT ? GCMX_DB_OPEN_GROUP : GCMX_DB_SEAL_GROUP;
+    const GcmxU128 acc = gcmx_gcm_lane_chunk<CL, DECRYPT, GcmxAesTap<Aes>, PW, GROUP>(
+        tap, base, base, G.m, G.vb, w.i, g, ctr_first, pw, gcmx_u128(0u, 0u));
     return gcmx_dot<CL>(acc, pw[GCMX_BLOCKS_PER_REDUCTION]);
 }
 
