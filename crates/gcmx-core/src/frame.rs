@@ -341,6 +341,52 @@ mod tests {
         (nonces, bufs)
     }
 
+    /// `seal_batch` over every message with one AAD.
+    fn seal_all(
+        key: &KeyMaterial,
+        eng: &dyn GcmEngine,
+        nonces: &[[u8; 12]],
+        aad: &[u8],
+        bufs: &mut [Vec<u8>],
+        tags: &mut [[u8; 16]],
+    ) -> Result<(), Error> {
+        let mut jobs: Vec<SealJob<'_>> = bufs
+            .iter_mut()
+            .zip(tags.iter_mut())
+            .zip(nonces)
+            .map(|((b, t), n)| SealJob {
+                nonce: n,
+                aad,
+                buf: b,
+                tag: t,
+            })
+            .collect();
+        seal_batch(key, eng, &mut jobs)
+    }
+
+    /// `open_batch` over every message with one AAD.
+    fn open_all(
+        key: &KeyMaterial,
+        eng: &dyn GcmEngine,
+        nonces: &[[u8; 12]],
+        aad: &[u8],
+        bufs: &mut [Vec<u8>],
+        tags: &[[u8; 16]],
+    ) -> Result<(), Error> {
+        let mut jobs: Vec<OpenJob<'_>> = bufs
+            .iter_mut()
+            .zip(tags)
+            .zip(nonces)
+            .map(|((b, t), n)| OpenJob {
+                nonce: n,
+                aad,
+                buf: b,
+                tag: t,
+            })
+            .collect();
+        open_batch(key, eng, &mut jobs)
+    }
+
     #[test]
     fn batches_span_chunks_and_match_single_calls() {
         let key = Arc::new(KeyMaterial::new(&[0x42; 16]).unwrap());
@@ -349,19 +395,7 @@ mod tests {
         let mut bufs = plain.clone();
         let mut tags = vec![[0u8; 16]; bufs.len()];
         let eng = flaky(&key, usize::MAX);
-        let mut jobs: Vec<SealJob<'_>> = bufs
-            .iter_mut()
-            .zip(tags.iter_mut())
-            .zip(&nonces)
-            .map(|((b, t), n)| SealJob {
-                nonce: n,
-                aad: b"hdr",
-                buf: b,
-                tag: t,
-            })
-            .collect();
-        seal_batch(&key, &eng, &mut jobs).unwrap();
-        drop(jobs);
+        seal_all(&key, &eng, &nonces, b"hdr", &mut bufs, &mut tags).unwrap();
         assert_eq!(eng.calls.load(Ordering::Relaxed), 3);
         assert_eq!(eng.most.load(Ordering::Relaxed), BATCH_CHUNK);
         for i in [0, 1, BATCH_CHUNK - 1, BATCH_CHUNK, 2 * BATCH_CHUNK + 76] {
@@ -375,39 +409,14 @@ mod tests {
         let sealed = bufs.clone();
         let last = bufs.len() - 1;
         tags[last][0] ^= 1;
-        let mut jobs: Vec<OpenJob<'_>> = bufs
-            .iter_mut()
-            .zip(&tags)
-            .zip(&nonces)
-            .map(|((b, t), n)| OpenJob {
-                nonce: n,
-                aad: b"hdr",
-                buf: b,
-                tag: t,
-            })
-            .collect();
-        assert_eq!(
-            open_batch(&key, &flaky(&key, usize::MAX), &mut jobs),
-            Err(Error::Authentication)
-        );
-        drop(jobs);
+        let eng = flaky(&key, usize::MAX);
+        let r = open_all(&key, &eng, &nonces, b"hdr", &mut bufs, &tags);
+        assert_eq!(r, Err(Error::Authentication));
         assert!(bufs == sealed);
 
         // All tags right: every buffer is opened.
         tags[last][0] ^= 1;
-        let mut jobs: Vec<OpenJob<'_>> = bufs
-            .iter_mut()
-            .zip(&tags)
-            .zip(&nonces)
-            .map(|((b, t), n)| OpenJob {
-                nonce: n,
-                aad: b"hdr",
-                buf: b,
-                tag: t,
-            })
-            .collect();
-        open_batch(&key, &flaky(&key, usize::MAX), &mut jobs).unwrap();
-        drop(jobs);
+        open_all(&key, &eng, &nonces, b"hdr", &mut bufs, &tags).unwrap();
         assert!(bufs == plain);
     }
 
@@ -418,19 +427,14 @@ mod tests {
         for fail_at in [0, 1, 2] {
             let mut bufs = plain.clone();
             let mut tags = vec![[0xa5u8; 16]; bufs.len()];
-            let mut jobs: Vec<SealJob<'_>> = bufs
-                .iter_mut()
-                .zip(tags.iter_mut())
-                .zip(&nonces)
-                .map(|((b, t), n)| SealJob {
-                    nonce: n,
-                    aad: b"",
-                    buf: b,
-                    tag: t,
-                })
-                .collect();
-            let r = seal_batch(&key, &flaky(&key, fail_at), &mut jobs);
-            drop(jobs);
+            let r = seal_all(
+                &key,
+                &flaky(&key, fail_at),
+                &nonces,
+                b"",
+                &mut bufs,
+                &mut tags,
+            );
             assert!(
                 matches!(r, Err(Error::Device(_))),
                 "seal, failing call {fail_at}"
@@ -441,32 +445,9 @@ mod tests {
             // Open: seal properly first, then fail one chunk's call.
             let mut bufs = plain.clone();
             let mut tags = vec![[0u8; 16]; bufs.len()];
-            let mut jobs: Vec<SealJob<'_>> = bufs
-                .iter_mut()
-                .zip(tags.iter_mut())
-                .zip(&nonces)
-                .map(|((b, t), n)| SealJob {
-                    nonce: n,
-                    aad: b"",
-                    buf: b,
-                    tag: t,
-                })
-                .collect();
-            seal_batch(&key, &flaky(&key, usize::MAX), &mut jobs).unwrap();
-            drop(jobs);
-            let mut jobs: Vec<OpenJob<'_>> = bufs
-                .iter_mut()
-                .zip(&tags)
-                .zip(&nonces)
-                .map(|((b, t), n)| OpenJob {
-                    nonce: n,
-                    aad: b"",
-                    buf: b,
-                    tag: t,
-                })
-                .collect();
-            let r = open_batch(&key, &flaky(&key, fail_at), &mut jobs);
-            drop(jobs);
+            let eng = flaky(&key, usize::MAX);
+            seal_all(&key, &eng, &nonces, b"", &mut bufs, &mut tags).unwrap();
+            let r = open_all(&key, &flaky(&key, fail_at), &nonces, b"", &mut bufs, &tags);
             assert!(
                 matches!(r, Err(Error::Device(_))),
                 "open, failing call {fail_at}"
