@@ -20,7 +20,7 @@ use std::time::Instant;
 use gcmx::{Gcm, SealJob};
 use gcmx_cli::files::{self, Direction, RunOptions, Sink, Source};
 use gcmx_cli::stream::{self, Options};
-use gcmx_cli::{Keyset, StreamingKey, backend_name, parse_backend, parse_size};
+use gcmx_cli::{Keyset, StreamingKey, parse_backend, parse_size};
 
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
@@ -78,7 +78,7 @@ fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "gcmx-cli file vs memory: {mib} MiB, AES-256, segment {segment} B, backend {}, {threads} threads, best of {reps}",
-        backend_name(backend)
+        backend.name()
     );
 
     // 1. The library alone: one buffer of segments, one encrypt_batch call per pass.

@@ -94,13 +94,8 @@ pub fn parse_backend(s: &str) -> Result<Backend> {
     })
 }
 
-/// The `--backend` spelling of a backend.
-pub fn backend_name(b: Backend) -> &'static str {
-    b.name()
-}
-
 /// The explicit backends this build has, in the order `gcmx demo` measures them.
-pub fn backends_built() -> Vec<Backend> {
+pub(crate) fn backends_built() -> Vec<Backend> {
     #[allow(unused_mut)]
     let mut v = vec![Backend::Cpu, Backend::CpuParallel];
     #[cfg(feature = "cuda")]

@@ -18,11 +18,11 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Instant;
 
+use crate::api::backends_built;
 use crate::api::{Backend, Engine, OpenJob, SealJob, is_gpu};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{self, Direction, RunOptions, Sink, Source};
 use crate::keyset::{DEFAULT_SEGMENT_SIZE, Keyset, StreamingKey};
-use crate::{backend_name, backends_built};
 
 /// Repetitions of each in-memory measurement (the median is shown).
 const MEMORY_REPS: usize = 5;
@@ -336,7 +336,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
     let ct = dir.join("sample.tink");
     let pt = dir.join("sample.out");
     for &backend in &backends {
-        let name = backend_name(backend);
+        let name = backend.name();
         if let Err(e) = Engine::new(&[0u8; 32], backend) {
             p(out, format!("{name}: not available: {e}"))?;
             continue;
@@ -351,7 +351,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
         }
         usable.push(backend);
     }
-    let names: Vec<&str> = usable.iter().map(|&b| backend_name(b)).collect();
+    let names: Vec<&str> = usable.iter().map(|b| b.name()).collect();
     p(
         out,
         format!(
@@ -433,7 +433,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
                 out,
                 format!(
                     "  {:<36}{:>14}{:>14}  {}",
-                    format!("{}, {call}", backend_name(backend)),
+                    format!("{}, {call}", backend.name()),
                     gib(enc),
                     gib(dec),
                     memory_bound(backend, batch, enc.min(dec), memcpy)

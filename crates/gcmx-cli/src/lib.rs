@@ -24,7 +24,7 @@ mod random;
 pub mod signals;
 pub mod stream;
 
-pub use api::{Backend, backend_name, backends_built, parse_backend};
+pub use api::{Backend, parse_backend};
 pub use error::{Error, ErrorKind, Result};
 pub use files::{Direction, RunOptions, Sink, Source};
 pub use keyset::{Keyset, StreamingKey};
@@ -83,8 +83,8 @@ mod tests {
                 .message()
                 .contains("--features cuda")
         );
-        for b in backends_built() {
-            assert_eq!(parse_backend(backend_name(b)).unwrap(), b);
+        for b in api::backends_built() {
+            assert_eq!(parse_backend(b.name()).unwrap(), b);
         }
     }
 
