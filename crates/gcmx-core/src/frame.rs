@@ -10,6 +10,7 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use crate::Error;
+use crate::chunks::{BATCH_CHUNK, for_each_chunk};
 use crate::direction::Direction;
 use crate::engine::{GcmEngine, Message};
 use crate::key::KeyMaterial;
@@ -167,13 +168,6 @@ pub struct OpenJob<'a> {
     pub tag: &'a [u8],
 }
 
-/// Messages per engine call of a batch. The per-message framing (J0, the [`Message`] list,
-/// the engine's full tags) is built for one chunk at a time in lists reused from chunk to chunk:
-/// a batch of millions of small messages then costs no fresh memory per message (on some hosts
-/// the first touch of a fresh page costs as much as sealing a kilobyte), and an engine that
-/// pipelines its work still gets enough messages per call to keep a device busy.
-pub(crate) const BATCH_CHUNK: usize = 1 << 17;
-
 /// Seal a batch. Inputs are all checked before any work; if the engine fails, every buffer is
 /// zeroed and no tag is written.
 pub fn seal_batch(
@@ -187,36 +181,44 @@ pub fn seal_batch(
     // The full tags of the whole batch: written to the callers' tags only once every chunk has
     // been sealed.
     let mut fulls = vec![[0u8; 16]; jobs.len()];
-    let cap = jobs.len().min(BATCH_CHUNK);
-    let mut msgs: Vec<Message<'_>> = Vec::with_capacity(cap);
-    let mut failed = None;
-    for (chunk, full) in jobs
-        .chunks_mut(BATCH_CHUNK)
-        .zip(fulls.chunks_mut(BATCH_CHUNK))
-    {
-        msgs.clear();
-        for j in chunk {
-            msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
-        }
-        if let Err(e) = engine.crypt_batch(Direction::Seal, &mut msgs, full) {
-            failed = Some(e);
-            break;
-        }
-    }
-    drop(msgs);
-    if let Some(e) = failed {
+    let mut done = 0usize;
+    let r = for_each_chunk(
+        &mut *jobs,
+        |msgs: &mut Vec<Message<'_>>, chunk: &mut [SealJob<'_>]| {
+            msgs.clear();
+            msgs.extend(
+                chunk
+                    .iter_mut()
+                    .map(|j| Message::new(key.j0(j.nonce), j.aad, &mut *j.buf)),
+            );
+        },
+        |msgs| {
+            let full = &mut fulls[done..done + msgs.len()];
+            done += msgs.len();
+            engine.crypt_batch(Direction::Seal, msgs, full)
+        },
+    );
+    if let Err(e) = r {
         // The failed chunk may be part-sealed, the earlier ones are sealed, the later ones hold
         // plaintext: with no tags, every buffer is zeroed.
         jobs.iter_mut().for_each(|j| j.buf.zeroize());
-        fulls.zeroize();
+        clear_tags(&mut fulls);
         return Err(e);
     }
     for (j, full) in jobs.iter_mut().zip(&fulls) {
         let n = j.tag.len();
         j.tag.copy_from_slice(&full[..n]);
     }
-    fulls.zeroize();
+    clear_tags(&mut fulls);
     Ok(())
+}
+
+/// Clear the full tags of sealed messages. They are public (a tag travels with its ciphertext),
+/// so a bulk fill is enough (`black_box` keeps it from being dropped as a dead store): zeroize's
+/// byte-wise volatile stores cost a tenth of a batch of small messages.
+fn clear_tags(tags: &mut [[u8; 16]]) {
+    tags.as_flattened_mut().fill(0);
+    core::hint::black_box(tags);
 }
 
 /// Open a batch: all or nothing. If any tag is wrong, every buffer holds its ciphertext again
@@ -230,32 +232,31 @@ pub fn open_batch(
     for j in jobs.iter() {
         check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
     }
-    let cap = jobs.len().min(BATCH_CHUNK);
-    let mut expected = vec![[0u8; 16]; cap];
+    // The expected tags of one chunk (secret for a forged message: wiped with zeroize).
+    let mut expected = vec![[0u8; 16]; jobs.len().min(BATCH_CHUNK)];
     let mut all = subtle::Choice::from(1u8);
-    let mut failed = None;
-    {
-        let mut msgs: Vec<Message<'_>> = Vec::with_capacity(cap);
-        let mut tags: Vec<&[u8]> = Vec::with_capacity(cap);
-        for chunk in jobs.chunks_mut(BATCH_CHUNK) {
+    type Lists<'m> = (Vec<Message<'m>>, Vec<&'m [u8]>);
+    let r = for_each_chunk(
+        &mut *jobs,
+        |(msgs, tags): &mut Lists<'_>, chunk: &mut [OpenJob<'_>]| {
             msgs.clear();
             tags.clear();
             for j in chunk {
                 msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
                 tags.push(j.tag);
             }
+        },
+        |(msgs, tags)| {
             let n = msgs.len();
-            if let Err(e) = engine.crypt_batch(Direction::Open, &mut msgs, &mut expected[..n]) {
-                failed = Some(e);
-                break;
-            }
-            for (e, t) in expected.iter().zip(&tags) {
+            engine.crypt_batch(Direction::Open, msgs, &mut expected[..n])?;
+            for (e, t) in expected.iter().zip(tags.iter()) {
                 all &= subtle::Choice::from(u8::from(tag_matches(e, t)));
             }
-        }
-    }
+            Ok(())
+        },
+    );
     expected.zeroize();
-    if let Some(e) = failed {
+    if let Err(e) = r {
         // Every buffer, opened or not, is zeroed.
         jobs.iter_mut().for_each(|j| j.buf.zeroize());
         return Err(e);
@@ -264,7 +265,7 @@ pub fn open_batch(
         return Ok(());
     }
     // Some tag was wrong: every chunk is turned back into its ciphertext.
-    let mut msgs: Vec<Message<'_>> = Vec::with_capacity(cap);
+    let mut msgs: Vec<Message<'_>> = Vec::with_capacity(jobs.len().min(BATCH_CHUNK));
     for chunk in jobs.chunks_mut(BATCH_CHUNK) {
         msgs.clear();
         for j in chunk {

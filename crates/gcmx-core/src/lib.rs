@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aead_impl;
+mod chunks;
 pub mod cipher;
 pub mod combine;
 mod ctr;
