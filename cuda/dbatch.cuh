@@ -285,24 +285,37 @@ GCMX_HD GcmxDbGeom gcmx_db_geom(const GcmxDbMsg& msg, const GcmxDbWork& w)
     return G;
 }
 
+/// The powers of H a lane uses: k < 4, the Horner powers Q_((k+1) g) = kp.q[(k+1) g - 1]; k = 4, the
+/// weight Q_(g-i) of the lane's term.
+#define GCMX_DB_LANE_POWERS (GCMX_BLOCKS_PER_REDUCTION + 1u)
+GCMX_HD GcmxU128 gcmx_db_lane_power(const GcmxKeyPowers& kp, const GcmxDbWork& w, uint32_t k)
+{
+    return kp.q[k < GCMX_BLOCKS_PER_REDUCTION ? (k + 1u) * w.g - 1u : w.g - w.i - 1u];
+}
+
+/// Blocks a lane loads (and, for OPEN, hashes) before it stores them, in its fast path: smaller groups than
+/// the fused kernel's (32 / 16) because a P3 lane holds more state across its AES call; with these, ptxas
+/// spills no keystream word (per-target figures in benches/gpu-notes.md).
+#define GCMX_DB_SEAL_GROUP 16u
+#define GCMX_DB_OPEN_GROUP 8u
+
 /// P3, one lane of a unit (or a J0 lane): CTR over its blocks in place, its Horner state; returns the
 /// lane's term dot(acc, Q_(g-i)) (the XOR over the unit's g lanes is the unit value Z_u). E_K(J0) goes to
-/// `ekj0` (16 bytes) from the lane that computes it.
+/// `ekj0` (16 bytes) from the lane that computes it. `pw[k]` = gcmx_db_lane_power(kp, w, k).
 GCMX_EXEC_CHECK_DISABLE
-template <bool CL, bool DECRYPT, class Aes>
-GCMX_HD GcmxU128 gcmx_db_lane(const Aes& aes, uint8_t* data, const GcmxDbMsg& msg, const GcmxKeyPowers& kp,
+template <bool CL, bool DECRYPT, class Aes, class PW>
+GCMX_HD GcmxU128 gcmx_db_lane(const Aes& aes, const PW& pw, uint8_t* data, const GcmxDbMsg& msg,
                               const GcmxDbWork& w, uint8_t* ekj0)
 {
     const uint32_t g = w.g;
-    const GcmxU128 pw[GCMX_BLOCKS_PER_REDUCTION] = {kp.q[g - 1u], kp.q[2u * g - 1u], kp.q[3u * g - 1u],
-                                                    kp.q[4u * g - 1u]};
     const GcmxDbGeom G = gcmx_db_geom(msg, w);
     const uint32_t ctr_first = gcmx_bswap32(msg.j0[3]) + 1u;
     uint8_t* base = w.kind == GCMX_DB_UNIT ? data + msg.data_off : data;
     const GcmxAesTap<Aes> tap = {&aes, G.jsel, ekj0};
-    const GcmxU128 acc =
-        gcmx_gcm_lane_chunk<CL, DECRYPT>(tap, base, base, G.m, G.vb, w.i, g, ctr_first, pw, gcmx_u128(0u, 0u));
-    return gcmx_dot<CL>(acc, kp.q[g - w.i - 1u]);
+    constexpr uint32_t GROUP = DECRYPT ? GCMX_DB_OPEN_GROUP : GCMX_DB_SEAL_GROUP;
+    const GcmxU128 acc = gcmx_gcm_lane_chunk<CL, DECRYPT, GcmxAesTap<Aes>, PW, GROUP>(
+        tap, base, base, G.m, G.vb, w.i, g, ctr_first, pw, gcmx_u128(0u, 0u));
+    return gcmx_dot<CL>(acc, pw[GCMX_BLOCKS_PER_REDUCTION]);
 }
 
 /// P3: unit u's value Z times its weight h^(1024 (K-1-u)) in the message's ciphertext value.

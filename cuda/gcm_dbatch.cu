@@ -10,20 +10,33 @@
 // keystream of counter ctr0, taken from the lane whose range holds it or computed by a J0 lane.
 //
 // Memory layout: the caller's buffers as in GcmxDbParams; the scratch (gcmx_db_scratch_bytes): barrier
-// counter and refused flag, per-block column counts, the checked descriptors (GcmxDbMsg), the accumulators,
+// counter, refused flag and P3's round counter, per-block column counts, the checked descriptors (GcmxDbMsg), the accumulators,
 // the E_K(J0) blocks and the column lists. Shared memory per thread block: the one-key kernels' AddRoundKey
-// mask table of key 0 (15 KiB, as in gcm_fused.cu), 8 KiB of scan space, the round layout.
+// mask table of key 0 (15 KiB, as in gcm_fused.cu), 8 KiB of scan space, the round layout, and per thread
+// (P3): its lane's five powers of H (10 KiB), its work item (2.5 KiB), its pending unit value.
 //
 // Work: phases P1..P5 separated by grid barriers (all thread blocks are resident: cooperative launch).
 // P1 and P2 take contiguous message ranges per thread block (so that the per-block counts and the scans
-// line up), P3 and P5 stride over rounds by global warp, P4 strides over messages by global thread. Each
-// round is one gcmx_aes_ctr_x32 call per lane, so warps do equal work whatever the message sizes. Unit
-// lanes load and store as in the fused kernel (a full unit's warp touches 512 contiguous bytes per load).
+// line up), P4 strides over messages by global thread. Each round is one gcmx_aes_ctr_x32 call per lane,
+// so rounds cost the same whatever the message sizes; P3 hands them out one at a time from a counter (a
+// warp that finishes its rounds sooner takes more, so the phase ends evenly: striding them over the warps
+// left a sixth of the warps' time waiting at the barrier after P3, benches/gpu-notes.md); P5 strides over
+// the rounds by global warp. Unit lanes load and store as in the fused kernel (a full unit's warp touches
+// 512 contiguous bytes per load), with the stores after every 16 (seal) or 8 (open) blocks instead of
+// 32 / 16 (GCMX_DB_*_GROUP).
+//
+// Registers: the AES call needs nearly all 255 registers, and whatever else a lane keeps live across it
+// would be spilled to local memory, which nothing clears (keystream words were, before). So a P3 lane
+// keeps its powers of H (Q_g..Q_4g and its term's weight Q_(g-i)) in shared memory and reads them on every
+// use, and puts its work item in shared memory before the call and reads it back after it (volatile
+// accesses, so that ptxas keeps no copy in registers); the thread index and the round counter's address
+// are derived afresh there too. ptxas's per-target spill report is in benches/gpu-notes.md.
 //
 // Secrets: keys and powers of H are read from device memory by index; J0 lives in the scratch from P1 to
 // P4, E_K(J0) and the accumulators from P3 to P4, and P4 zeroes all three (the scratch is also zeroed when
-// freed). The one-key kernels clear their shared mask table before they exit. Nothing secret is in the
-// launch parameters.
+// freed). The one-key kernels clear their shared mask table before they exit; every thread clears its
+// powers of H and pending value in shared memory at the end of P3. Nothing secret is in the launch
+// parameters.
 //
 // Launch: cuLaunchCooperativeKernel, block = GCMX_DB_THREADS, grid <= resident blocks per SM x SMs.
 #include "dbatch.cuh"
@@ -64,6 +77,84 @@ __device__ __forceinline__ void gcmx_db_grid_sync(uint32_t* bar, uint32_t target
         __threadfence();
     }
     __syncthreads();
+}
+
+/// *p = v in shared memory, as a volatile store: ordered before the volatile loads of GcmxSmemPowersT
+/// that read it back, and not dropped as dead when it clears the slot at the end of the phase.
+__device__ __forceinline__ void gcmx_db_smem_store(GcmxU128* p, GcmxU128 v)
+{
+    asm volatile("st.volatile.shared.v2.u64 [%0], {%1, %2};" ::"r"((uint32_t)__cvta_generic_to_shared(p)),
+                 "l"(v.lo), "l"(v.hi)
+                 : "memory");
+}
+
+/// Volatile shared-memory accesses for what a P3 lane keeps across its AES call (see the body): ptxas may
+/// neither drop the store nor forward the value around the load, so the value takes no register meanwhile.
+__device__ __forceinline__ void gcmx_db_smem_store_u32(uint32_t* p, uint32_t v)
+{
+    asm volatile("st.volatile.shared.u32 [%0], %1;" ::"r"((uint32_t)__cvta_generic_to_shared(p)), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t gcmx_db_smem_load_u32(const uint32_t* p)
+{
+    uint32_t v;
+    asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"((uint32_t)__cvta_generic_to_shared(p)) : "memory");
+    return v;
+}
+/// A 64-bit shared-memory load that ptxas neither caches in a register nor hoists (the round count of P3).
+__device__ __forceinline__ uint64_t gcmx_db_smem_load_u64(const uint64_t* p)
+{
+    uint64_t v;
+    asm volatile("ld.volatile.shared.u64 %0, [%1];" : "=l"(v) : "r"((uint32_t)__cvta_generic_to_shared(p)) : "memory");
+    return v;
+}
+/// threadIdx.x read afresh (volatile), so that ptxas does not keep addresses derived from it live across
+/// the AES call.
+__device__ __forceinline__ uint32_t gcmx_db_tid()
+{
+    uint32_t t;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+    return t;
+}
+
+/// A lane's work item in shared memory (one slot per thread), written before and read after the lane call.
+struct GcmxDbWorkSlots {
+    uint32_t kind[GCMX_DB_THREADS], msg[GCMX_DB_THREADS], unit[GCMX_DB_THREADS], i[GCMX_DB_THREADS],
+        g[GCMX_DB_THREADS];
+    __device__ __forceinline__ void put(uint32_t t, const GcmxDbWork& w)
+    {
+        gcmx_db_smem_store_u32(&kind[t], w.kind);
+        gcmx_db_smem_store_u32(&msg[t], w.msg);
+        gcmx_db_smem_store_u32(&unit[t], w.unit);
+        gcmx_db_smem_store_u32(&i[t], w.i);
+        gcmx_db_smem_store_u32(&g[t], w.g);
+    }
+    __device__ __forceinline__ GcmxDbWork get(uint32_t t) const
+    {
+        GcmxDbWork w;
+        w.kind = gcmx_db_smem_load_u32(&kind[t]);
+        w.msg = gcmx_db_smem_load_u32(&msg[t]);
+        w.unit = gcmx_db_smem_load_u32(&unit[t]);
+        w.i = gcmx_db_smem_load_u32(&i[t]);
+        w.g = gcmx_db_smem_load_u32(&g[t]);
+        return w;
+    }
+};
+
+/// P3's round counter in the scratch (derived from the launch parameters at each use, which keeps it out
+/// of the registers that the AES call needs).
+__device__ __forceinline__ unsigned long long* gcmx_db_round_ctr(const GcmxDbParams& p)
+{
+    return reinterpret_cast<unsigned long long*>(p.scratch + GCMX_DB_SCR_ROUND);
+}
+
+/// P3: the calling warp's next round (every lane calls, converged): lane 0 takes it from the launch's
+/// counter, so that warps that finish their rounds sooner take more of them and the phase ends evenly
+/// (rounds strided over the warps left warps waiting at the barrier after P3; benches/gpu-notes.md).
+__device__ __forceinline__ uint64_t gcmx_db_next_round(unsigned long long* ctr)
+{
+    unsigned long long r = 0u;
+    if (threadIdx.x % GCMX_WARP_SIZE == 0u) r = atomicAdd(ctr, 1ull);
+    return __shfl_sync(GCMX_FULL_WARP_MASK, r, 0);
 }
 
 /// acc ^= v, atomically (other warps add other units of the same message).
@@ -108,8 +199,12 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
     // P3: each lane's pending weighted unit value and its message (shared memory rather than registers:
     // the kernel uses every register, and a spilled value would sit in local memory, which nothing clears;
     // this is cleared at exit).
-    __shared__ GcmxU128 pend_v[GCMX_DB_THREADS];
+    __shared__ __align__(16) GcmxU128 pend_v[GCMX_DB_THREADS];
     __shared__ uint32_t pend_k[GCMX_DB_THREADS];
+    // P3: each lane's Horner powers Q_g..Q_4g, column t (read on every use, so that they take no registers
+    // across the AES call and the lane's loads; cleared at the end of P3).
+    __shared__ __align__(16) GcmxU128 lane_pw[GCMX_DB_LANE_POWERS][GCMX_DB_THREADS];
+    __shared__ GcmxDbWorkSlots lane_w;
     constexpr bool CL = GCMX_DEFAULT_CLMAD;
     const uint32_t t = threadIdx.x, b = blockIdx.x, grid = gridDim.x, n = p.nmsgs;
     uint8_t* scr = reinterpret_cast<uint8_t*>(p.scratch);
@@ -130,7 +225,10 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
     // P1: this block's contiguous range of messages.
     const uint64_t per = ((uint64_t)n + grid - 1u) / grid;
     const uint32_t lo = (uint32_t)(per * b < n ? per * b : n), hi = (uint32_t)(per * (b + 1u) < n ? per * (b + 1u) : n);
-    if (b == 0u && t == 0u) *refused = 0u;
+    if (b == 0u && t == 0u) {
+        *refused = 0u;
+        *gcmx_db_round_ctr(p) = 0u; // read in P3, after two grid barriers
+    }
     uint64_t mine[GCMX_DB_COLS];
 #pragma unroll
     for (uint32_t c = 0; c < GCMX_DB_COLS; c++) mine[c] = 0u;
@@ -201,24 +299,31 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
     // P3: rounds, by global warp. Each group leader keeps the weighted unit values of one message and
     // adds them to its accumulator when the message changes (one atomic pair per message and warp).
     const uint32_t lane = t % GCMX_WARP_SIZE;
-    const uint64_t warps = (uint64_t)grid * GCMX_DB_WARPS;
-    const uint64_t rounds = layout.start[GCMX_DB_COLS];
     pend_k[t] = 0xffffffffu;
     pend_v[t] = gcmx_u128(0u, 0u);
-    for (uint64_t r = (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE; r < rounds; r += warps) {
-        const GcmxDbWork w = gcmx_db_work(layout, r, lane, msgs, n, slots);
+    for (uint64_t r = gcmx_db_next_round(gcmx_db_round_ctr(p)); r < gcmx_db_smem_load_u64(&layout.start[GCMX_DB_COLS]);) {
         GcmxU128 v = gcmx_u128(0u, 0u);
-        if (w.kind != GCMX_DB_IDLE) {
-            const GcmxDbMsg m = msgs[w.msg];
-            const GcmxKeyPowers& kp = kps[m.key];
-            if constexpr (ONE_KEY) {
-                const GcmxDbAesTbl aes = {keys, masks, p.nr, m.j0[0], m.j0[1], m.j0[2]};
-                v = gcmx_db_lane<CL, DECRYPT>(aes, data, m, kp, w, ekj0 + (uint64_t)GCMX_BLOCK_BYTES * w.msg);
-            } else {
-                const GcmxAesCtrKey aes = {keys + m.key, m.j0[0], m.j0[1], m.j0[2]};
-                v = gcmx_db_lane<CL, DECRYPT>(aes, data, m, kp, w, ekj0 + (uint64_t)GCMX_BLOCK_BYTES * w.msg);
+        {
+            const GcmxDbWork w = gcmx_db_work(layout, r, lane, msgs, n, slots);
+            lane_w.put(t, w);
+            if (w.kind != GCMX_DB_IDLE) {
+                const GcmxDbMsg m = msgs[w.msg];
+                const GcmxKeyPowers& kp = kps[m.key];
+#pragma unroll
+                for (uint32_t k = 0; k < GCMX_DB_LANE_POWERS; k++)
+                    gcmx_db_smem_store(&lane_pw[k][t], gcmx_db_lane_power(kp, w, k));
+                const GcmxSmemPowersT<GCMX_DB_THREADS> pw = {&lane_pw[0][t]};
+                if constexpr (ONE_KEY) {
+                    const GcmxDbAesTbl aes = {keys, masks, p.nr, m.j0[0], m.j0[1], m.j0[2]};
+                    v = gcmx_db_lane<CL, DECRYPT>(aes, pw, data, m, w, ekj0 + (uint64_t)GCMX_BLOCK_BYTES * w.msg);
+                } else {
+                    const GcmxAesCtrKey aes = {keys + m.key, m.j0[0], m.j0[1], m.j0[2]};
+                    v = gcmx_db_lane<CL, DECRYPT>(aes, pw, data, m, w, ekj0 + (uint64_t)GCMX_BLOCK_BYTES * w.msg);
+                }
             }
         }
+        const uint32_t tt = gcmx_db_tid();
+        const GcmxDbWork w = lane_w.get(tt);
         // XOR over each aligned group of g lanes (idle and J0 lanes have g = 1 and stay alone).
 #pragma unroll
         for (uint32_t off = GCMX_WARP_SIZE / 2u; off != 0u; off >>= 1) {
@@ -232,18 +337,24 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
         if (w.kind == GCMX_DB_UNIT && w.i == 0u) {
             const GcmxDbMsg& m = msgs[w.msg];
             v = gcmx_db_weight<CL>(v, m, kps[m.key], w.unit);
-            const uint32_t cur = pend_k[t];
+            const uint32_t cur = pend_k[tt];
             if (w.msg != cur) {
-                if (cur != 0xffffffffu) gcmx_db_acc_xor(&acc[cur], pend_v[t]);
-                pend_k[t] = w.msg;
-                pend_v[t] = v;
+                if (cur != 0xffffffffu) gcmx_db_acc_xor(&acc[cur], pend_v[tt]);
+                pend_k[tt] = w.msg;
+                pend_v[tt] = v;
             } else {
-                pend_v[t] = gcmx_xor128(pend_v[t], v);
+                pend_v[tt] = gcmx_xor128(pend_v[tt], v);
             }
         }
+        r = gcmx_db_next_round(gcmx_db_round_ctr(p));
     }
-    if (pend_k[t] != 0xffffffffu) gcmx_db_acc_xor(&acc[pend_k[t]], pend_v[t]);
-    pend_v[t] = gcmx_u128(0u, 0u);
+    {
+        const uint32_t tt = gcmx_db_tid();
+        if (pend_k[tt] != 0xffffffffu) gcmx_db_acc_xor(&acc[pend_k[tt]], pend_v[tt]);
+        pend_v[tt] = gcmx_u128(0u, 0u);
+#pragma unroll
+        for (uint32_t k = 0; k < GCMX_DB_LANE_POWERS; k++) gcmx_db_smem_store(&lane_pw[k][tt], gcmx_u128(0u, 0u));
+    }
     gcmx_db_grid_sync(bar, p.bar_base + 3u * grid);
 
     // P4: tags and verdicts, by global thread; the message's secrets in the scratch are zeroed.
@@ -270,6 +381,7 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
 
     // P5: zero every block of a refused message (the same lanes as P3).
     if (p.mode == GCMX_DB_OPEN && *reinterpret_cast<volatile uint32_t*>(refused) != 0u) {
+        const uint64_t rounds = layout.start[GCMX_DB_COLS], warps = (uint64_t)grid * GCMX_DB_WARPS;
         for (uint64_t r = (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE; r < rounds; r += warps) {
             const GcmxDbWork w = gcmx_db_work(layout, r, lane, msgs, n, slots);
             if (w.kind == GCMX_DB_UNIT && (msgs[w.msg].info & GCMX_DB_INFO_REFUSED) != 0u)

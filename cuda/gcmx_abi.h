@@ -301,7 +301,8 @@ typedef struct GcmxKeyPowersParams {
  *       holds J0 itself, 16 bytes), the checked copy, zero accumulator; column counts per thread block.
  *   P2  prefix sums: over the thread blocks' column counts, then inside each thread block's range;
  *       writes each message's first full unit and its place in the column lists.
- *   P3  rounds, strided over the grid's warps: CTR + GHASH of every unit, E_K(J0).
+ *   P3  rounds, each warp taking the next from a counter in the scratch: CTR + GHASH of every unit,
+ *       E_K(J0).
  *   P4  per message: AAD hash, tag; SEAL/EXPECT write it, OPEN compares the first tag_len bytes with
  *       tags[i] in constant time; verdicts; J0, E_K(J0) and the accumulator are zeroed in the scratch.
  *   P5  OPEN only, when a tag was wrong: the rounds again, zeroing every block of a refused message.
@@ -407,13 +408,15 @@ GCMX_ABI_FN uint32_t gcmx_db_units(uint64_t len, uint32_t* g0, uint32_t* free_sl
     return (uint32_t)k;
 }
 
-/* Scratch layout (bytes from `scratch`; all offsets 256-byte aligned):
+/* Scratch layout (bytes from `scratch`; the regions from GCMX_DB_SCR_BLK on start 256-byte aligned):
  *   0                      barrier counter (u32), refused flag (u32)
+ *   GCMX_DB_SCR_ROUND      P3's next round (u64, set to 0 in P1)
  *   GCMX_DB_SCR_BLK        column counts per thread block: uint64_t[grid][GCMX_DB_COLS]
  *   gcmx_db_scr_msgs()     GcmxDbMsg[n]
  *   + 64 n                 accumulators GcmxU128[n]
  *   + 16 n                 E_K(J0) blocks uint8_t[16 n]
  *   + 16 n                 column lists uint32_t[2 n] */
+#define GCMX_DB_SCR_ROUND 8u
 #define GCMX_DB_SCR_BLK 256u
 #define GCMX_DB_ALIGN(x) (((x) + 255u) / 256u * 256u)
 GCMX_ABI_FN uint64_t gcmx_db_scr_msgs(uint32_t grid)

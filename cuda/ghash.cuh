@@ -348,7 +348,8 @@ GCMX_HD GcmxU128 gcmx_ghash_lane(const uint8_t* base, const GcmxMsgView& m, uint
 // wraps gcmx_aes_ctr_x32 with the key and J0 prefix).
 // ---------------------------------------------------------------------------------------------------
 GCMX_EXEC_CHECK_DISABLE
-template <bool CL, bool DECRYPT, class Aes, class PW>
+template <bool CL, bool DECRYPT, class Aes, class PW,
+          uint32_t GROUP = DECRYPT ? GCMX_FUSED_DECRYPT_GROUP : GCMX_AES_BLOCKS_PER_CALL>
 GCMX_HD GcmxU128 gcmx_gcm_lane_chunk(const Aes& aes, const uint8_t* in, uint8_t* out, const GcmxMsgView& m,
                                      uint64_t vb, uint32_t i, uint32_t g, uint32_t ctr_first, const PW& pw,
                                      GcmxU128 acc)
@@ -381,7 +382,8 @@ GCMX_HD GcmxU128 gcmx_gcm_lane_chunk(const Aes& aes, const uint8_t* in, uint8_t*
         // holds the output until the stores.
         // Decryption hashes the input, so it holds more values at once; it works in groups of
         // GCMX_FUSED_DECRYPT_GROUP blocks (stores after each group) so that nothing spills.
-        constexpr uint32_t GROUP = DECRYPT ? GCMX_FUSED_DECRYPT_GROUP : GCMX_AES_BLOCKS_PER_CALL;
+        static_assert(GCMX_AES_BLOCKS_PER_CALL % GROUP == 0u && GROUP % GCMX_BLOCKS_PER_REDUCTION == 0u,
+                      "whole groups of whole reductions");
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
@@ -634,8 +636,9 @@ template <uint32_t NWARPS> __device__ __forceinline__ GcmxU128 gcmx_block_xor(Gc
 
 /// Stride powers in shared memory, read through a volatile pointer on every use, so that ptxas does not
 /// keep all four (16 registers) live across the GHASH loop or across the AES call of the fused kernel: a
-/// broadcast LDS per use is cheaper than the registers. Loaded by gcmx_load_stride_powers.
-struct GcmxSmemPowers {
+/// broadcast LDS per use is cheaper than the registers. Power k is at p + k STRIDE (STRIDE 1: one table
+/// for the block, loaded by gcmx_load_stride_powers; the device-batch kernel keeps one column per thread).
+template <uint32_t STRIDE> struct GcmxSmemPowersT {
     const GcmxU128* p;
     __device__ __forceinline__ GcmxU128 operator[](uint32_t k) const
     {
@@ -643,10 +646,11 @@ struct GcmxSmemPowers {
         uint64_t lo, hi;
         asm volatile("ld.volatile.shared.v2.u64 {%0, %1}, [%2];"
                      : "=l"(lo), "=l"(hi)
-                     : "r"((uint32_t)__cvta_generic_to_shared(p + k)));
+                     : "r"((uint32_t)__cvta_generic_to_shared(p + k * STRIDE)));
         return gcmx_u128(hi, lo);
     }
 };
+using GcmxSmemPowers = GcmxSmemPowersT<1u>;
 
 /// Copy table entries 0..3 (the stride powers) to shared memory; all threads of the block must call.
 __device__ __forceinline__ GcmxSmemPowers gcmx_load_stride_powers(GcmxU128 (&smem)[GCMX_BLOCKS_PER_REDUCTION],

@@ -736,8 +736,10 @@ static void db_run(DbRun& R, uint32_t mode, uint32_t tag_len, uint32_t flags)
             const GcmxDbMsg m = msgs[w[l].msg];
             const auto aes = f.at(R.keys[m.key], m.j0[0], m.j0[1], m.j0[2]);
             uint8_t* e = &ekj0[16 * (size_t)w[l].msg];
-            v[l] = (mode == GCMX_DB_SEAL) ? gcmx_db_lane<false, false>(aes, R.data.data(), m, R.kp[m.key], w[l], e)
-                                          : gcmx_db_lane<false, true>(aes, R.data.data(), m, R.kp[m.key], w[l], e);
+            GcmxU128 pw[GCMX_DB_LANE_POWERS];
+            for (uint32_t k = 0; k < GCMX_DB_LANE_POWERS; k++) pw[k] = gcmx_db_lane_power(R.kp[m.key], w[l], k);
+            v[l] = (mode == GCMX_DB_SEAL) ? gcmx_db_lane<false, false>(aes, pw, R.data.data(), m, w[l], e)
+                                          : gcmx_db_lane<false, true>(aes, pw, R.data.data(), m, w[l], e);
         }
         for (uint32_t off = 16; off != 0; off >>= 1) {
             GcmxU128 nv[32];
