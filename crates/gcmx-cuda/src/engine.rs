@@ -166,7 +166,7 @@ impl CudaEngine {
         (&self.gpu, self.keyed())
     }
 
-    fn batch_powers(&self) -> Result<Arc<KeyPowers>, Error> {
+    pub(crate) fn batch_powers(&self) -> Result<Arc<KeyPowers>, Error> {
         let mut slot = self.batch.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = slot.as_ref() {
             return Ok(p.clone());
@@ -176,7 +176,7 @@ impl CudaEngine {
         Ok(p)
     }
 
-    fn key_set<'a>(&'a self, powers: &'a KeyPowers) -> KeySet<'a> {
+    pub(crate) fn key_set<'a>(&'a self, powers: &'a KeyPowers) -> KeySet<'a> {
         KeySet {
             keys: self.keys.all(),
             powers: powers.at(),

@@ -15,6 +15,7 @@ use std::time::Instant;
 use gcmx_core::{Direction, Error, KeyMaterial};
 
 use crate::abi;
+use crate::dbatch::{self, DeviceBatch, Regions};
 use crate::engine::CudaEngine;
 use crate::keys::{self, DeviceKeys};
 use crate::plan;
@@ -272,4 +273,45 @@ pub fn time_fused(
         lane.host(0).map(zeroize::Zeroize::zeroize)?;
         t
     })
+}
+
+/// Time the device-batch kernel of `engine` over `batch` with events, as the fused kernel is timed:
+/// `reps + 1` rounds on one lane of a seal then an open (16-byte tags), the first round a warm-up;
+/// returns the counted (seal, open) times in ms. Each round leaves `batch.data` as it found it (the
+/// open undoes the seal) and every verdict Ok; the caller checks the verdicts afterwards.
+pub fn time_batch(
+    engine: &CudaEngine,
+    batch: DeviceBatch<'_>,
+    reps: usize,
+) -> Result<(Vec<f32>, Vec<f32>), Error> {
+    let (gpu, _) = engine.parts();
+    let powers = engine.batch_powers()?;
+    let keys = engine.key_set(&powers);
+    let r = Regions::of_batch(&batch);
+    let mut slot = None;
+    let out = gpu.with_lane(|lane| {
+        let (mut seal, mut open) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+        for i in 0..=reps {
+            let ev = [Event::new(gpu)?, Event::new(gpu)?, Event::new(gpu)?];
+            lane.record(&ev[0])?;
+            dbatch::queue_on_lane(gpu, lane, keys, r, abi::DB_SEAL, 16, 0, &mut slot)?;
+            lane.record(&ev[1])?;
+            dbatch::queue_on_lane(gpu, lane, keys, r, abi::DB_OPEN, 16, 0, &mut slot)?;
+            lane.record(&ev[2])?;
+            let (s, o) = (ev[1].elapsed_ms(&ev[0])?, ev[2].elapsed_ms(&ev[1])?);
+            if i > 0 {
+                seal.push(s);
+                open.push(o);
+            }
+        }
+        lane.wait()?;
+        Ok((seal, open))
+    });
+    // with_lane waited for the lane: the scratch is idle.
+    if let Some(s) = slot
+        && out.is_ok()
+    {
+        gpu.give_scratch(s);
+    }
+    out
 }
