@@ -4,14 +4,14 @@
 //! behind `Auto`'s threshold and the parallel backend's ceilings.
 //!
 //! `cargo bench --bench aes_gcm` (criterion prints medians; `benches/results.md` holds a table).
-//! One group: `cargo bench --bench aes_gcm -- aes256gcm-encrypt`.
+//! One group: `cargo bench --bench aes_gcm -- aes256gcm-encrypt`. The one-core comparison with
+//! the implementations interleaved round by round (for machines whose speed drifts):
+//! `cargo bench --bench aes_gcm -- --interleaved 11`.
 
 use std::hint::black_box;
 
 use aes_gcm::aead::{AeadInOut, KeyInit};
-use criterion::{
-    BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
-};
+use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group};
 
 const NONCE: [u8; 12] = [0x24; 12];
 const AAD: &[u8] = b"";
@@ -130,92 +130,240 @@ fn one_core(c: &mut Criterion) {
 
 type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
 
+/// One implementation's call on a buffer.
+type Call<'a> = Box<dyn Fn(&mut [u8]) + 'a>;
+
+/// Every implementation's seal, in place (tags discarded).
+fn sealers(im: &Impls) -> Vec<(&'static str, Call<'_>)> {
+    vec![
+        (
+            "gcmx",
+            Box::new(|b: &mut [u8]| {
+                black_box(gcmx_api::seal(&im.gcmx, &NONCE, AAD, b));
+            }),
+        ),
+        (
+            "gcmx-kernel-alone",
+            Box::new(|b: &mut [u8]| {
+                black_box(im.kernel.seal_message(&j0(&NONCE), AAD, b));
+            }),
+        ),
+        (
+            "aws-lc-rs",
+            Box::new(|b: &mut [u8]| {
+                let _ = black_box(
+                    im.awslc
+                        .seal_in_place_separate_tag(
+                            aws_lc_rs::aead::Nonce::assume_unique_for_key(NONCE),
+                            aws_lc_rs::aead::Aad::from(AAD),
+                            b,
+                        )
+                        .unwrap(),
+                );
+            }),
+        ),
+        (
+            "ring",
+            Box::new(|b: &mut [u8]| {
+                let _ = black_box(
+                    im.ring
+                        .seal_in_place_separate_tag(
+                            ring::aead::Nonce::assume_unique_for_key(NONCE),
+                            ring::aead::Aad::from(AAD),
+                            b,
+                        )
+                        .unwrap(),
+                );
+            }),
+        ),
+        (
+            "aes-gcm-0.11",
+            Box::new(|b: &mut [u8]| {
+                black_box(im.rc_seal(b));
+            }),
+        ),
+    ]
+}
+
+/// A valid message of `size` bytes to open, in the two forms the implementations take: the
+/// ciphertext (tag apart) and the ciphertext with its tag appended.
+struct Sealed {
+    ct: Vec<u8>,
+    ct_tag: Vec<u8>,
+    tag: [u8; 16],
+}
+
+impl Sealed {
+    fn new(im: &Impls, size: usize) -> Sealed {
+        let mut ct = vec![0x5au8; size];
+        let tag = gcmx_api::seal(&im.gcmx, &NONCE, AAD, &mut ct);
+        let mut ct_tag = ct.clone();
+        ct_tag.extend_from_slice(&tag);
+        Sealed { ct, ct_tag, tag }
+    }
+}
+
+/// Every implementation's open of `m` (each call must be given a fresh copy of the input it names:
+/// `true` for the ciphertext with its tag appended).
+fn openers<'a>(im: &'a Impls, m: &'a Sealed) -> Vec<(&'static str, bool, Call<'a>)> {
+    let tag = m.tag;
+    vec![
+        (
+            "gcmx",
+            false,
+            Box::new(move |b: &mut [u8]| gcmx_api::open(&im.gcmx, &NONCE, AAD, b, &tag)),
+        ),
+        (
+            "gcmx-kernel-alone",
+            false,
+            Box::new(move |b: &mut [u8]| {
+                let want = im.kernel.open_message(&j0(&NONCE), AAD, b);
+                assert!(want == tag);
+            }),
+        ),
+        (
+            "aws-lc-rs",
+            true,
+            Box::new(|b: &mut [u8]| {
+                im.awslc
+                    .open_in_place(
+                        aws_lc_rs::aead::Nonce::assume_unique_for_key(NONCE),
+                        aws_lc_rs::aead::Aad::from(AAD),
+                        b,
+                    )
+                    .unwrap();
+            }),
+        ),
+        (
+            "ring",
+            true,
+            Box::new(|b: &mut [u8]| {
+                im.ring
+                    .open_in_place(
+                        ring::aead::Nonce::assume_unique_for_key(NONCE),
+                        ring::aead::Aad::from(AAD),
+                        b,
+                    )
+                    .unwrap();
+            }),
+        ),
+        (
+            "aes-gcm-0.11",
+            false,
+            Box::new(move |b: &mut [u8]| im.rc_open(b, &tag)),
+        ),
+    ]
+}
+
 fn bench_seal(g: &mut Group<'_>, im: &Impls, size: usize) {
     let mut buf = vec![0x5au8; size];
-    let mut run = |name: &str, f: &dyn Fn(&mut [u8])| {
+    for (name, f) in sealers(im) {
         g.bench_with_input(BenchmarkId::new(name, size), &size, |b, _| {
             b.iter(|| f(black_box(&mut buf)))
         });
-    };
-    run("gcmx", &|b| {
-        black_box(gcmx_api::seal(&im.gcmx, &NONCE, AAD, b));
-    });
-    run("gcmx-kernel-alone", &|b| {
-        black_box(im.kernel.seal_message(&j0(&NONCE), AAD, b));
-    });
-    run("aws-lc-rs", &|b| {
-        let _ = black_box(
-            im.awslc
-                .seal_in_place_separate_tag(
-                    aws_lc_rs::aead::Nonce::assume_unique_for_key(NONCE),
-                    aws_lc_rs::aead::Aad::from(AAD),
-                    b,
-                )
-                .unwrap(),
-        );
-    });
-    run("ring", &|b| {
-        let _ = black_box(
-            im.ring
-                .seal_in_place_separate_tag(
-                    ring::aead::Nonce::assume_unique_for_key(NONCE),
-                    ring::aead::Aad::from(AAD),
-                    b,
-                )
-                .unwrap(),
-        );
-    });
-    run("aes-gcm-0.11", &|b| {
-        black_box(im.rc_seal(b));
-    });
+    }
 }
 
 /// Decryption of a valid message: each iteration gets a fresh copy of the ciphertext (the
 /// copy is made outside the timed part).
 fn bench_open(g: &mut Group<'_>, im: &Impls, size: usize) {
-    let pt = vec![0x5au8; size];
     let batch = if size >= 1 << 20 {
         BatchSize::LargeInput
     } else {
         BatchSize::SmallInput
     };
-    // ciphertext and tag (the same bytes from every implementation)
-    let mut ct = pt.clone();
-    let tag = gcmx_api::seal(&im.gcmx, &NONCE, AAD, &mut ct);
-    let mut ct_tag = ct.clone();
-    ct_tag.extend_from_slice(&tag);
-
-    let mut run = |name: &str, input: &Vec<u8>, f: &dyn Fn(&mut [u8])| {
+    let m = Sealed::new(im, size);
+    for (name, with_tag, f) in openers(im, &m) {
+        let input = if with_tag { &m.ct_tag } else { &m.ct };
         g.bench_with_input(BenchmarkId::new(name, size), &size, |b, _| {
             b.iter_batched_ref(|| input.clone(), |buf| f(black_box(buf)), batch)
         });
+    }
+}
+
+/// `aes_gcm --interleaved [ROUNDS]`: the one-core comparison of [`one_core`] with the
+/// implementations interleaved instead of one after another: in each of ROUNDS rounds every
+/// implementation runs about 10 ms on the same (algorithm, direction, size), in an order rotated
+/// from round to round. On shared or virtual machines the speed available to one core drifts
+/// over a run by more than the differences measured; interleaved, every implementation sees the
+/// same drift. Prints the median GiB/s of each and the median, lowest and highest of the per-round
+/// ratio gcmx / aws-lc-rs.
+fn interleaved(rounds: usize) {
+    use std::time::{Duration, Instant};
+    const SLICE: Duration = Duration::from_millis(10);
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
     };
-    run("gcmx", &ct, &|b| {
-        gcmx_api::open(&im.gcmx, &NONCE, AAD, b, &tag)
-    });
-    run("gcmx-kernel-alone", &ct, &|b| {
-        let want = im.kernel.open_message(&j0(&NONCE), AAD, b);
-        assert!(want == tag);
-    });
-    run("aws-lc-rs", &ct_tag, &|b| {
-        im.awslc
-            .open_in_place(
-                aws_lc_rs::aead::Nonce::assume_unique_for_key(NONCE),
-                aws_lc_rs::aead::Aad::from(AAD),
-                b,
-            )
-            .unwrap();
-    });
-    run("ring", &ct_tag, &|b| {
-        im.ring
-            .open_in_place(
-                ring::aead::Nonce::assume_unique_for_key(NONCE),
-                ring::aead::Aad::from(AAD),
-                b,
-            )
-            .unwrap();
-    });
-    run("aes-gcm-0.11", &ct, &|b| im.rc_open(b, &tag));
+    println!(
+        "interleaved: {rounds} rounds of ~{} ms per implementation",
+        SLICE.as_millis()
+    );
+    for (bits, key) in [(256, &[0x42u8; 32][..]), (128, &[0x42u8; 16][..])] {
+        let im = Impls::new(key);
+        for seal in [true, false] {
+            let dir = if seal { "encrypt" } else { "decrypt" };
+            for size in sizes() {
+                let m = Sealed::new(&im, size);
+                // (name, input with tag, call); seals run in place on the plaintext buffer.
+                let calls: Vec<(&str, bool, Call<'_>)> = if seal {
+                    sealers(&im)
+                        .into_iter()
+                        .map(|(n, f)| (n, false, f))
+                        .collect()
+                } else {
+                    openers(&im, &m)
+                };
+                // Inputs for one timed pass: enough copies for ~1 MiB (at least one).
+                let copies = ((1 << 20) / size).clamp(1, 1024);
+                let mut gibs = vec![Vec::with_capacity(rounds); calls.len()];
+                for r in 0..rounds {
+                    for k in 0..calls.len() {
+                        let i = (k + r) % calls.len();
+                        let (_, with_tag, f) = &calls[i];
+                        let src = if seal {
+                            &m.ct
+                        } else if *with_tag {
+                            &m.ct_tag
+                        } else {
+                            &m.ct
+                        };
+                        let mut bufs: Vec<Vec<u8>> = vec![src.clone(); copies];
+                        let (mut timed, mut done) = (Duration::ZERO, 0usize);
+                        while timed < SLICE {
+                            if !seal {
+                                bufs.iter_mut().for_each(|b| b.copy_from_slice(src));
+                            }
+                            let t = Instant::now();
+                            for b in bufs.iter_mut() {
+                                f(black_box(b));
+                            }
+                            timed += t.elapsed();
+                            done += copies;
+                        }
+                        gibs[i]
+                            .push((done * size) as f64 / timed.as_secs_f64() / (1u64 << 30) as f64);
+                    }
+                }
+                let at = |name: &str| calls.iter().position(|c| c.0 == name).unwrap();
+                let (g, a) = (at("gcmx"), at("aws-lc-rs"));
+                let ratios: Vec<f64> = gibs[g].iter().zip(&gibs[a]).map(|(x, y)| x / y).collect();
+                let (lo, hi) = ratios
+                    .iter()
+                    .fold((f64::MAX, 0f64), |(l, h), &x| (l.min(x), h.max(x)));
+                let line: Vec<String> = calls
+                    .iter()
+                    .zip(&gibs)
+                    .map(|(c, v)| format!("{} {:.2}", c.0, med(v.clone())))
+                    .collect();
+                println!(
+                    "aes{bits}gcm-{dir}/{size}: {}; gcmx / aws-lc-rs median {:.2} (rounds {lo:.2}..{hi:.2})",
+                    line.join(", "),
+                    med(ratios),
+                );
+            }
+        }
+    }
 }
 
 /// Key set-up, for users that build a key per message (xaes-256-gcm derives one per message):
@@ -385,4 +533,12 @@ criterion_group!(
     memory_ceiling,
     parallel_ceiling
 );
-criterion_main!(benches);
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--interleaved") {
+        interleaved(args.get(i + 1).and_then(|r| r.parse().ok()).unwrap_or(11));
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
