@@ -413,12 +413,21 @@ mod tests {
     fn tag_matches_is_prefix_equality() {
         let expected: [u8; 16] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0xa5);
         for n in 0..=17usize {
-            let mut t: Vec<u8> = (0..n).map(|i| expected.get(i).copied().unwrap_or(0)).collect();
-            assert_eq!(tag_matches(&expected, &t), (1..=16).contains(&n), "length {n}");
+            let mut t: Vec<u8> = (0..n)
+                .map(|i| expected.get(i).copied().unwrap_or(0))
+                .collect();
+            assert_eq!(
+                tag_matches(&expected, &t),
+                (1..=16).contains(&n),
+                "length {n}"
+            );
             for i in 0..n {
                 for bit in [0x01u8, 0x80] {
                     t[i] ^= bit;
-                    assert!(!tag_matches(&expected, &t), "length {n}, byte {i}, bit {bit:#x}");
+                    assert!(
+                        !tag_matches(&expected, &t),
+                        "length {n}, byte {i}, bit {bit:#x}"
+                    );
                     t[i] ^= bit;
                 }
             }
