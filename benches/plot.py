@@ -14,17 +14,18 @@ cpu = {
     "ring": 9.78,
     "aes-gcm 0.11": 3.28,
 }
-# H200, GB/s (gpu-notes.md, commit 1d25e94): 4 GiB in device memory, and 65,536 x 16 KiB messages in
+# H200, GB/s (gpu-notes.md, run of 2026-12-01 22:20 UTC, commits 6f5ef68..adf6096): 4 GiB in device
+# memory, and 65,536 x 16 KiB messages in
 # one device-resident batch
 gpu = {
-    "device read\n(ceiling)": 4590,
-    "GHASH clmad": 4550,
+    "device read\n(ceiling)": 4490,
+    "GHASH clmad": 4500,
     "GHASH soft": 490,
     "AES-128-GCM\nfused": 500,
     "AES-256-GCM\nfused": 372,
-    "AES-256-GCM\n16 KiB batch": 279,
+    "AES-256-GCM\n16 KiB batch": 338,
     "AES-256-CTR\nT-table peer": 299,
-    "gcmx CPU\n16 threads": 53.6,
+    "gcmx CPU\n16 threads": 50.7,
 }
 
 fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
