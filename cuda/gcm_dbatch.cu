@@ -10,10 +10,11 @@
 // keystream of counter ctr0, taken from the lane whose range holds it or computed by a J0 lane.
 //
 // Memory layout: the caller's buffers as in GcmxDbParams; the scratch (gcmx_db_scratch_bytes): barrier
-// counter, refused flag and P3's round counter, per-block column counts, the checked descriptors (GcmxDbMsg), the accumulators,
-// the E_K(J0) blocks and the column lists. Shared memory per thread block: the one-key kernels' AddRoundKey
-// mask table of key 0 (15 KiB, as in gcm_fused.cu), 8 KiB of scan space, the round layout, and per thread
-// (P3): its lane's five powers of H (10 KiB), its work item (2.5 KiB), its pending unit value.
+// counter, refused flag and P3's round counter, per-block column counts, the checked descriptors
+// (GcmxDbMsg), the accumulators, the E_K(J0) blocks and the column lists. Shared memory per thread block:
+// the one-key kernels' AddRoundKey mask table of key 0 (15 KiB, as in gcm_fused.cu), 8 KiB of scan space,
+// the round layout, and per thread (P3): its lane's five powers of H (10 KiB), its work item (2.5 KiB), its
+// pending unit value.
 //
 // Work: phases P1..P5 separated by grid barriers (all thread blocks are resident: cooperative launch).
 // P1 and P2 take contiguous message ranges per thread block (so that the per-block counts and the scans
@@ -301,7 +302,8 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
     const uint32_t lane = t % GCMX_WARP_SIZE;
     pend_k[t] = 0xffffffffu;
     pend_v[t] = gcmx_u128(0u, 0u);
-    for (uint64_t r = gcmx_db_next_round(gcmx_db_round_ctr(p)); r < gcmx_db_smem_load_u64(&layout.start[GCMX_DB_COLS]);) {
+    for (uint64_t r = gcmx_db_next_round(gcmx_db_round_ctr(p));
+         r < gcmx_db_smem_load_u64(&layout.start[GCMX_DB_COLS]);) {
         GcmxU128 v = gcmx_u128(0u, 0u);
         {
             const GcmxDbWork w = gcmx_db_work(layout, r, lane, msgs, n, slots);
