@@ -1,11 +1,13 @@
 /*
  * gcmx_abi.h -- the binary interface between the gcmx CUDA kernels (the .cu files under cuda/) and the Rust driver
  * (crates/gcmx-cuda). Plain C, no CUDA types: every struct here is meant to be mirrored one-to-one by a
- * `#[repr(C)]` Rust struct (fixed-width integers, explicit padding, sizes checked by static asserts below).
+ * `#[repr(C)]` Rust struct (fixed-width integers, explicit padding; the layout record at the end of this
+ * file is checked at compile time on both sides).
  * Device addresses are passed as `uint64_t` (a CUdeviceptr), never as C pointers, so Rust mirrors them as `u64`.
  *
  * ===================================================================================================
- * BUILD (how crates/gcmx-cuda/build.rs compiles the kernels: ONE fatbin from ONE translation unit)
+ * BUILD (how the shipped crates/gcmx-cuda/kernels/gcmx.fatbin is made: ONE fatbin from ONE translation unit;
+ * scripts/build-kernels.sh runs it through crates/gcmx-cuda/build.rs with GCMX_CUDA_REBUILD=1)
  * ===================================================================================================
  *   cuda/gcmx_all.cu #includes every kernel file (ghash_clmad.cu, ghash_soft.cu, gcm_fused.cu,
  *   gcm_dbatch.cu, aes_key.cu, aes_ctr.cu, bandwidth.cu). Compile only that file:
@@ -15,11 +17,11 @@
  *          -gencode arch=compute_89,code=sm_89  -gencode arch=compute_90,code=sm_90 \
  *          -gencode arch=compute_100,code=sm_100 -gencode arch=compute_120,code=sm_120 \
  *          -gencode arch=compute_120,code=compute_120 \
- *          -I cuda -o $OUT_DIR/gcmx.fatbin cuda/gcmx_all.cu
+ *          -I cuda -o gcmx.fatbin cuda/gcmx_all.cu
  *
- *   -DGCMX_HAVE_CLMAD=1 only when `nvcc --version` reports release >= 13.3 (clmad.{lo,hi}.u64 is PTX that
- *   older nvcc rejects; newer ones emit native CLMAD.LO/CLMAD.HI SASS for every target above, which
- *   cuobjdump --dump-sass shows). Without the macro the whole fatbin is built with the software carry-less
+ *   -DGCMX_HAVE_CLMAD=1 needs nvcc release >= 13.3 (clmad.{lo,hi}.u64 is PTX that older nvcc rejects; newer
+ *   ones emit native CLMAD.LO/CLMAD.HI SASS for every target above, which cuobjdump --dump-sass shows), and
+ *   the shipped fatbin has it. Without the macro (host checks, experiments) the code is built with the software carry-less
  *   multiply: the kernel `gcmx_ghash_clmad` is then ABSENT from the module, the fused and batch kernels use
  *   the software multiply, and `gcmx_abi_info` reports have_clmad = 0. Add `-lineinfo` for profiling and
  *   `-Xptxas -v` to see registers and spills. Rebuild when any .cu, .cuh or .h file under cuda/ changes.
@@ -29,7 +31,7 @@
  * CONVENTIONS (see also the top comments of ghash.cuh and each kernel file)
  * ===================================================================================================
  * - Data buffers are bytes, processed as 16-byte blocks loaded as uint4. Every data, AAD and output
- *   address passed to a kernel MUST be 16-byte aligned (cust allocations are 256-byte aligned; a Rust
+ *   address passed to a kernel MUST be 16-byte aligned (cuMemAlloc allocations are 256-byte aligned; a Rust
  *   caller passing a sub-slice must check). nbytes need not be a multiple of 16: the last partial block
  *   is zero-padded for GHASH, and only its real bytes are read and written.
  * - Field elements: GcmxU128 { lo, hi } = the 16-byte GHASH block read as a big-endian 128-bit integer
@@ -56,6 +58,7 @@
 #ifndef GCMX_ABI_H
 #define GCMX_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -483,26 +486,133 @@ typedef struct GcmxBwParams {
  *   gcmx_abi_info(uint64_t out)
  */
 
-/* Layout checks (Rust mirrors: #[repr(C)] with the same field order; sizes must match). */
+/* ---- Layout record ---------------------------------------------------------------------------------
+ * Every size, alignment, field offset and constant that the Rust side mirrors, each a compile-time check
+ * here (nvcc, and the C compiler of any host code that includes this header) and in gcmx-cuda, whose
+ * build script reads the GCMX_LAYOUT_* lines below as text (it compiles and runs nothing) and asserts
+ * the same numbers on the `#[repr(C)]` mirrors at compile time. A struct and its lines change together;
+ * one line per item, numbers in decimal or 0x hex. */
 #if defined(__cplusplus) && __cplusplus >= 201103L
 #define GCMX_STATIC_ASSERT(c, m) static_assert(c, m)
+#define GCMX_ALIGNOF(t) alignof(t)
 #else
 #define GCMX_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#define GCMX_ALIGNOF(t) _Alignof(t)
 #endif
-GCMX_STATIC_ASSERT(sizeof(GcmxU128) == 16, "GcmxU128 size");
-GCMX_STATIC_ASSERT(sizeof(GcmxAesKey) == 244, "GcmxAesKey size");
-GCMX_STATIC_ASSERT(sizeof(GcmxGhashParams) == 32, "GcmxGhashParams size");
-GCMX_STATIC_ASSERT(sizeof(GcmxGcmCtr) == 16, "GcmxGcmCtr size");
-GCMX_STATIC_ASSERT(sizeof(GcmxGcmParams) == 64, "GcmxGcmParams size");
-GCMX_STATIC_ASSERT(sizeof(GcmxRawKey) == 36, "GcmxRawKey size");
-GCMX_STATIC_ASSERT(sizeof(GcmxExpandParams) == 24, "GcmxExpandParams size");
-GCMX_STATIC_ASSERT(sizeof(GcmxKeyPowers) == 2560, "GcmxKeyPowers size");
-GCMX_STATIC_ASSERT(sizeof(GcmxKeyPowersParams) == 24, "GcmxKeyPowersParams size");
-GCMX_STATIC_ASSERT(sizeof(GcmxDevMsg) == 48, "GcmxDevMsg size");
-GCMX_STATIC_ASSERT(sizeof(GcmxDbMsg) == 64, "GcmxDbMsg size");
-GCMX_STATIC_ASSERT(sizeof(GcmxDbParams) == 128, "GcmxDbParams size");
-GCMX_STATIC_ASSERT(sizeof(GcmxFillPowersParams) == 40, "GcmxFillPowersParams size");
-GCMX_STATIC_ASSERT(sizeof(GcmxBwParams) == 24, "GcmxBwParams size");
+#define GCMX_LAYOUT_SIZE(t, size, align) \
+    GCMX_STATIC_ASSERT(sizeof(t) == (size) && GCMX_ALIGNOF(t) == (align), #t " size or alignment")
+#define GCMX_LAYOUT_FIELD(t, f, off) GCMX_STATIC_ASSERT(offsetof(t, f) == (off), #t "." #f " offset")
+#define GCMX_LAYOUT_CONST(name, value) GCMX_STATIC_ASSERT((name) == (value##ull), #name)
+
+GCMX_LAYOUT_SIZE(GcmxU128, 16, 8);
+GCMX_LAYOUT_SIZE(GcmxAesKey, 244, 4);
+GCMX_LAYOUT_SIZE(GcmxGhashParams, 32, 8);
+GCMX_LAYOUT_SIZE(GcmxGcmCtr, 16, 4);
+GCMX_LAYOUT_SIZE(GcmxGcmParams, 64, 8);
+GCMX_LAYOUT_SIZE(GcmxRawKey, 36, 4);
+GCMX_LAYOUT_SIZE(GcmxExpandParams, 24, 8);
+GCMX_LAYOUT_SIZE(GcmxKeyPowers, 2560, 8);
+GCMX_LAYOUT_SIZE(GcmxKeyPowersParams, 24, 8);
+GCMX_LAYOUT_SIZE(GcmxDevMsg, 48, 8);
+GCMX_LAYOUT_SIZE(GcmxDbMsg, 64, 8);
+GCMX_LAYOUT_SIZE(GcmxDbParams, 128, 8);
+GCMX_LAYOUT_SIZE(GcmxBwParams, 24, 8);
+GCMX_STATIC_ASSERT(sizeof(GcmxFillPowersParams) == 40, "GcmxFillPowersParams size"); /* device-internal */
+GCMX_LAYOUT_FIELD(GcmxU128, lo, 0);
+GCMX_LAYOUT_FIELD(GcmxU128, hi, 8);
+GCMX_LAYOUT_FIELD(GcmxAesKey, rk, 0);
+GCMX_LAYOUT_FIELD(GcmxAesKey, nr, 240);
+GCMX_LAYOUT_FIELD(GcmxGhashParams, data, 0);
+GCMX_LAYOUT_FIELD(GcmxGhashParams, nbytes, 8);
+GCMX_LAYOUT_FIELD(GcmxGhashParams, powers, 16);
+GCMX_LAYOUT_FIELD(GcmxGhashParams, partials, 24);
+GCMX_LAYOUT_FIELD(GcmxGcmCtr, j0_prefix, 0);
+GCMX_LAYOUT_FIELD(GcmxGcmCtr, ctr_first, 12);
+GCMX_LAYOUT_FIELD(GcmxGcmParams, in, 0);
+GCMX_LAYOUT_FIELD(GcmxGcmParams, out, 8);
+GCMX_LAYOUT_FIELD(GcmxGcmParams, nbytes, 16);
+GCMX_LAYOUT_FIELD(GcmxGcmParams, powers, 24);
+GCMX_LAYOUT_FIELD(GcmxGcmParams, partials, 32);
+GCMX_LAYOUT_FIELD(GcmxGcmParams, key, 40);
+GCMX_LAYOUT_FIELD(GcmxGcmParams, ctr, 48);
+GCMX_LAYOUT_FIELD(GcmxGcmParams, nr, 56);
+GCMX_LAYOUT_FIELD(GcmxGcmParams, _pad0, 60);
+GCMX_LAYOUT_FIELD(GcmxRawKey, key, 0);
+GCMX_LAYOUT_FIELD(GcmxRawKey, len, 32);
+GCMX_LAYOUT_FIELD(GcmxExpandParams, raw, 0);
+GCMX_LAYOUT_FIELD(GcmxExpandParams, out, 8);
+GCMX_LAYOUT_FIELD(GcmxExpandParams, nkeys, 16);
+GCMX_LAYOUT_FIELD(GcmxExpandParams, _pad0, 20);
+GCMX_LAYOUT_FIELD(GcmxKeyPowers, q, 0);
+GCMX_LAYOUT_FIELD(GcmxKeyPowers, pow2, 2048);
+GCMX_LAYOUT_FIELD(GcmxKeyPowersParams, keys, 0);
+GCMX_LAYOUT_FIELD(GcmxKeyPowersParams, key_powers, 8);
+GCMX_LAYOUT_FIELD(GcmxKeyPowersParams, nkeys, 16);
+GCMX_LAYOUT_FIELD(GcmxKeyPowersParams, _pad0, 20);
+GCMX_LAYOUT_FIELD(GcmxDevMsg, data_off, 0);
+GCMX_LAYOUT_FIELD(GcmxDevMsg, data_len, 8);
+GCMX_LAYOUT_FIELD(GcmxDevMsg, aad_off, 16);
+GCMX_LAYOUT_FIELD(GcmxDevMsg, aad_len, 24);
+GCMX_LAYOUT_FIELD(GcmxDevMsg, nonce_off, 32);
+GCMX_LAYOUT_FIELD(GcmxDevMsg, nonce_len, 40);
+GCMX_LAYOUT_FIELD(GcmxDevMsg, key, 44);
+GCMX_LAYOUT_FIELD(GcmxDbParams, msgs, 0);
+GCMX_LAYOUT_FIELD(GcmxDbParams, data, 8);
+GCMX_LAYOUT_FIELD(GcmxDbParams, data_len, 16);
+GCMX_LAYOUT_FIELD(GcmxDbParams, aad, 24);
+GCMX_LAYOUT_FIELD(GcmxDbParams, aad_len, 32);
+GCMX_LAYOUT_FIELD(GcmxDbParams, nonces, 40);
+GCMX_LAYOUT_FIELD(GcmxDbParams, nonces_len, 48);
+GCMX_LAYOUT_FIELD(GcmxDbParams, tags, 56);
+GCMX_LAYOUT_FIELD(GcmxDbParams, verdicts, 64);
+GCMX_LAYOUT_FIELD(GcmxDbParams, keys, 72);
+GCMX_LAYOUT_FIELD(GcmxDbParams, key_powers, 80);
+GCMX_LAYOUT_FIELD(GcmxDbParams, scratch, 88);
+GCMX_LAYOUT_FIELD(GcmxDbParams, nmsgs, 96);
+GCMX_LAYOUT_FIELD(GcmxDbParams, nkeys, 100);
+GCMX_LAYOUT_FIELD(GcmxDbParams, nr, 104);
+GCMX_LAYOUT_FIELD(GcmxDbParams, mode, 108);
+GCMX_LAYOUT_FIELD(GcmxDbParams, tag_len, 112);
+GCMX_LAYOUT_FIELD(GcmxDbParams, flags, 116);
+GCMX_LAYOUT_FIELD(GcmxDbParams, bar_base, 120);
+GCMX_LAYOUT_FIELD(GcmxDbParams, _pad0, 124);
+GCMX_LAYOUT_FIELD(GcmxBwParams, in, 0);
+GCMX_LAYOUT_FIELD(GcmxBwParams, out, 8);
+GCMX_LAYOUT_FIELD(GcmxBwParams, nbytes, 16);
+GCMX_LAYOUT_CONST(GCMX_ABI_VERSION, 3);
+GCMX_LAYOUT_CONST(GCMX_WARP_SIZE, 32);
+GCMX_LAYOUT_CONST(GCMX_POW_THREAD_BASE, 4);
+GCMX_LAYOUT_CONST(GCMX_BLOCKS_PER_REDUCTION, 4);
+GCMX_LAYOUT_CONST(GCMX_GHASH_THREADS, 256);
+GCMX_LAYOUT_CONST(GCMX_GHASH_WARP_SPAN, 4096);
+GCMX_LAYOUT_CONST(GCMX_GHASH_SPAN, 32768);
+GCMX_LAYOUT_CONST(GCMX_GHASH_POW_COUNT, 260);
+GCMX_LAYOUT_CONST(GCMX_WARP_CHUNK, 1024);
+GCMX_LAYOUT_CONST(GCMX_FUSED_THREADS, 128);
+GCMX_LAYOUT_CONST(GCMX_FUSED_WARP_SPAN, 4096);
+GCMX_LAYOUT_CONST(GCMX_FUSED_SPAN, 16384);
+GCMX_LAYOUT_CONST(GCMX_FUSED_POW_COUNT, 132);
+GCMX_LAYOUT_CONST(GCMX_KEY_POWERS_THREADS, 64);
+GCMX_LAYOUT_CONST(GCMX_DB_THREADS, 128);
+GCMX_LAYOUT_CONST(GCMX_DB_COLS, 8);
+GCMX_LAYOUT_CONST(GCMX_DB_BARRIERS, 4);
+GCMX_LAYOUT_CONST(GCMX_DB_UNIT_BLOCKS, 1024);
+GCMX_LAYOUT_CONST(GCMX_DB_SEAL, 0);
+GCMX_LAYOUT_CONST(GCMX_DB_OPEN, 1);
+GCMX_LAYOUT_CONST(GCMX_DB_EXPECT, 2);
+GCMX_LAYOUT_CONST(GCMX_DB_J0_GIVEN, 1);
+GCMX_LAYOUT_CONST(GCMX_VERDICT_OK, 0);
+GCMX_LAYOUT_CONST(GCMX_VERDICT_REFUSED, 1);
+GCMX_LAYOUT_CONST(GCMX_VERDICT_INVALID, 2);
+GCMX_LAYOUT_CONST(GCMX_DB_SCR_BLK, 256);
+GCMX_LAYOUT_CONST(GCMX_EXPAND_THREADS, 64);
+GCMX_LAYOUT_CONST(GCMX_KEY_POW_LINEAR, 128);
+GCMX_LAYOUT_CONST(GCMX_KEY_POW_POW2, 32);
+GCMX_LAYOUT_CONST(GCMX_BW_THREADS, 256);
+GCMX_LAYOUT_CONST(GCMX_BW_COPY_SPAN, 4096);
+GCMX_LAYOUT_CONST(GCMX_ABI_INFO_WORDS, 8);
+GCMX_LAYOUT_CONST(GCMX_Q0_HI, 0xC200000000000000);
+GCMX_LAYOUT_CONST(GCMX_Q0_LO, 1);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,9 @@
 #                            features `bench`), gcmx's integration tests built with `--features cuda`
 #                            (nist_cavp, wycheproof, spec_vectors, ...; they cover Backend::Cuda when a
 #                            device is present), and gcmx-cuda's fault-injection tests (faults,
-#                            fault_startup; `--features fault-injection`). Every binary embeds the same
+#                            fault_startup; `--features fault-injection`), and gcmx-consumer: a project
+#                            that depends on the packaged crates with features = ["cuda"], built with no
+#                            CUDA on the machine (scripts/consumer-check.sh). Every binary embeds the same
 #                            fatbin, so they travel as one xz stream, a twentieth of their size.
 #   <bundle>/vectors.tgz     the NIST CAVP files gcm/*.rsp (scripts/fetch-vectors.sh)
 #   <bundle>/gpu-run.sh      the runner (a copy of scripts/gpu-run.sh)
@@ -14,7 +16,7 @@
 #
 # Options: --out DIR     the bundle folder (default: .device, git-ignored)
 #          --committed   build the kernels from the committed cuda/ (git archive HEAD) instead of the work tree
-#          --no-tests    skip gcmx's integration test binaries
+#          --no-tests    skip gcmx's integration test binaries (and the consumer)
 # The binaries link libcuda.so.1 dynamically (the driver's, found at run time) and otherwise only
 # glibc/libgcc; this script checks that with ldd.
 set -euo pipefail
@@ -71,6 +73,10 @@ if [[ ${TESTS} == 1 ]]; then
     cargo test --release -p gcmx --features cuda --no-run --message-format=json 2>/dev/null | copy_tests tests
     cargo test --release -p gcmx-cuda --features fault-injection --test faults --test fault_startup --no-run \
         --message-format=json 2>/dev/null | copy_tests faults
+fi
+if [[ ${TESTS} == 1 ]]; then
+    # Built in env -i (no nvcc, no CUDA variables), as a registry user would; runs here on the CPU first.
+    scripts/consumer-check.sh --out "${OUTDIR}/bin"
 fi
 strip "${OUTDIR}"/bin/* "${OUTDIR}"/tests/* "${OUTDIR}"/faults/* 2>/dev/null || true
 

@@ -3,6 +3,7 @@
 # with an NVIDIA driver (libcuda.so.1 on the loader's path) and nothing else installed.
 #   gpu-run.sh smoke   device info + quick correctness (gcmx-cuda-test --quick)
 #   gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda + the fault tests
+#                      + gcmx-consumer (a registry user's binary built without CUDA) with --require-gpu
 #   gpu-run.sh faults  gcmx-cuda's fault-injection tests alone (every GPU API through every kind of driver
 #                      failure, results checked against the CPU; out of memory; 64 concurrent engines)
 #   gpu-run.sh bench   gcmx-cuda-bench (full)
@@ -87,6 +88,16 @@ run_faults() {
         | awk '{n += $1} END {print "fault cases in all: " n}'
 }
 
+# A project built as a registry user builds it (no CUDA toolkit, no libcuda at build time) must find the
+# driver here and give the CPU's bytes on the GPU.
+run_consumer() {
+    if [[ ! -x "${WORK}/bin/gcmx-consumer" ]]; then
+        echo "consumer: gcmx-consumer is not in the bundle"; status=1; return
+    fi
+    "${WORK}/bin/gcmx-consumer" --require-gpu 2>&1 | tee "${LOG}/consumer.log"
+    [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+}
+
 run_bench() {
     timeout "${GCMX_RUN_TIMEOUT:-1800}" "${WORK}/bin/gcmx-cuda-bench" "$@" 2>&1 | tee "${LOG}/gpu-bench.log"
     local rc=${PIPESTATUS[0]}
@@ -113,12 +124,13 @@ run_cpu() {
 
 case "${MODE}" in
     smoke) run_tests --quick ;;
-    tests) run_tests ${GCMX_TEST_ARGS:-}; run_integration; run_faults ;;
+    tests) run_tests ${GCMX_TEST_ARGS:-}; run_consumer; run_integration; run_faults ;;
+    consumer) run_consumer ;;
     integration) run_integration ;;
     faults) run_faults ;;
     bench) run_bench ;;
     benchquick) run_bench --quick ;;
-    full) run_tests ${GCMX_TEST_ARGS:-}; run_integration; run_faults; run_bench ${GCMX_BENCH_ARGS:-} ;;
+    full) run_tests ${GCMX_TEST_ARGS:-}; run_consumer; run_integration; run_faults; run_bench ${GCMX_BENCH_ARGS:-} ;;
     testbench) run_tests ${GCMX_TEST_ARGS:-}; run_bench ${GCMX_BENCH_ARGS:-} ;;
     cpu) run_cpu ;;
     cpu-interleaved) GCMX_CPU_INTERLEAVED_ONLY=1 run_cpu ;;

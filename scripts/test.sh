@@ -12,10 +12,15 @@
 #   readme    every ```sh block of README.md run as written (scripts/readme-check.py)
 #   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted)
 #   dropin    aes-gcm 0.11.1's own tests, xaes-256-gcm and ssh-cipher with gcmx as their aes-gcm
-#   cuda      nvcc 13.5 from PyPI + a stub libcuda; gcmx-cuda's tests with fault injection on a device
-#             the stub emulates in host memory; gcmx's and gcmx-cli's tests with `cuda` (no GPU here:
-#             GPU tests say so; the GPU itself: scripts/gpu-build.sh, then gpu-run.sh on a CUDA machine)
-#   lint      cargo fmt --check, clippy -D warnings (with and without `cuda`), rustdoc -D warnings
+#   package   cargo package --workspace (each crate built from its package alone), then a project that
+#             depends on the packages with features = ["cuda"], built and run in `env -i` (no nvcc, no
+#             CUDA variables, no libcuda): it must start and fall back to the CPU
+#   cuda      nvcc 13.5 from PyPI + a stub libcuda; the shipped fatbin rebuilt from cuda/ and compared
+#             byte for byte; gcmx-cuda's tests with fault injection on a device the stub emulates in
+#             host memory; gcmx's and gcmx-cli's tests with `cuda` (no GPU here: GPU tests say so; the
+#             GPU itself: scripts/gpu-build.sh, then gpu-run.sh on a CUDA machine)
+#   lint      cargo fmt --check, clippy -D warnings (with and without `cuda`), rustdoc -D warnings (every
+#             feature, as docs.rs builds it), and a check with the toolchain named by rust-version
 #   fuzz      a short run of every fuzz target where a nightly toolchain and cargo-fuzz exist
 #   demo      `gcmx demo`: the CLI's end-to-end self-check
 set -euo pipefail
@@ -61,9 +66,13 @@ cargo test --release -p gcmx --features hazmat
 phase dropin "real users of aes-gcm 0.11 run their own tests against gcmx"
 scripts/dropin-check.sh
 
+phase package "cargo package --workspace; a registry user's project with features = [\"cuda\"] built and run in env -i"
+scripts/consumer-check.sh
+
 if [[ ${CPU_ONLY} == 0 ]]; then
     phase cuda "nvcc 13.5 + stub libcuda; GPU fault injection on an emulated device; gcmx's tests with cuda"
     eval "$(scripts/setup-cuda.sh)"
+    scripts/build-kernels.sh --check
     cargo test --release -p gcmx-cuda --features fault-injection
     cargo test --release -p gcmx --features cuda
     cargo test --release -p gcmx-cli --features cuda
@@ -77,6 +86,19 @@ if [[ ${CPU_ONLY} == 0 ]]; then
     cargo clippy -q --workspace --all-targets --features gcmx/cuda,gcmx-cli/cuda,gcmx-cuda/bench,gcmx-cuda/fault-injection -- -D warnings
 fi
 RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps
+RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p gcmx -p gcmx-cuda --all-features
+if cargo +nightly --version >/dev/null 2>&1; then
+    # As docs.rs renders them: feature-gated items marked with their feature.
+    RUSTDOCFLAGS="-D warnings --cfg docsrs" cargo +nightly doc -q --no-deps -p gcmx -p gcmx-cuda --all-features \
+        --target-dir target/docsrs
+fi
+MSRV=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+if rustup run "${MSRV}.0" rustc --version >/dev/null 2>&1; then
+    echo "MSRV ${MSRV}: cargo +${MSRV}.0 check of every crate, the GPU backend included"
+    cargo "+${MSRV}.0" check -q --workspace --features gcmx/cuda,gcmx-cli/cuda --target-dir target/msrv
+else
+    echo "MSRV ${MSRV}: NOT checked (no ${MSRV}.0 toolchain installed)"
+fi
 
 phase fuzz "30 s of each fuzz target where a nightly toolchain exists (cargo-fuzz installed into .toolchain/)"
 if cargo +nightly --version >/dev/null 2>&1; then

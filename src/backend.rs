@@ -35,6 +35,7 @@ pub enum Backend {
     /// The GPU (feature `cuda`): [`GcmError::BackendUnavailable`] at construction when there
     /// is no driver or device.
     #[cfg(feature = "cuda")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
     Cuda,
 }
 

@@ -61,14 +61,17 @@
 //! let _ = gcmx::aead::AeadInOut::encrypt_inout_detached(&c, &[0u8; 12].into(), b"", (&mut [0u8; 0][..]).into());
 //! ```
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 use std::sync::Arc;
 
 pub use aead::{self, AeadCore, AeadInOut, Error, Key, KeyInit, KeySizeUser};
 #[cfg(feature = "aes")]
+#[cfg_attr(docsrs, doc(cfg(feature = "aes")))]
 pub use gcmx_core::aes;
 pub use gcmx_core::{A_MAX, AesGcm, Nonce, P_MAX, Tag, TagSize};
 #[cfg(feature = "aes")]
+#[cfg_attr(docsrs, doc(cfg(feature = "aes")))]
 pub use gcmx_core::{Aes128Gcm, Aes192Gcm, Aes256Gcm};
 pub use gcmx_core::{DeviceError, Error as GcmError, OpenJob, SealJob};
 
@@ -79,7 +82,22 @@ use gcmx_core::KeyMaterial;
 use gcmx_core::engine::{GcmEngine, ParallelEngine, SerialEngine};
 
 /// The CUDA backend: device information, device-resident buffers, keyrings and batches.
+///
+/// The kernels ship prebuilt inside the crate and the driver (`libcuda.so.1`) is loaded when the GPU is
+/// first asked for, so a binary built with `cuda` starts anywhere: where no driver or device can be
+/// used, [`available`](cuda::available) is `false`, [`Backend::Cuda`] reports
+/// [`GcmError::BackendUnavailable`] with the reason, and [`Backend::Auto`] stays on the CPU.
+///
+/// ```
+/// use gcmx::{Backend, Gcm, GcmError};
+/// match Gcm::with_backend(&[1u8; 32], Backend::Cuda) {
+///     Ok(_) => assert!(gcmx::cuda::available()),
+///     Err(GcmError::BackendUnavailable(why)) => println!("CPU only: {why}"),
+///     Err(e) => panic!("{e}"),
+/// }
+/// ```
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda {
     pub use gcmx_cuda::*;
 }

@@ -1,124 +1,311 @@
-//! Build script of gcmx-cuda.
+//! Build script of gcmx-cuda. It compiles and runs nothing on the build machine unless asked to
+//! rebuild the kernels, so the crate builds anywhere, cross-compiling included, with no CUDA toolkit.
 //!
-//! Without the `cuda` feature it does nothing but declare the crate's cfg: the crate then builds on any
-//! machine (no nvcc, no libcuda) and every entry point answers `Error::BackendUnavailable`.
+//! Always: reads the layout record at the end of `cuda/gcmx_abi.h` (the `GCMX_LAYOUT_*` lines, as text)
+//! and writes it as Rust constants (`$OUT_DIR/abi_layout.rs`), which `src/abi.rs` asserts its
+//! `#[repr(C)]` mirrors against at compile time. The C side checks the same lines with static asserts.
 //!
-//! With it, it compiles the CUDA kernels under `<workspace>/cuda/` into ONE fatbin that the crate
-//! embeds with `include_bytes!`, and probes the ABI header's struct layouts for the host-side tests.
+//! With the `cuda` feature it chooses the kernels the crate embeds:
+//! * by default the fatbin the package ships, `kernels/gcmx.fatbin` (SASS for sm_80, sm_86, sm_89,
+//!   sm_90, sm_100, sm_120 plus PTX for compute_120, built by nvcc 13.5 with `clmad`), after checking its
+//!   build record `kernels/gcmx.fatbin.record`: the flags must be the ones below, every source listed
+//!   there must be the package's `cuda/` file byte for byte (SHA-256) and no other source may exist, and
+//!   the fatbin's own hash must match. A stale or altered fatbin stops the build with the reason;
+//! * with `GCMX_CUDA_REBUILD=1`, one it builds from `cuda/` with an nvcc of release 13.3 or newer (the
+//!   first that accepts `clmad`; looked for at `$NVCC`, `$CUDA_PATH/bin/nvcc`, on `PATH`, and in the
+//!   repository's `.toolchain/` that `scripts/setup-cuda.sh` fills), with a record of its own.
+//!   `scripts/build-kernels.sh` uses this to refresh `kernels/` after a change under `cuda/`.
 //!
-//! * nvcc: `$NVCC`, else `$CUDA_PATH/bin/nvcc`, else `nvcc` on `PATH`, else the one `scripts/setup-cuda.sh`
-//!   installs (`<workspace>/.toolchain/cuda/nvidia/cu13/bin/nvcc`). None at all: the build fails and says to
-//!   run `scripts/setup-cuda.sh`.
-//! * nvcc >= 13.3: `-DGCMX_HAVE_CLMAD=1` (the PTX `clmad` GHASH); older: the software carry-less multiply
-//!   only, with a `cargo:warning`. Exposed to the crate as `cfg(gcmx_have_clmad)` and the env vars
-//!   `GCMX_NVCC_VERSION`, `GCMX_GHASH_VARIANT`.
-//! * Recipe: the one written at the top of `cuda/gcmx_abi.h` (one translation unit, `cuda/gcmx_all.cu`):
-//!   SASS for sm_80, sm_86, sm_89, sm_90, sm_100, sm_120 plus PTX for compute_120.
-//! * Layout probe: a tiny C program that includes `cuda/gcmx_abi.h` and prints sizes, offsets and
-//!   constants; its output becomes `$OUT_DIR/abi_probe.rs`, which the unit tests compare with the Rust mirrors.
+//! `GCMX_CUDA_DIR` reads the kernel sources from another folder (default: `cuda/` beside this file).
 
 use std::env;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sha2::{Digest, Sha256};
+
 /// SASS targets, then the PTX target for later GPUs (see cuda/gcmx_abi.h).
 const SASS_ARCHS: [u32; 6] = [80, 86, 89, 90, 100, 120];
 const PTX_ARCH: u32 = 120;
 /// First nvcc release whose PTX assembler accepts `clmad`.
 const CLMAD_MIN: (u32, u32) = (13, 3);
+/// The kernels' single translation unit.
+const MAIN_SOURCE: &str = "gcmx_all.cu";
+/// Environment variable that asks for a rebuild from source.
+const REBUILD: &str = "GCMX_CUDA_REBUILD";
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(gcmx_have_clmad)");
-    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=build.rs");
+    for v in [REBUILD, "NVCC", "CUDA_PATH", "GCMX_CUDA_DIR"] {
+        println!("cargo::rerun-if-env-changed={v}");
+    }
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
+    let cuda_dir = env::var_os("GCMX_CUDA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest.join("cuda"));
+    let sources = sources(&cuda_dir);
+    for (path, _) in &sources {
+        println!("cargo::rerun-if-changed={}", path.display());
+    }
+    println!("cargo::rerun-if-changed={}", cuda_dir.display());
+
+    write_layout(&cuda_dir.join("gcmx_abi.h"), &out_dir.join("abi_layout.rs"));
+
     if env::var_os("CARGO_FEATURE_CUDA").is_none() {
         return;
     }
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let root = manifest.join("../..");
-    // GCMX_CUDA_DIR overrides where the kernels are read from (default: <workspace>/cuda).
-    let cuda_dir = env::var_os("GCMX_CUDA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("cuda"));
-    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
-
-    println!("cargo:rerun-if-changed={}", cuda_dir.display());
-    for v in [
-        "NVCC",
-        "CUDA_PATH",
-        "GCMX_NVCC_FLAGS",
-        "GCMX_CUDA_DIR",
-        "CC",
-    ] {
-        println!("cargo:rerun-if-env-changed={v}");
-    }
-    if cuda_dir.is_dir() {
-        for entry in walk(&cuda_dir) {
-            println!("cargo:rerun-if-changed={}", entry.display());
-        }
-    }
-
-    let nvcc = match find_nvcc(&root) {
-        Some(p) => p,
-        None => fail(
-            "no nvcc found (looked at $NVCC, $CUDA_PATH/bin/nvcc, PATH, and .toolchain/cuda/nvidia/cu13/bin/nvcc). \
-             Run scripts/setup-cuda.sh from the workspace root (it installs nvcc 13.5 from PyPI) and build again.",
-        ),
-    };
-    let (major, minor) = match nvcc_version(&nvcc) {
-        Some(v) => v,
-        None => fail(&format!(
-            "could not read the release from `{} --version`",
-            nvcc.display()
-        )),
-    };
-    let have_clmad = (major, minor) >= CLMAD_MIN;
-    if !have_clmad {
-        println!(
-            "cargo:warning=gcmx-cuda: nvcc {major}.{minor} < {}.{}: building the SOFTWARE carry-less GHASH variant only \
-             (no clmad); run scripts/setup-cuda.sh for nvcc 13.5",
-            CLMAD_MIN.0, CLMAD_MIN.1
-        );
+    let shipped = manifest.join("kernels");
+    println!("cargo::rerun-if-changed={}", shipped.display());
+    let wanted = flags().join(" ");
+    let rebuild = env::var(REBUILD).is_ok_and(|v| !v.is_empty() && v != "0");
+    let (fatbin, record) = if rebuild {
+        build_from_source(&cuda_dir, &sources, &wanted, &manifest, &out_dir)
     } else {
-        println!("cargo:rustc-cfg=gcmx_have_clmad");
+        let fatbin = shipped.join("gcmx.fatbin");
+        let record = check_shipped(&fatbin, &shipped.join("gcmx.fatbin.record"), &sources, &wanted);
+        (fatbin, record)
+    };
+    println!("cargo::rustc-env=GCMX_FATBIN={}", fatbin.display());
+    println!("cargo::rustc-env=GCMX_NVCC_VERSION={}", record.nvcc);
+    if record.flags.split(' ').any(|f| f == "-DGCMX_HAVE_CLMAD=1") {
+        println!("cargo::rustc-cfg=gcmx_have_clmad");
     }
-    println!("cargo:rustc-env=GCMX_NVCC_VERSION={major}.{minor}");
-    println!(
-        "cargo:rustc-env=GCMX_GHASH_VARIANT={}",
-        if have_clmad { "clmad" } else { "soft" }
-    );
-    println!("cargo:rustc-env=GCMX_NVCC_PATH={}", nvcc.display());
-
-    let fatbin = out_dir.join("gcmx.fatbin");
-    compile_fatbin(&nvcc, &cuda_dir, &fatbin, have_clmad);
-    println!("cargo:rustc-env=GCMX_FATBIN={}", fatbin.display());
-
-    probe_layouts(&cuda_dir, &out_dir);
 }
 
 fn fail(msg: &str) -> ! {
     eprintln!("error: gcmx-cuda build: {msg}");
-    println!("cargo:warning=gcmx-cuda build: {msg}");
     std::process::exit(1);
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
+/// nvcc's flags for the fatbin, without input and output.
+fn flags() -> Vec<String> {
+    let mut f: Vec<String> = ["-fatbin", "-O3", "-std=c++17", "-DGCMX_HAVE_CLMAD=1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for a in SASS_ARCHS {
+        f.push("-gencode".into());
+        f.push(format!("arch=compute_{a},code=sm_{a}"));
     }
-    out.sort();
-    out
+    f.push("-gencode".into());
+    f.push(format!("arch=compute_{PTX_ARCH},code=compute_{PTX_ARCH}"));
+    f
 }
 
-fn find_nvcc(root: &Path) -> Option<PathBuf> {
+/// The kernel sources (`.cu`, `.cuh`, `.h` directly under `dir`), sorted by name, with their SHA-256.
+fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut v = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        fail(&format!("the kernel sources {} cannot be read", dir.display()));
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let kernel = p
+            .extension()
+            .and_then(|x| x.to_str())
+            .is_some_and(|x| matches!(x, "cu" | "cuh" | "h"));
+        if kernel && p.is_file() {
+            let bytes = std::fs::read(&p)
+                .unwrap_or_else(|e| fail(&format!("{}: {e}", p.display())));
+            v.push((p, hex(&Sha256::digest(&bytes))));
+        }
+    }
+    v.sort();
+    if !v.iter().any(|(p, _)| p.file_name().is_some_and(|n| n == MAIN_SOURCE)) {
+        fail(&format!("{} has no {MAIN_SOURCE}", dir.display()));
+    }
+    v
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().fold(String::new(), |mut s, x| {
+        let _ = write!(s, "{x:02x}");
+        s
+    })
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// What a build record says.
+struct Record {
+    nvcc: String,
+    flags: String,
+    sources: Vec<(String, String)>,
+    fatbin: String,
+}
+
+impl Record {
+    fn parse(text: &str) -> Option<Record> {
+        let (mut nvcc, mut flags, mut fatbin, mut sources) = (None, None, None, Vec::new());
+        for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+            let (key, rest) = line.split_once(' ')?;
+            match key {
+                "nvcc" => nvcc = Some(rest.to_string()),
+                "flags" => flags = Some(rest.to_string()),
+                "fatbin" => fatbin = Some(rest.to_string()),
+                "source" => {
+                    let (name, hash) = rest.split_once(' ')?;
+                    sources.push((name.to_string(), hash.to_string()));
+                }
+                _ => return None,
+            }
+        }
+        Some(Record {
+            nvcc: nvcc?,
+            flags: flags?,
+            sources,
+            fatbin: fatbin?,
+        })
+    }
+
+    fn render(&self) -> String {
+        let mut s = String::from(
+            "# The build of gcmx.fatbin beside this file, written by gcmx-cuda's build.rs (GCMX_CUDA_REBUILD=1,\n\
+             # scripts/build-kernels.sh). build.rs embeds the fatbin only if its hash, nvcc's flags and every\n\
+             # kernel source (SHA-256 of each file of cuda/) are the ones listed here.\n",
+        );
+        let _ = writeln!(s, "nvcc {}", self.nvcc);
+        let _ = writeln!(s, "flags {}", self.flags);
+        for (n, h) in &self.sources {
+            let _ = writeln!(s, "source {n} {h}");
+        }
+        let _ = writeln!(s, "fatbin {}", self.fatbin);
+        s
+    }
+}
+
+/// Check the shipped fatbin against its record and the sources in the package; its record, or stop.
+fn check_shipped(
+    fatbin: &Path,
+    record: &Path,
+    sources: &[(PathBuf, String)],
+    wanted: &str,
+) -> Record {
+    let how = format!(
+        "rebuild it from cuda/ with scripts/build-kernels.sh (or {REBUILD}=1 and nvcc >= {}.{})",
+        CLMAD_MIN.0, CLMAD_MIN.1
+    );
+    let text = std::fs::read_to_string(record)
+        .unwrap_or_else(|e| fail(&format!("{}: {e}; {how}", record.display())));
+    let Some(r) = Record::parse(&text) else {
+        fail(&format!("{} is not a build record; {how}", record.display()));
+    };
+    let bytes = std::fs::read(fatbin)
+        .unwrap_or_else(|e| fail(&format!("{}: {e}; {how}", fatbin.display())));
+    if hex(&Sha256::digest(&bytes)) != r.fatbin {
+        fail(&format!(
+            "{} is not the fatbin its record describes; {how}",
+            fatbin.display()
+        ));
+    }
+    if r.flags != wanted {
+        fail(&format!(
+            "{} was built with other nvcc flags ({}) than this build script uses ({wanted}); {how}",
+            fatbin.display(),
+            r.flags
+        ));
+    }
+    let have: Vec<(String, String)> = sources
+        .iter()
+        .map(|(p, h)| (file_name(p), h.clone()))
+        .collect();
+    if have != r.sources {
+        let mut diff = Vec::new();
+        for (n, h) in &have {
+            match r.sources.iter().find(|(m, _)| m == n) {
+                None => diff.push(format!("{n} is new")),
+                Some((_, g)) if g != h => diff.push(format!("{n} changed")),
+                _ => {}
+            }
+        }
+        for (m, _) in &r.sources {
+            if !have.iter().any(|(n, _)| n == m) {
+                diff.push(format!("{m} is gone"));
+            }
+        }
+        fail(&format!(
+            "{} is stale: since it was built, {}; {how}",
+            fatbin.display(),
+            diff.join(", ")
+        ));
+    }
+    r
+}
+
+/// Build the fatbin from `cuda_dir` into `out_dir`, with its record.
+fn build_from_source(
+    cuda_dir: &Path,
+    sources: &[(PathBuf, String)],
+    wanted: &str,
+    manifest: &Path,
+    out_dir: &Path,
+) -> (PathBuf, Record) {
+    let Some(nvcc) = find_nvcc(manifest) else {
+        fail(&format!(
+            "{REBUILD} is set but no nvcc was found (looked at $NVCC, $CUDA_PATH/bin/nvcc, PATH and \
+             .toolchain/cuda/nvidia/cu13/bin/nvcc; scripts/setup-cuda.sh installs nvcc 13.5); unset {REBUILD} \
+             to use the shipped kernels"
+        ));
+    };
+    let Some((major, minor)) = nvcc_version(&nvcc) else {
+        fail(&format!(
+            "could not read the release from `{} --version`",
+            nvcc.display()
+        ));
+    };
+    if (major, minor) < CLMAD_MIN {
+        fail(&format!(
+            "{REBUILD} is set but {} is release {major}.{minor}; the kernels need {}.{} or newer (clmad); \
+             unset {REBUILD} to use the shipped kernels",
+            nvcc.display(),
+            CLMAD_MIN.0,
+            CLMAD_MIN.1
+        ));
+    }
+    let fatbin = out_dir.join("gcmx.fatbin");
+    let mut cmd = Command::new(&nvcc);
+    cmd.args(flags())
+        .arg("-I")
+        .arg(cuda_dir)
+        .arg("-o")
+        .arg(&fatbin)
+        .arg(cuda_dir.join(MAIN_SOURCE));
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| fail(&format!("could not run {}: {e}", nvcc.display())));
+    if !output.status.success() {
+        fail(&format!(
+            "nvcc failed ({}):\n{:?}\n{}{}",
+            output.status,
+            cmd,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let bytes = std::fs::read(&fatbin)
+        .unwrap_or_else(|e| fail(&format!("{}: {e}", fatbin.display())));
+    let record = Record {
+        nvcc: format!("{major}.{minor}"),
+        flags: wanted.to_string(),
+        sources: sources
+            .iter()
+            .map(|(p, h)| (file_name(p), h.clone()))
+            .collect(),
+        fatbin: hex(&Sha256::digest(&bytes)),
+    };
+    std::fs::write(out_dir.join("gcmx.fatbin.record"), record.render())
+        .unwrap_or_else(|e| fail(&format!("writing the build record: {e}")));
+    (fatbin, record)
+}
+
+fn find_nvcc(manifest: &Path) -> Option<PathBuf> {
     let works = |p: &Path| {
         p.is_file()
             && Command::new(p)
@@ -126,30 +313,14 @@ fn find_nvcc(root: &Path) -> Option<PathBuf> {
                 .output()
                 .is_ok_and(|o| o.status.success())
     };
-    if let Some(p) = env::var_os("NVCC").map(PathBuf::from)
-        && works(&p)
-    {
-        return Some(p);
-    }
-    if let Some(cp) = env::var_os("CUDA_PATH") {
-        let p = PathBuf::from(cp).join("bin/nvcc");
-        if works(&p) {
-            return Some(p);
-        }
-    }
+    let mut candidates = Vec::new();
+    candidates.extend(env::var_os("NVCC").map(PathBuf::from));
+    candidates.extend(env::var_os("CUDA_PATH").map(|p| PathBuf::from(p).join("bin/nvcc")));
     if let Some(path) = env::var_os("PATH") {
-        for dir in env::split_paths(&path) {
-            let p = dir.join("nvcc");
-            if works(&p) {
-                return Some(p);
-            }
-        }
+        candidates.extend(env::split_paths(&path).map(|d| d.join("nvcc")));
     }
-    let p = root.join(".toolchain/cuda/nvidia/cu13/bin/nvcc");
-    if works(&p) {
-        return Some(p.canonicalize().unwrap_or(p));
-    }
-    None
+    candidates.push(manifest.join("../../.toolchain/cuda/nvidia/cu13/bin/nvcc"));
+    candidates.into_iter().find(|p| works(p))
 }
 
 /// Parse `release X.Y` from `nvcc --version`.
@@ -165,291 +336,75 @@ fn nvcc_version(nvcc: &Path) -> Option<(u32, u32)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
-fn compile_fatbin(nvcc: &Path, cuda_dir: &Path, out: &Path, have_clmad: bool) {
-    let all = cuda_dir.join("gcmx_all.cu");
-    if !all.is_file() {
-        fail(&format!(
-            "{} is missing: the kernels' single translation unit (see the BUILD comment in cuda/gcmx_abi.h)",
-            all.display()
-        ));
-    }
-    let mut cmd = Command::new(nvcc);
-    cmd.arg("-fatbin").arg("-O3").arg("-std=c++17");
-    if have_clmad {
-        cmd.arg("-DGCMX_HAVE_CLMAD=1");
-    }
-    for a in SASS_ARCHS {
-        cmd.arg("-gencode")
-            .arg(format!("arch=compute_{a},code=sm_{a}"));
-    }
-    cmd.arg("-gencode")
-        .arg(format!("arch=compute_{PTX_ARCH},code=compute_{PTX_ARCH}"));
-    if let Ok(extra) = env::var("GCMX_NVCC_FLAGS") {
-        cmd.args(extra.split_whitespace());
-    }
-    cmd.arg("-I").arg(cuda_dir).arg("-o").arg(out).arg(&all);
-    let output = cmd
-        .output()
-        .unwrap_or_else(|e| fail(&format!("could not run {}: {e}", nvcc.display())));
-    if !output.status.success() {
-        fail(&format!(
-            "nvcc failed ({}):\n{:?}\n{}{}",
-            output.status,
-            cmd,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ));
+/// A number of the layout record: decimal or 0x hex, with C's `u`/`ull` suffixes allowed.
+fn number(s: &str) -> Option<u64> {
+    let s = s.trim().trim_end_matches(['u', 'U', 'l', 'L']);
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
     }
 }
 
-/// Fields whose offsets the probe prints: (struct, field).
-const OFFSETS: &[(&str, &str)] = &[
-    ("GcmxU128", "lo"),
-    ("GcmxU128", "hi"),
-    ("GcmxAesKey", "rk"),
-    ("GcmxAesKey", "nr"),
-    ("GcmxGhashParams", "data"),
-    ("GcmxGhashParams", "nbytes"),
-    ("GcmxGhashParams", "powers"),
-    ("GcmxGhashParams", "partials"),
-    ("GcmxGcmCtr", "j0_prefix"),
-    ("GcmxGcmCtr", "ctr_first"),
-    ("GcmxGcmParams", "in"),
-    ("GcmxGcmParams", "out"),
-    ("GcmxGcmParams", "nbytes"),
-    ("GcmxGcmParams", "powers"),
-    ("GcmxGcmParams", "partials"),
-    ("GcmxGcmParams", "key"),
-    ("GcmxGcmParams", "ctr"),
-    ("GcmxGcmParams", "nr"),
-    ("GcmxGcmParams", "_pad0"),
-    ("GcmxRawKey", "key"),
-    ("GcmxRawKey", "len"),
-    ("GcmxExpandParams", "raw"),
-    ("GcmxExpandParams", "out"),
-    ("GcmxExpandParams", "nkeys"),
-    ("GcmxExpandParams", "_pad0"),
-    ("GcmxKeyPowers", "q"),
-    ("GcmxKeyPowers", "pow2"),
-    ("GcmxKeyPowersParams", "keys"),
-    ("GcmxKeyPowersParams", "key_powers"),
-    ("GcmxKeyPowersParams", "nkeys"),
-    ("GcmxKeyPowersParams", "_pad0"),
-    ("GcmxDevMsg", "data_off"),
-    ("GcmxDevMsg", "data_len"),
-    ("GcmxDevMsg", "aad_off"),
-    ("GcmxDevMsg", "aad_len"),
-    ("GcmxDevMsg", "nonce_off"),
-    ("GcmxDevMsg", "nonce_len"),
-    ("GcmxDevMsg", "key"),
-    ("GcmxDbParams", "msgs"),
-    ("GcmxDbParams", "data"),
-    ("GcmxDbParams", "data_len"),
-    ("GcmxDbParams", "aad"),
-    ("GcmxDbParams", "aad_len"),
-    ("GcmxDbParams", "nonces"),
-    ("GcmxDbParams", "nonces_len"),
-    ("GcmxDbParams", "tags"),
-    ("GcmxDbParams", "verdicts"),
-    ("GcmxDbParams", "keys"),
-    ("GcmxDbParams", "key_powers"),
-    ("GcmxDbParams", "scratch"),
-    ("GcmxDbParams", "nmsgs"),
-    ("GcmxDbParams", "nkeys"),
-    ("GcmxDbParams", "nr"),
-    ("GcmxDbParams", "mode"),
-    ("GcmxDbParams", "tag_len"),
-    ("GcmxDbParams", "flags"),
-    ("GcmxDbParams", "bar_base"),
-    ("GcmxDbParams", "_pad0"),
-    ("GcmxBwParams", "in"),
-    ("GcmxBwParams", "out"),
-    ("GcmxBwParams", "nbytes"),
-];
-
-/// Integer constants of the header that the Rust side mirrors.
-const CONSTANTS: &[&str] = &[
-    "GCMX_ABI_VERSION",
-    "GCMX_WARP_SIZE",
-    "GCMX_POW_THREAD_BASE",
-    "GCMX_BLOCKS_PER_REDUCTION",
-    "GCMX_GHASH_THREADS",
-    "GCMX_GHASH_WARP_SPAN",
-    "GCMX_GHASH_SPAN",
-    "GCMX_GHASH_POW_COUNT",
-    "GCMX_WARP_CHUNK",
-    "GCMX_FUSED_THREADS",
-    "GCMX_FUSED_WARP_SPAN",
-    "GCMX_FUSED_SPAN",
-    "GCMX_FUSED_POW_COUNT",
-    "GCMX_KEY_POWERS_THREADS",
-    "GCMX_DB_THREADS",
-    "GCMX_DB_COLS",
-    "GCMX_DB_BARRIERS",
-    "GCMX_DB_UNIT_BLOCKS",
-    "GCMX_DB_SEAL",
-    "GCMX_DB_OPEN",
-    "GCMX_DB_EXPECT",
-    "GCMX_DB_J0_GIVEN",
-    "GCMX_VERDICT_OK",
-    "GCMX_VERDICT_REFUSED",
-    "GCMX_VERDICT_INVALID",
-    "GCMX_DB_SCR_BLK",
-    "GCMX_EXPAND_THREADS",
-    "GCMX_KEY_POW_LINEAR",
-    "GCMX_KEY_POW_POW2",
-    "GCMX_BW_THREADS",
-    "GCMX_BW_COPY_SPAN",
-    "GCMX_ABI_INFO_WORDS",
-    "GCMX_Q0_HI",
-    "GCMX_Q0_LO",
-];
-
-const STRUCTS: &[&str] = &[
-    "GcmxU128",
-    "GcmxAesKey",
-    "GcmxGhashParams",
-    "GcmxGcmCtr",
-    "GcmxGcmParams",
-    "GcmxRawKey",
-    "GcmxExpandParams",
-    "GcmxKeyPowers",
-    "GcmxKeyPowersParams",
-    "GcmxDevMsg",
-    "GcmxDbMsg",
-    "GcmxDbParams",
-    "GcmxBwParams",
-];
-
-/// Compile and run a C program that prints the header's layouts; write them as Rust constants.
-/// Also prints the header's own `gcmx_strided_pow_exponent`, `gcmx_db_units` and `gcmx_db_scratch_bytes`
-/// results for a few inputs, so the Rust mirrors of those functions are tested against the C originals.
-fn probe_layouts(cuda_dir: &Path, out_dir: &Path) {
-    let mut c = String::new();
-    c.push_str(
-        "#include <stdio.h>\n#include <stddef.h>\n#include \"gcmx_abi.h\"\nint main(void) {\n",
-    );
-    for s in STRUCTS {
-        let _ = writeln!(
-            c,
-            "  printf(\"size {s} %zu %zu\\n\", sizeof({s}), _Alignof({s}));"
-        );
-    }
-    for (s, f) in OFFSETS {
-        let _ = writeln!(
-            c,
-            "  printf(\"offset {s} {f} %zu\\n\", offsetof({s}, {f}));"
-        );
-    }
-    for k in CONSTANTS {
-        let _ = writeln!(
-            c,
-            "  printf(\"const {k} %llu\\n\", (unsigned long long)({k}));"
-        );
-    }
-    // strided exponents for both layouts
-    c.push_str(
-        "  for (unsigned i = 0; i < GCMX_GHASH_POW_COUNT; i++) printf(\"ghexp %u %llu\\n\", i, \
-         (unsigned long long)gcmx_strided_pow_exponent(GCMX_GHASH_THREADS, GCMX_GHASH_WARP_SPAN, i));\n",
-    );
-    c.push_str(
-        "  for (unsigned i = 0; i < GCMX_FUSED_POW_COUNT; i++) printf(\"fuexp %u %llu\\n\", i, \
-         (unsigned long long)gcmx_strided_pow_exponent(GCMX_FUSED_THREADS, GCMX_FUSED_WARP_SPAN, i));\n",
-    );
-    // device-batch unit geometry and scratch sizes over fixed inputs
-    c.push_str(
-        "  { static const unsigned long long lens[] = {0, 1, 15, 16, 17, 64, 511, 512, 513, 1000, 1024, 1025, \
-         16383, 16384, 16385, 33000, 1<<20, (1ull<<36) - 32}; unsigned i;\n\
-         for (i = 0; i < sizeof lens / sizeof lens[0]; i++) { uint32_t g0, fr; uint32_t k = gcmx_db_units(lens[i], &g0, &fr);\n\
-         printf(\"units %llu %u %u %u\\n\", lens[i], k, g0, fr); }\n\
-         static const unsigned ns[] = {1, 7, 1000, 1000000}, gs[] = {1, 3, 264, 1056};\n\
-         for (i = 0; i < 4; i++) printf(\"scratch %u %u %llu\\n\", ns[i], gs[i], (unsigned long long)gcmx_db_scratch_bytes(ns[i], gs[i])); }\n",
-    );
-    c.push_str("  return 0;\n}\n");
-    let src = out_dir.join("abi_probe.c");
-    let exe = out_dir.join("abi_probe");
-    std::fs::write(&src, c).expect("write abi_probe.c");
-    let cc = env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .arg("-std=c11")
-        .arg("-O0")
-        .arg("-I")
-        .arg(cuda_dir)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .status();
-    match status {
-        Ok(s) if s.success() => {}
-        other => fail(&format!(
-            "could not compile the ABI layout probe {} with {cc}: {other:?}",
-            src.display()
-        )),
-    }
-    let out = Command::new(&exe)
-        .output()
-        .unwrap_or_else(|e| fail(&format!("abi_probe: {e}")));
-    if !out.status.success() {
-        fail("abi_probe failed");
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut rs = String::from(
-        "// Generated by build.rs from cuda/gcmx_abi.h (compiled with the host C compiler).\n",
-    );
-    let mut sizes = Vec::new();
-    let mut offsets = Vec::new();
-    let mut consts = Vec::new();
-    let mut ghexp = Vec::new();
-    let mut fuexp = Vec::new();
-    let mut units = Vec::new();
-    let mut scratch = Vec::new();
+/// Turn the header's `GCMX_LAYOUT_*` lines into Rust constants: `size::T = (size, align)`,
+/// `offset::T::field`, `value::NAME`.
+fn write_layout(header: &Path, out: &Path) {
+    let text = std::fs::read_to_string(header)
+        .unwrap_or_else(|e| fail(&format!("{}: {e}", header.display())));
+    let mut sizes = String::new();
+    let mut fields: Vec<(String, String, u64)> = Vec::new();
+    let mut values = String::new();
     for line in text.lines() {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        match w.as_slice() {
-            ["size", s, n, a] => sizes.push(format!("(\"{s}\", {n}, {a})")),
-            ["offset", s, f, n] => offsets.push(format!("(\"{s}\", \"{f}\", {n})")),
-            ["const", k, v] => consts.push(format!("(\"{k}\", {v}u64)")),
-            ["ghexp", _, v] => ghexp.push(v.to_string()),
-            ["fuexp", _, v] => fuexp.push(v.to_string()),
-            ["units", l, k, g, f] => units.push(format!("({l}, {k}, {g}, {f})")),
-            ["scratch", n, g, b] => scratch.push(format!("({n}, {g}, {b})")),
-            _ => {}
+        let line = line.trim();
+        let Some((head, rest)) = line.split_once('(') else {
+            continue;
+        };
+        if !matches!(
+            head,
+            "GCMX_LAYOUT_SIZE" | "GCMX_LAYOUT_FIELD" | "GCMX_LAYOUT_CONST"
+        ) {
+            continue;
+        }
+        let Some(args) = rest.strip_suffix(");") else {
+            fail(&format!("{}: cannot read `{line}`", header.display()));
+        };
+        let a: Vec<&str> = args.split(',').map(str::trim).collect();
+        let bad = || -> ! { fail(&format!("{}: cannot read `{line}`", header.display())) };
+        match (head, a.as_slice()) {
+            ("GCMX_LAYOUT_SIZE", [t, n, al]) => {
+                let (n, al) = (number(n).unwrap_or_else(|| bad()), number(al).unwrap_or_else(|| bad()));
+                let _ = writeln!(
+                    sizes,
+                    "    pub(crate) const {t}: (usize, usize) = ({n}, {al});"
+                );
+            }
+            ("GCMX_LAYOUT_FIELD", [t, f, o]) => {
+                fields.push((t.to_string(), f.to_string(), number(o).unwrap_or_else(|| bad())));
+            }
+            ("GCMX_LAYOUT_CONST", [name, v]) => {
+                let v = number(v).unwrap_or_else(|| bad());
+                let _ = writeln!(values, "    pub(crate) const {name}: u64 = {v};");
+            }
+            _ => bad(),
         }
     }
-    let _ = writeln!(
-        rs,
-        "/// (struct, size, align)\npub(super) const C_SIZES: &[(&str, usize, usize)] = &[{}];",
-        sizes.join(", ")
+    let mut rs = format!(
+        "// Generated by build.rs from the layout record of {}.\n\
+         #[allow(non_upper_case_globals, dead_code)]\npub(crate) mod size {{\n{sizes}}}\n\
+         #[allow(non_snake_case, non_upper_case_globals, dead_code)]\npub(crate) mod offset {{\n",
+        file_name(header)
     );
-    let _ = writeln!(
+    let mut structs: Vec<&str> = fields.iter().map(|(t, _, _)| t.as_str()).collect();
+    structs.dedup();
+    for t in structs {
+        let _ = writeln!(rs, "    pub(crate) mod {t} {{");
+        for (_, f, o) in fields.iter().filter(|(s, _, _)| s == t) {
+            let _ = writeln!(rs, "        pub(crate) const r#{f}: usize = {o};");
+        }
+        rs.push_str("    }\n");
+    }
+    let _ = write!(
         rs,
-        "/// (struct, field, offset)\npub(super) const C_OFFSETS: &[(&str, &str, usize)] = &[{}];",
-        offsets.join(", ")
+        "}}\n#[allow(dead_code)]\npub(crate) mod value {{\n{values}}}\n"
     );
-    let _ = writeln!(
-        rs,
-        "/// (name, value)\npub(super) const C_CONSTS: &[(&str, u64)] = &[{}];",
-        consts.join(", ")
-    );
-    let _ = writeln!(
-        rs,
-        "/// gcmx_strided_pow_exponent for the GHASH layout\npub(super) const C_GHASH_EXP: &[u64] = &[{}];",
-        ghexp.join(", ")
-    );
-    let _ = writeln!(
-        rs,
-        "/// gcmx_strided_pow_exponent for the fused layout\npub(super) const C_FUSED_EXP: &[u64] = &[{}];",
-        fuexp.join(", ")
-    );
-    let _ = writeln!(
-        rs,
-        "/// gcmx_db_units: (len, units, g0, free slot)\npub(super) const C_UNITS: &[(u64, u64, u32, u32)] = &[{}];",
-        units.join(", ")
-    );
-    let _ = writeln!(
-        rs,
-        "/// gcmx_db_scratch_bytes: (n, grid, bytes)\npub(super) const C_SCRATCH: &[(u32, u32, u64)] = &[{}];",
-        scratch.join(", ")
-    );
-    std::fs::write(out_dir.join("abi_probe.rs"), rs).expect("write abi_probe.rs");
+    std::fs::write(out, rs).unwrap_or_else(|e| fail(&format!("{}: {e}", out.display())));
 }

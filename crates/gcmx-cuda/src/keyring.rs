@@ -22,7 +22,8 @@ use crate::runtime::{Gpu, Stream};
 /// Keys are wiped from device memory when the keyring is dropped.
 ///
 /// ```no_run
-/// use gcmx_cuda::{CudaKeyring, KeyedOpenJob, KeyedSealJob};
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::{CudaKeyring, KeyedOpenJob, KeyedSealJob};
 /// let ring = CudaKeyring::new(&[&[1u8; 16], &[2u8; 32]])?;
 /// let (mut a, mut b) = (*b"first message", *b"second");
 /// let (mut ta, mut tb) = ([0u8; 16], [0u8; 16]);
@@ -38,7 +39,7 @@ use crate::runtime::{Gpu, Stream};
 /// assert_eq!(ok, [true, false]);
 /// assert_eq!(&a, b"first message");
 /// assert_eq!(b, [0u8; 6]); // refused, and wiped
-/// # Ok::<(), gcmx_cuda::Error>(())
+/// # Ok::<(), gcmx::cuda::Error>(())
 /// ```
 pub struct CudaKeyring {
     gpu: Arc<Gpu>,

@@ -4,8 +4,10 @@
 //! newer), AES-CTR with a constant-time bitsliced AES, both fused in one pass over the data
 //! (`cuda/gcm_fused.cu`); the kernels' partial hashes are joined on the host by gcmx-core. Keys are
 //! uploaded raw and expanded on the GPU; key schedules, powers of H and J0 reach the kernels through
-//! device memory that is wiped after use, never through launch parameters. The kernels are compiled by
-//! build.rs into one fatbin (SASS for sm_80..sm_120 plus PTX) and driven through the `cust` crate.
+//! device memory that is wiped after use, never through launch parameters. The kernels ship in the
+//! package as one fatbin (SASS for sm_80..sm_120 plus PTX, built by nvcc 13.5 from the `cuda/` sources
+//! beside it, which build.rs checks it against), and the CUDA driver API is loaded from `libcuda.so.1`
+//! on first use: building needs no CUDA toolkit, and a binary starts where no driver is installed.
 //!
 //! * [`CudaEngine`]: the engine for one key, behind `gcmx::Backend::Cuda` (host buffers of any size,
 //!   pipelined; batches), and the device-resident API on [`DeviceBuf`]s.
@@ -15,12 +17,16 @@
 //!   `gcmx::Backend::Auto` should use the GPU for host data.
 //!
 //! Without the crate's `cuda` feature (which gcmx's `cuda` feature turns on), or without a driver or
-//! device, every entry point returns `Error::BackendUnavailable`; a later call tries again.
+//! device, every entry point returns `Error::BackendUnavailable` with the reason; a later call tries
+//! again. At run time the GPU needs an NVIDIA driver for CUDA 13.0 or newer (release 580 or later)
+//! and compute capability 8.0 (Ampere) or newer.
 //!
 //! Modules, lowest layer first (none imports from a layer above it): `abi`, `plan`, `policy` (plain
 //! data and arithmetic); `runtime` (all driver calls, the only `unsafe`); `keys` (key material on the
 //! device); `pinned`, `pipeline`, `resident`, `batch` (host pipeline, device-resident data, batches);
 //! `keyring`, `engine` (the public engines); `raw` (feature `bench`: timed kernel runs).
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Without the driver nothing is launched, so the kernels' parameter structs have no user.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -36,6 +42,7 @@ mod pipeline;
 mod plan;
 mod policy;
 #[cfg(feature = "bench")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bench")))]
 pub mod raw;
 mod resident;
 mod runtime;
@@ -48,6 +55,7 @@ pub use pending::Pending;
 pub use pinned::PinnedRegion;
 pub use resident::DeviceBuf;
 #[cfg(feature = "fault-injection")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fault-injection")))]
 pub use runtime::fault;
 pub use runtime::{DeviceInfo, GhashVariant, RawDeviceSpan, Stream};
 
@@ -63,10 +71,11 @@ pub fn info() -> Result<DeviceInfo, Error> {
 /// device, `Error::BackendUnavailable` as for [`info`]).
 ///
 /// ```no_run
-/// for d in 0..gcmx_cuda::device_count()? {
-///     println!("{}", gcmx_cuda::device_info(d)?);
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// for d in 0..gcmx::cuda::device_count()? {
+///     println!("{}", gcmx::cuda::device_info(d)?);
 /// }
-/// # Ok::<(), gcmx_cuda::Error>(())
+/// # Ok::<(), gcmx::cuda::Error>(())
 /// ```
 pub fn device_info(ordinal: u32) -> Result<DeviceInfo, Error> {
     runtime::Gpu::get(ordinal).map(|g| g.info().clone())

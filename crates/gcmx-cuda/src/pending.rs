@@ -23,7 +23,8 @@ use crate::runtime::{Fence, Gpu, ParamSlot};
 /// stream, dropping them) waits for it first. Only the verdict of a single-buffer open is lost.
 ///
 /// ```no_run
-/// use gcmx_cuda::{CudaEngine, DeviceBuf, Stream};
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::{CudaEngine, DeviceBuf, Stream};
 /// let engine = CudaEngine::new(&[7u8; 32])?;
 /// let stream = Stream::new()?;
 /// let mut buf = DeviceBuf::from_host(&[1u8; 1 << 20])?;
@@ -33,13 +34,14 @@ use crate::runtime::{Fence, Gpu, ParamSlot};
 /// pending.wait()?;
 /// let tag_bytes = tag.to_vec()?;
 /// # let _ = tag_bytes;
-/// # Ok::<(), gcmx_cuda::Error>(())
+/// # Ok::<(), gcmx::cuda::Error>(())
 /// ```
 ///
 /// The buffers cannot be touched while the work is pending:
 ///
 /// ```compile_fail
-/// use gcmx_cuda::{CudaEngine, DeviceBuf, Stream};
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::{CudaEngine, DeviceBuf, Stream};
 /// let engine = CudaEngine::new(&[7u8; 32]).unwrap();
 /// let stream = Stream::new().unwrap();
 /// let mut buf = DeviceBuf::new(64).unwrap();
@@ -52,7 +54,8 @@ use crate::runtime::{Fence, Gpu, ParamSlot};
 /// nor freed, nor can the engine go away:
 ///
 /// ```compile_fail
-/// use gcmx_cuda::{CudaEngine, DeviceBuf, Stream};
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::{CudaEngine, DeviceBuf, Stream};
 /// let stream = Stream::new().unwrap();
 /// let mut buf = DeviceBuf::new(64).unwrap();
 /// let mut tag = DeviceBuf::new(16).unwrap();

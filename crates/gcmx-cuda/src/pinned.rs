@@ -23,7 +23,8 @@ use crate::runtime::{Gpu, pin_scope};
 /// The scope unregisters in its own frame, which no leak can skip.
 ///
 /// ```no_run
-/// use gcmx_cuda::PinnedRegion;
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::PinnedRegion;
 /// let gcm = gcmx::Gcm::with_backend(&[7u8; 32], "cuda".parse()?)?;
 /// let mut data = vec![0u8; 1 << 30];
 /// let mut tag = [0u8; 16];
@@ -39,7 +40,8 @@ use crate::runtime::{Gpu, pin_scope};
 /// The region cannot outlive its buffer, nor leave its scope:
 ///
 /// ```compile_fail
-/// use gcmx_cuda::PinnedRegion;
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::PinnedRegion;
 /// let mut escaped = None;
 /// {
 ///     let mut v = vec![0u8; 4096];
@@ -50,7 +52,8 @@ use crate::runtime::{Gpu, pin_scope};
 /// and the buffer cannot be used but through the region while the region lives:
 ///
 /// ```compile_fail
-/// use gcmx_cuda::PinnedRegion;
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::PinnedRegion;
 /// let mut v = vec![0u8; 4096];
 /// let _ = PinnedRegion::scope(&mut v, |region| {
 ///     v[0] = 1; // `v` is borrowed by the region

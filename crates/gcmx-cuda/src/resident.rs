@@ -24,20 +24,22 @@ use crate::runtime::{At, DeviceMem, Gpu, Launch};
 /// a [`DeviceBuf::wipe`] or an [`DeviceBuf::upload`] of the whole buffer succeeds.
 ///
 /// ```no_run
-/// use gcmx_cuda::{CudaEngine, DeviceBuf};
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::{CudaEngine, DeviceBuf};
 /// let engine = CudaEngine::new(&[7u8; 32])?;
 /// let mut buf = DeviceBuf::from_host(b"hello, device")?;
 /// let mut tag = [0u8; 16];
 /// engine.seal_device(&[1u8; 12], b"aad", &mut buf, &mut tag)?;
 /// engine.open_device(&[1u8; 12], b"aad", &mut buf, &tag)?;
 /// assert_eq!(buf.to_vec()?, b"hello, device");
-/// # Ok::<(), gcmx_cuda::Error>(())
+/// # Ok::<(), gcmx::cuda::Error>(())
 /// ```
 ///
 /// A `DeviceBuf` is not `Clone`: its bytes have one owner.
 ///
 /// ```compile_fail
-/// let buf = gcmx_cuda::DeviceBuf::new(16).unwrap();
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// let buf = gcmx::cuda::DeviceBuf::new(16).unwrap();
 /// let copy = buf.clone();
 /// ```
 pub struct DeviceBuf {

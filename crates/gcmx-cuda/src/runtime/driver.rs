@@ -1,6 +1,6 @@
-//! The runtime over the CUDA driver (feature `cuda`), through `cust` and its raw bindings. Every
-//! `unsafe` block of the crate is in this file, one unsafe operation per block, each with the reason it
-//! is sound. See the parent module for the rules the types here enforce.
+//! The runtime over the CUDA driver (feature `cuda`), through the driver API that `sys` loads on first
+//! use. Every `unsafe` block of the crate is in this file or `sys`, one unsafe operation per block, each
+//! with the reason it is sound. See the parent module for the rules the types here enforce.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -8,25 +8,30 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cust::context::{Context, CurrentContext};
-use cust::device::{Device, DeviceAttribute};
-use cust::error::CudaError;
-use cust::function::{BlockSize, Function, GridSize};
-use cust::memory::{DeviceBuffer, LockedBuffer};
-use cust::module::Module;
-use cust::stream::{Stream as CuStream, StreamFlags};
-use cust::sys as cu;
 use gcmx_core::{DeviceError, Error};
 use zeroize::Zeroize;
 
 use super::fault::{self, Op};
+use super::sys::{self as cu, CUresult};
 use super::{
     At, DB_ALIGN, DbArgs, DeviceInfo, GhashVariant, Launch, RawDeviceSpan, Region, Stream, internal,
 };
 use crate::abi;
 
-/// The fatbin built by build.rs from cuda/gcmx_all.cu (SASS sm_80..sm_120 + PTX compute_120).
-static FATBIN: &[u8] = include_bytes!(env!("GCMX_FATBIN"));
+/// The kernels this build embeds (chosen by build.rs: the fatbin shipped in `kernels/`, or one it built
+/// from `cuda/` when asked to).
+mod kernels {
+    /// `include_bytes!` at the alignment the fatbin's headers assume.
+    #[repr(C, align(16))]
+    struct Aligned<T: ?Sized>(T);
+    static IMAGE: &Aligned<[u8]> = &Aligned(*include_bytes!(env!("GCMX_FATBIN")));
+    /// The fatbin (SASS sm_80..sm_120 + PTX compute_120).
+    pub(super) static FATBIN: &[u8] = &IMAGE.0;
+    /// Release of the nvcc that built it.
+    pub(super) const NVCC_VERSION: &str = env!("GCMX_NVCC_VERSION");
+    /// Whether it was built with the `clmad` GHASH (its build record says so; the kernels confirm).
+    pub(super) const HAVE_CLMAD: bool = cfg!(gcmx_have_clmad);
+}
 
 /// Idle lanes kept per device for synchronous helper work (copies, wipes, one-off launches).
 const POOL_MAX: usize = 16;
@@ -41,19 +46,19 @@ const COPY_STEP: usize = 8 << 20;
 
 /// A CUDA driver result that is not success, as the source of a [`DeviceError`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct DriverError(cu::CUresult);
+struct DriverError(CUresult);
 
 impl core::fmt::Display for DriverError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{:?} ({})", self.0, self.0 as i32)
+        write!(f, "{:?} ({})", self.0, self.0.0)
     }
 }
 
 impl std::error::Error for DriverError {}
 
 /// `Ok` for `CUDA_SUCCESS`, else `Error::Device` doing `what`, caused by the driver's code.
-fn check(r: cu::CUresult, what: &'static str) -> Result<(), Error> {
-    if r == cu::CUresult::CUDA_SUCCESS {
+fn check(r: CUresult, what: impl Into<Cow<'static, str>>) -> Result<(), Error> {
+    if r == CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
         Err(Error::Device(DeviceError::with_source(
@@ -61,11 +66,6 @@ fn check(r: cu::CUresult, what: &'static str) -> Result<(), Error> {
             DriverError(r),
         )))
     }
-}
-
-/// `Error::Device` doing `what`, caused by a `cust` error.
-fn dev_err(what: impl Into<Cow<'static, str>>) -> impl FnOnce(CudaError) -> Error {
-    move |e| Error::Device(DeviceError::with_source(what, e))
 }
 
 /// `e` followed by its sources, for a message that cannot hold a source (`Error::BackendUnavailable`):
@@ -107,7 +107,7 @@ pub(crate) struct Gpu {
     resident: Mutex<Vec<(&'static str, u32)>>,
     // Field order is drop order: the module unloads before the context is released.
     module: Module,
-    ctx: Context,
+    ctx: PrimaryContext,
 }
 
 impl core::fmt::Debug for Gpu {
@@ -134,10 +134,7 @@ impl Gpu {
 
     fn start(ordinal: u32) -> Result<Gpu, Error> {
         let unavailable = |why: String| Error::BackendUnavailable(why);
-        cust::init(cust::CudaFlags::empty())
-            .map_err(|e| unavailable(format!("no CUDA driver or device: cuInit failed ({e})")))?;
-        let n = Device::num_devices()
-            .map_err(|e| unavailable(format!("no CUDA device: cuDeviceGetCount failed ({e})")))?;
+        let n = Gpu::count()?;
         if n == 0 {
             return Err(unavailable("no CUDA device found".into()));
         }
@@ -146,37 +143,57 @@ impl Gpu {
                 "CUDA device {ordinal} does not exist ({n} device(s))"
             )));
         }
-        let dev = Device::get_device(ordinal)
-            .map_err(|e| unavailable(format!("cuDeviceGet({ordinal}): {e}")))?;
+        let mut dev: cu::CUdevice = 0;
+        // SAFETY: the driver is initialised (`count`); writes one device handle.
+        let r = unsafe { cu::cuDeviceGet(&mut dev, ordinal as i32) };
+        check(r, format!("cuDeviceGet({ordinal})"))
+            .map_err(|e| unavailable(with_sources(&e)))?;
         fault::hit(Op::ContextCreate).map_err(|e| {
             unavailable(format!(
                 "primary context of device {ordinal}: {}",
                 with_sources(&e)
             ))
         })?;
-        let ctx = Context::new(dev)
-            .map_err(|e| unavailable(format!("primary context of device {ordinal}: {e}")))?;
-        let attr = |a| {
-            dev.get_attribute(a)
-                .map_err(|e| unavailable(format!("device attribute {a:?}: {e}")))
-                .map(|v| u32::try_from(v).unwrap_or(0))
+        let ctx = PrimaryContext::retain(dev).map_err(|e| {
+            unavailable(format!(
+                "primary context of device {ordinal}: {}",
+                with_sources(&e)
+            ))
+        })?;
+        ctx.enter()
+            .map_err(|e| unavailable(with_sources(&e)))?;
+        let attr = |a: i32, what: &str| {
+            let mut v = 0;
+            // SAFETY: reads one attribute of a valid device handle into one int.
+            let r = unsafe { cu::cuDeviceGetAttribute(&mut v, a, dev) };
+            check(r, "cuDeviceGetAttribute")
+                .map_err(|e| unavailable(format!("device attribute {what}: {}", with_sources(&e))))
+                .map(|()| u32::try_from(v).unwrap_or(0))
         };
-        let major = attr(DeviceAttribute::ComputeCapabilityMajor)?;
-        let minor = attr(DeviceAttribute::ComputeCapabilityMinor)?;
-        let sms = attr(DeviceAttribute::MultiprocessorCount)?;
-        let name = dev
-            .name()
-            .map_err(|e| unavailable(format!("device name: {e}")))?;
-        let total_memory = dev
-            .total_memory()
-            .map_err(|e| unavailable(format!("device memory: {e}")))?;
-        let version =
-            cust::CudaApiVersion::get().map_err(|e| unavailable(format!("driver version: {e}")))?;
+        let major = attr(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability")?;
+        let minor = attr(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability")?;
+        let sms = attr(cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessors")?;
+        let mut raw_name = [0u8; 256];
+        // SAFETY: writes at most `len` bytes, NUL-terminated, into the buffer.
+        let r = unsafe { cu::cuDeviceGetName(raw_name.as_mut_ptr().cast(), 256, dev) };
+        check(r, "cuDeviceGetName").map_err(|e| unavailable(with_sources(&e)))?;
+        let name = std::ffi::CStr::from_bytes_until_nul(&raw_name)
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut total_memory = 0usize;
+        // SAFETY: writes one size_t.
+        let r = unsafe { cu::cuDeviceTotalMem_v2(&mut total_memory, dev) };
+        check(r, "cuDeviceTotalMem").map_err(|e| unavailable(with_sources(&e)))?;
+        let mut version = 0;
+        // SAFETY: writes one int.
+        let r = unsafe { cu::cuDriverGetVersion(&mut version) };
+        check(r, "cuDriverGetVersion").map_err(|e| unavailable(with_sources(&e)))?;
         fault::hit(Op::ModuleLoad)
             .map_err(|e| unavailable(format!("loading the kernels: {}", with_sources(&e))))?;
-        let module = Module::from_fatbin(FATBIN, &[]).map_err(|e| {
+        let module = Module::load(kernels::FATBIN).map_err(|e| {
             unavailable(format!(
-                "the gcmx kernels do not load on {name} (sm_{major}{minor}): {e} (the fatbin holds sm_80..sm_120 and PTX 12.0)"
+                "the gcmx kernels do not load on {name} (sm_{major}{minor}): {} (the fatbin holds sm_80..sm_120 and PTX 12.0)",
+                with_sources(&e)
             ))
         })?;
         let words = abi_words(&module)
@@ -196,11 +213,11 @@ impl Gpu {
                 "kernel ABI mismatch: the kernels report {words:?}, this crate expects {expect:?}"
             )));
         }
-        if cfg!(gcmx_have_clmad) != (words[1] == 1) {
+        if kernels::HAVE_CLMAD != (words[1] == 1) {
             return Err(unavailable(format!(
-                "the kernels report have_clmad = {} but the build said {}",
+                "the kernels report have_clmad = {} but their build record says {}",
                 words[1],
-                cfg!(gcmx_have_clmad)
+                kernels::HAVE_CLMAD
             )));
         }
         Ok(Gpu {
@@ -212,15 +229,15 @@ impl Gpu {
                 multiprocessors: sms,
                 total_memory,
                 driver_version: (
-                    u32::try_from(version.major()).unwrap_or(0),
-                    u32::try_from(version.minor()).unwrap_or(0),
+                    u32::try_from(version / 1000).unwrap_or(0),
+                    u32::try_from(version % 1000 / 10).unwrap_or(0),
                 ),
                 ghash_variant: if words[1] == 1 {
                     GhashVariant::Clmad
                 } else {
                     GhashVariant::Soft
                 },
-                nvcc_version: env!("GCMX_NVCC_VERSION"),
+                nvcc_version: kernels::NVCC_VERSION,
                 abi_version: words[0],
             },
             states: Mutex::new(Vec::new()),
@@ -240,11 +257,18 @@ impl Gpu {
 
     /// Devices the driver reports (`Error::BackendUnavailable` without a driver).
     pub(crate) fn count() -> Result<u32, Error> {
-        cust::init(cust::CudaFlags::empty()).map_err(|e| {
-            Error::BackendUnavailable(format!("no CUDA driver or device: cuInit failed ({e})"))
+        cu::load().map_err(Error::BackendUnavailable)?;
+        // SAFETY: initialises the loaded driver; no pointers.
+        let r = unsafe { cu::cuInit(0) };
+        check(r, "cuInit").map_err(|e| {
+            Error::BackendUnavailable(format!("no CUDA driver or device: {}", with_sources(&e)))
         })?;
-        Device::num_devices()
-            .map_err(|e| Error::BackendUnavailable(format!("cuDeviceGetCount failed ({e})")))
+        let mut n = 0;
+        // SAFETY: writes one int.
+        let r = unsafe { cu::cuDeviceGetCount(&mut n) };
+        check(r, "cuDeviceGetCount")
+            .map_err(|e| Error::BackendUnavailable(format!("no CUDA device: {}", with_sources(&e))))?;
+        Ok(u32::try_from(n).unwrap_or(0))
     }
 
     /// A parameter slot of at least `len` bytes whose last use has completed (or a new one).
@@ -316,7 +340,7 @@ impl Gpu {
         let r = unsafe {
             cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(
                 &mut per_sm,
-                f.to_raw(),
+                f,
                 block as i32,
                 0,
             )
@@ -332,7 +356,7 @@ impl Gpu {
 
     /// Make this device's context current on the calling thread.
     fn enter(&self) -> Result<(), Error> {
-        CurrentContext::set_current(&self.ctx).map_err(dev_err("cuCtxSetCurrent"))
+        self.ctx.enter()
     }
 
     /// The per-device value of type `T` (created on first use), shared by every caller on this device.
@@ -373,10 +397,9 @@ impl Gpu {
         Ok(r)
     }
 
-    fn function(&self, name: &str) -> Result<Function<'_>, Error> {
-        self.module
-            .get_function(name)
-            .map_err(dev_err(format!("kernel {name}")))
+    /// Kernel `name` of the loaded module (the context must be current).
+    fn function(&self, name: &str) -> Result<cu::CUfunction, Error> {
+        self.module.function(name)
     }
 }
 
@@ -404,31 +427,162 @@ pub(super) fn release_cached() {
 
 /// Launch `gcmx_abi_info` once and read its words (start-up, before the device is shared).
 fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
+    const LEN: usize = abi::ABI_INFO_WORDS * 4;
     fault::hit(Op::DeviceAlloc)?;
-    let out =
-        DeviceBuffer::from_slice(&[0u32; abi::ABI_INFO_WORDS]).map_err(dev_err("cuMemAlloc"))?;
+    let mut addr: cu::CUdeviceptr = 0;
+    // SAFETY: allocates LEN bytes in the current context; writes the address.
+    let r = unsafe { cu::cuMemAlloc_v2(&mut addr, LEN) };
+    check(r, "cuMemAlloc")?;
+    /// Frees the probe's buffer on every path (it holds no secret).
+    struct Probe(cu::CUdeviceptr);
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            // SAFETY: frees the allocation above once; the stream that used it has been synchronised
+            // or destroyed (declared after this guard, so dropped first, and stream destruction waits).
+            let _ = unsafe { cu::cuMemFree_v2(self.0) };
+        }
+    }
+    let probe = Probe(addr);
     fault::hit(Op::StreamCreate)?;
-    let stream =
-        CuStream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
-    let f = module
-        .get_function("gcmx_abi_info")
-        .map_err(dev_err("kernel gcmx_abi_info"))?;
-    let addr = out.as_device_ptr().as_raw();
-    let args = [(&addr as *const u64).cast_mut().cast::<c_void>()];
+    let stream = RawStream::new()?;
+    let f = module.function("gcmx_abi_info")?;
+    let mut arg = probe.0;
+    let mut args = [(&mut arg as *mut u64).cast::<c_void>()];
     fault::hit(Op::Launch)?;
     // SAFETY: gcmx_abi_info(uint64_t out) takes one device address and writes ABI_INFO_WORDS u32 there;
-    // `out` holds that many and outlives the synchronisation below.
-    let launched = unsafe { stream.launch(&f, GridSize::x(1), BlockSize::x(1), 0, &args) };
-    launched.map_err(dev_err("launch gcmx_abi_info"))?;
-    let synced = stream.synchronize().map_err(dev_err("gcmx_abi_info"));
+    // the buffer holds that many and outlives the synchronisation below; the driver copies the argument.
+    let r = unsafe {
+        cu::cuLaunchKernel(
+            f,
+            1,
+            1,
+            1,
+            1,
+            1,
+            1,
+            0,
+            stream.0,
+            args.as_mut_ptr(),
+            ptr::null_mut(),
+        )
+    };
+    check(r, "launch gcmx_abi_info")?;
+    let synced = stream.synchronize("gcmx_abi_info");
     fault::hit(Op::Synchronize).and(synced)?;
     fault::hit(Op::CopyToHost)?;
-    let v = out.as_host_vec().map_err(dev_err("cuMemcpyDtoH"))?;
     let mut words = [0u32; abi::ABI_INFO_WORDS];
-    for (w, x) in words.iter_mut().zip(v) {
-        *w = x;
-    }
+    // SAFETY: copies LEN bytes from the probe buffer into `words` (LEN bytes), which stays borrowed
+    // until the synchronisation right after.
+    let r = unsafe {
+        cu::cuMemcpyDtoHAsync_v2(words.as_mut_ptr().cast(), probe.0, LEN, stream.0)
+    };
+    check(r, "cuMemcpyDtoH")?;
+    stream.synchronize("cuMemcpyDtoH")?;
     Ok(words)
+}
+
+/// A device's primary context, retained for as long as this value lives.
+struct PrimaryContext {
+    dev: cu::CUdevice,
+    raw: cu::CUcontext,
+}
+
+// SAFETY: a context handle may be made current on any thread (the driver API is thread-safe); the
+// value releases its retain once, in Drop.
+unsafe impl Send for PrimaryContext {}
+// SAFETY: as above; `enter` only passes the handle to the driver.
+unsafe impl Sync for PrimaryContext {}
+
+impl PrimaryContext {
+    fn retain(dev: cu::CUdevice) -> Result<PrimaryContext, Error> {
+        let mut raw: cu::CUcontext = ptr::null_mut();
+        // SAFETY: retains the primary context of a valid device handle; writes the handle.
+        let r = unsafe { cu::cuDevicePrimaryCtxRetain(&mut raw, dev) };
+        check(r, "cuDevicePrimaryCtxRetain")?;
+        Ok(PrimaryContext { dev, raw })
+    }
+
+    /// Make the context current on the calling thread.
+    fn enter(&self) -> Result<(), Error> {
+        // SAFETY: the handle is retained for as long as `self` lives.
+        let r = unsafe { cu::cuCtxSetCurrent(self.raw) };
+        check(r, "cuCtxSetCurrent")
+    }
+}
+
+impl Drop for PrimaryContext {
+    fn drop(&mut self) {
+        // SAFETY: releases the one retain taken in `retain`.
+        let _ = unsafe { cu::cuDevicePrimaryCtxRelease_v2(self.dev) };
+    }
+}
+
+/// The gcmx kernels loaded into a context (unloaded on drop, while that context is still retained).
+struct Module(cu::CUmodule);
+
+// SAFETY: a module handle may be used from any thread; it is unloaded once, in Drop.
+unsafe impl Send for Module {}
+// SAFETY: as above; lookups only pass the handle to the driver.
+unsafe impl Sync for Module {}
+
+impl Module {
+    /// Load a fatbin into the current context.
+    fn load(image: &'static [u8]) -> Result<Module, Error> {
+        let mut raw: cu::CUmodule = ptr::null_mut();
+        // SAFETY: `image` is a complete fatbin (built by nvcc, checked against its build record by
+        // build.rs), static, and only read by the call; writes the module handle.
+        let r = unsafe { cu::cuModuleLoadData(&mut raw, image.as_ptr().cast()) };
+        check(r, "cuModuleLoadData")?;
+        Ok(Module(raw))
+    }
+
+    /// Kernel `name` (valid while the module is loaded, which is for the life of its `Gpu`).
+    fn function(&self, name: &str) -> Result<cu::CUfunction, Error> {
+        let c = std::ffi::CString::new(name)
+            .map_err(|_| internal(format!("kernel name {name:?}")))?;
+        let mut f: cu::CUfunction = ptr::null_mut();
+        // SAFETY: looks up a NUL-terminated name in a loaded module; writes one handle.
+        let r = unsafe { cu::cuModuleGetFunction(&mut f, self.0, c.as_ptr()) };
+        check(r, format!("kernel {name}"))?;
+        Ok(f)
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // SAFETY: unloads the module loaded in `load`, once; `Gpu` drops it before its context.
+        let _ = unsafe { cu::cuModuleUnload(self.0) };
+    }
+}
+
+/// A non-blocking stream of the current context, destroyed on drop (the driver lets queued work finish).
+struct RawStream(cu::CUstream);
+
+// SAFETY: a stream handle may be used from any thread; the driver serialises work queued through it.
+unsafe impl Send for RawStream {}
+
+impl RawStream {
+    fn new() -> Result<RawStream, Error> {
+        let mut raw: cu::CUstream = ptr::null_mut();
+        // SAFETY: creates a stream in the current context; writes the handle.
+        let r = unsafe { cu::cuStreamCreate(&mut raw, cu::CU_STREAM_NON_BLOCKING) };
+        check(r, "cuStreamCreate")?;
+        Ok(RawStream(raw))
+    }
+
+    /// Wait for everything queued so far (`what` names the work in an error).
+    fn synchronize(&self, what: &'static str) -> Result<(), Error> {
+        // SAFETY: waits on our valid stream.
+        let r = unsafe { cu::cuStreamSynchronize(self.0) };
+        check(r, what)
+    }
+}
+
+impl Drop for RawStream {
+    fn drop(&mut self) {
+        // SAFETY: destroys the stream created in `new`, once.
+        let _ = unsafe { cu::cuStreamDestroy_v2(self.0) };
+    }
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -485,12 +639,11 @@ impl DeviceMem {
         if len > 0 {
             gpu.enter()?;
             fault::hit(Op::DeviceAlloc)?;
-            // SAFETY: an allocation of `len` bytes; the memory is never read as a Rust value, only by
-            // copies and kernels, and every host read of it comes after a write (or the wipe below).
-            let p = unsafe { cust::memory::cuda_malloc::<u8>(len) };
-            addr = p
-                .map_err(dev_err(format!("cuMemAlloc({len} bytes)")))?
-                .as_raw();
+            // SAFETY: an allocation of `len` bytes in the current context; writes the address. The memory
+            // is never read as a Rust value, only by copies and kernels, and every host read of it comes
+            // after a write (or the wipe in Drop).
+            let r = unsafe { cu::cuMemAlloc_v2(&mut addr, len) };
+            check(r, format!("cuMemAlloc({len} bytes)"))?;
         }
         Ok(Arc::new(DeviceMem {
             gpu: gpu.clone(),
@@ -671,13 +824,10 @@ impl Drop for DeviceMem {
             let _ = memset_now(addr, len);
         }
         if self.gpu.enter().is_ok() {
-            // SAFETY: `addr` came from cuda_malloc in `new` and is freed once, here; no work on it is
+            // SAFETY: `addr` came from cuMemAlloc in `new` and is freed once, here; no work on it is
             // pending (module docs: every lane that used it held this Arc until it had waited) and the
             // wipe above has been waited for.
-            let freed = unsafe {
-                cust::memory::cuda_free(cust::memory::DevicePointer::<u8>::from_raw(addr))
-            };
-            let _ = freed;
+            let _ = unsafe { cu::cuMemFree_v2(addr) };
         }
     }
 }
@@ -692,35 +842,74 @@ fn memset_now(addr: u64, len: usize) -> Result<(), Error> {
     check(r, "cuMemsetD8")
 }
 
-/// Page-locked host memory owned by a lane: zeroed before it is freed.
-struct PinnedMem(Option<LockedBuffer<u8>>);
+/// Page-locked host memory owned by a lane: zeroed when allocated and before it is freed.
+struct PinnedMem {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the memory is owned by this value alone (a plain allocation, reached only through &self /
+// &mut self) and freed once, in Drop.
+unsafe impl Send for PinnedMem {}
+// SAFETY: shared access only reads (`slice`).
+unsafe impl Sync for PinnedMem {}
 
 impl PinnedMem {
+    fn empty() -> PinnedMem {
+        PinnedMem {
+            ptr: ptr::null_mut(),
+            len: 0,
+        }
+    }
+
     fn new(len: usize) -> Result<PinnedMem, Error> {
         if len == 0 {
-            return Ok(PinnedMem(None));
+            return Ok(PinnedMem::empty());
         }
         fault::hit(Op::HostAlloc)?;
-        let b = LockedBuffer::new(&0u8, len)
-            .map_err(dev_err(format!("cuMemAllocHost({len} bytes)")))?;
-        Ok(PinnedMem(Some(b)))
+        let mut p: *mut c_void = ptr::null_mut();
+        // SAFETY: allocates `len` bytes of page-locked host memory in the current context; writes the
+        // pointer.
+        let r = unsafe { cu::cuMemAllocHost_v2(&mut p, len) };
+        check(r, format!("cuMemAllocHost({len} bytes)"))?;
+        let mut m = PinnedMem {
+            ptr: p.cast(),
+            len,
+        };
+        m.bytes().fill(0);
+        Ok(m)
     }
 
     fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |b| b.len())
+        self.len
+    }
+
+    fn slice(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `ptr` is a live allocation of `len` bytes owned by `self`, initialised in `new`, and
+        // no `&mut` to it exists while `&self` is borrowed.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
     fn bytes(&mut self) -> &mut [u8] {
-        match self.0.as_mut() {
-            Some(b) => b.as_mut_slice(),
-            None => &mut [],
+        if self.len == 0 {
+            return &mut [];
         }
+        // SAFETY: as in `slice`, and `&mut self` makes this the only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 }
 
 impl Drop for PinnedMem {
     fn drop(&mut self) {
         self.bytes().zeroize();
+        if self.len > 0 {
+            // SAFETY: frees the allocation made in `new`, once; the owning lane has waited for the
+            // copies that used it (Lane::drop and reserve_host wait before dropping staging).
+            let _ = unsafe { cu::cuMemFreeHost(self.ptr.cast()) };
+        }
     }
 }
 
@@ -733,7 +922,7 @@ impl Drop for PinnedMem {
 /// method safe.
 pub(crate) struct Lane {
     gpu: Arc<Gpu>,
-    stream: CuStream,
+    stream: RawStream,
     busy: bool,
     /// Wait by sleeping on a blocking-sync event instead of spinning in cuStreamSynchronize.
     sleepy: bool,
@@ -752,8 +941,7 @@ impl Lane {
     pub(crate) fn new(gpu: &Arc<Gpu>) -> Result<Lane, Error> {
         gpu.enter()?;
         fault::hit(Op::StreamCreate)?;
-        let stream =
-            CuStream::new(StreamFlags::NON_BLOCKING, None).map_err(dev_err("cuStreamCreate"))?;
+        let stream = RawStream::new()?;
         Ok(Lane {
             gpu: gpu.clone(),
             stream,
@@ -785,13 +973,10 @@ impl Lane {
                 if self.sleepy {
                     // Fence::wait reports the Synchronize hook.
                     let f = Fence::new(&self.gpu)?;
-                    f.record(self.stream.as_inner())?;
+                    f.record(self.stream.0)?;
                     f.wait()
                 } else {
-                    let synced = self
-                        .stream
-                        .synchronize()
-                        .map_err(dev_err("cuStreamSynchronize"));
+                    let synced = self.stream.synchronize("cuStreamSynchronize");
                     fault::hit(Op::Synchronize).and(synced)
                 }
             });
@@ -807,11 +992,11 @@ impl Lane {
     pub(crate) fn reserve_host(&mut self, i: usize, len: usize) -> Result<(), Error> {
         self.wait()?;
         while self.host.len() <= i {
-            self.host.push(PinnedMem(None));
+            self.host.push(PinnedMem::empty());
         }
         if self.host[i].len() < len {
             self.gpu.enter()?;
-            self.host[i] = PinnedMem(None);
+            self.host[i] = PinnedMem::empty();
             self.host[i] = PinnedMem::new(len)?;
         }
         Ok(())
@@ -844,10 +1029,10 @@ impl Lane {
         dst: At<'_>,
         n: usize,
     ) -> Result<(), Error> {
-        let src = match self.host.get(i).and_then(|h| h.0.as_ref()) {
-            Some(b) => b.as_slice().get(host_off..host_off.wrapping_add(n)),
-            None => None,
-        };
+        let src = self
+            .host
+            .get(i)
+            .and_then(|h| h.slice().get(host_off..host_off.wrapping_add(n)));
         let Some(src) = src.map(<[u8]>::as_ptr) else {
             return Err(internal(format!("upload of {n} bytes from staging {i}")));
         };
@@ -865,10 +1050,10 @@ impl Lane {
         host_off: usize,
         n: usize,
     ) -> Result<(), Error> {
-        let dst = match self.host.get_mut(i).and_then(|h| h.0.as_mut()) {
-            Some(b) => b.as_mut_slice().get_mut(host_off..host_off.wrapping_add(n)),
-            None => None,
-        };
+        let dst = self
+            .host
+            .get_mut(i)
+            .and_then(|h| h.bytes().get_mut(host_off..host_off.wrapping_add(n)));
         let Some(dst) = dst.map(<[u8]>::as_mut_ptr) else {
             return Err(internal(format!("download of {n} bytes to staging {i}")));
         };
@@ -889,13 +1074,13 @@ impl Lane {
             return Ok(());
         }
         self.gpu.enter()?;
-        dst.mem.order(self.stream.as_inner(), true)?;
+        dst.mem.order(self.stream.0, true)?;
         self.keep.push(dst.mem.clone());
         self.busy = true;
         fault::hit(Op::CopyToDevice)?;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
         // buffer is held in `keep` until the lane waits.
-        let r = unsafe { cu::cuMemcpyHtoDAsync_v2(d, src.cast(), n, self.stream.as_inner()) };
+        let r = unsafe { cu::cuMemcpyHtoDAsync_v2(d, src.cast(), n, self.stream.0) };
         check(r, "cuMemcpyHtoDAsync")
     }
 
@@ -911,13 +1096,13 @@ impl Lane {
             return Ok(());
         }
         self.gpu.enter()?;
-        src.mem.order(self.stream.as_inner(), false)?;
+        src.mem.order(self.stream.0, false)?;
         self.keep.push(src.mem.clone());
         self.busy = true;
         fault::hit(Op::CopyToHost)?;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
         // buffer is held in `keep` until the lane waits.
-        let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.cast(), s, n, self.stream.as_inner()) };
+        let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.cast(), s, n, self.stream.0) };
         check(r, "cuMemcpyDtoHAsync")
     }
 
@@ -926,7 +1111,7 @@ impl Lane {
         self.same_device(&dst)?;
         let d = dst.mem.range(dst.off, n, "memset")?;
         self.gpu.enter()?;
-        dst.mem.order(self.stream.as_inner(), true)?;
+        dst.mem.order(self.stream.0, true)?;
         self.keep.push(dst.mem.clone());
         self.memset_raw(d, n)
     }
@@ -942,7 +1127,7 @@ impl Lane {
         self.busy = true;
         // SAFETY: sets device memory only (no host memory is touched); the range is inside a live
         // allocation of this device for as long as the work is pending (see the method's contract).
-        let r = unsafe { cu::cuMemsetD8Async(addr, 0, n, self.stream.as_inner()) };
+        let r = unsafe { cu::cuMemsetD8Async(addr, 0, n, self.stream.0) };
         check(r, "cuMemsetD8Async")
     }
 
@@ -1065,7 +1250,7 @@ impl Lane {
         }
         self.gpu.enter()?;
         for at in ats {
-            at.mem.order(self.stream.as_inner(), true)?;
+            at.mem.order(self.stream.0, true)?;
         }
         self.keep.extend(ats.iter().map(|at| at.mem.clone()));
         Ok(())
@@ -1081,7 +1266,7 @@ impl Lane {
         // SAFETY: `p` is the GcmxDbParams of `args`, built by `db_prepare` from ranges it checked; every
         // device buffer it names is held in `keep` until the lane waits (the slots and raw spans that
         // lanes never use are refused by db_prepare's caller contract: see `Region`).
-        unsafe { launch_coop(&self.gpu, self.stream.as_inner(), name, grid, &p)? };
+        unsafe { launch_coop(&self.gpu, self.stream.0, name, grid, &p)? };
         args.scratch.advance(grid);
         Ok(())
     }
@@ -1113,10 +1298,21 @@ impl Lane {
         // SAFETY: forwarded from this function's contract; cuLaunchKernel copies the argument values at
         // launch time, so they need only live through this call.
         let r = unsafe {
-            self.stream
-                .launch(&f, GridSize::x(grid), BlockSize::x(block), 0, &args)
+            cu::cuLaunchKernel(
+                f,
+                grid,
+                1,
+                1,
+                block,
+                1,
+                1,
+                0,
+                self.stream.0,
+                args.as_ptr().cast_mut(),
+                ptr::null_mut(),
+            )
         };
-        r.map_err(dev_err(format!("launch {name}<<<{grid}, {block}>>>")))
+        check(r, format!("launch {name}<<<{grid}, {block}>>>"))
     }
 
     /// Record `event` on this lane.
@@ -1125,10 +1321,9 @@ impl Lane {
         self.gpu.enter()?;
         fault::hit(Op::Event)?;
         self.busy = true;
-        event
-            .0
-            .record(&self.stream)
-            .map_err(dev_err("cuEventRecord"))
+        // SAFETY: both handles are valid: the event is alive for the call, the stream is ours.
+        let r = unsafe { cu::cuEventRecord(event.0, self.stream.0) };
+        check(r, "cuEventRecord")
     }
 }
 
@@ -1143,7 +1338,11 @@ impl Drop for Lane {
 /// A CUDA event for timing (benchmark only).
 #[cfg(feature = "bench")]
 #[derive(Debug)]
-pub(crate) struct Event(cust::event::Event);
+pub(crate) struct Event(cu::CUevent);
+
+// SAFETY: an event handle may be used from any thread; it is destroyed once, in Drop.
+#[cfg(feature = "bench")]
+unsafe impl Send for Event {}
 
 #[cfg(feature = "bench")]
 impl Event {
@@ -1151,18 +1350,31 @@ impl Event {
     pub(crate) fn new(gpu: &Gpu) -> Result<Event, Error> {
         gpu.enter()?;
         fault::hit(Op::Event)?;
-        cust::event::Event::new(cust::event::EventFlags::DEFAULT)
-            .map(Event)
-            .map_err(dev_err("cuEventCreate"))
+        let mut raw: cu::CUevent = ptr::null_mut();
+        // SAFETY: creates an event in the current context; writes the handle.
+        let r = unsafe { cu::cuEventCreate(&mut raw, cu::CU_EVENT_DEFAULT) };
+        check(r, "cuEventCreate")?;
+        Ok(Event(raw))
     }
 
     /// Wait for the event, then the milliseconds from `start` to it.
     pub(crate) fn elapsed_ms(&self, start: &Event) -> Result<f32, Error> {
-        let synced = self.0.synchronize().map_err(dev_err("cuEventSynchronize"));
-        fault::hit(Op::Synchronize).and(synced)?;
-        self.0
-            .elapsed_time_f32(&start.0)
-            .map_err(dev_err("cuEventElapsedTime"))
+        // SAFETY: waits on our valid event.
+        let r = unsafe { cu::cuEventSynchronize(self.0) };
+        fault::hit(Op::Synchronize).and(check(r, "cuEventSynchronize"))?;
+        let mut ms = 0f32;
+        // SAFETY: both events are valid and recorded; writes one float.
+        let r = unsafe { cu::cuEventElapsedTime(&mut ms, start.0, self.0) };
+        check(r, "cuEventElapsedTime")?;
+        Ok(ms)
+    }
+}
+
+#[cfg(feature = "bench")]
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: destroys the event created in `new`, once.
+        let _ = unsafe { cu::cuEventDestroy_v2(self.0) };
     }
 }
 
@@ -1201,8 +1413,7 @@ impl Fence {
     pub(crate) fn new(gpu: &Arc<Gpu>) -> Result<Arc<Fence>, Error> {
         gpu.enter()?;
         let mut raw: cu::CUevent = ptr::null_mut();
-        let flags = cu::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32
-            | cu::CUevent_flags_enum::CU_EVENT_BLOCKING_SYNC as u32;
+        let flags = cu::CU_EVENT_DISABLE_TIMING | cu::CU_EVENT_BLOCKING_SYNC;
         fault::hit(Op::Event)?;
         // SAFETY: creates an event in the current (this device's primary) context; writes the handle.
         let r = unsafe { cu::cuEventCreate(&mut raw, flags) };
@@ -1237,8 +1448,8 @@ impl Fence {
         // SAFETY: queries our event.
         let r = unsafe { cu::cuEventQuery(self.raw) };
         let done = match r {
-            cu::CUresult::CUDA_SUCCESS => Ok(true),
-            cu::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            CUresult::CUDA_SUCCESS => Ok(true),
+            CUresult::CUDA_ERROR_NOT_READY => Ok(false),
             e => check(e, "cuEventQuery").map(|()| false),
         };
         // A query reports the errors of the work before it, as a synchronisation does.
@@ -1310,10 +1521,7 @@ impl Stream {
         fault::hit(Op::StreamCreate)?;
         // SAFETY: creates a stream in the current context (this device's primary one); writes the handle.
         let r = unsafe {
-            cu::cuStreamCreate(
-                &mut raw,
-                cu::CUstream_flags_enum::CU_STREAM_NON_BLOCKING as u32,
-            )
+            cu::cuStreamCreate(&mut raw, cu::CU_STREAM_NON_BLOCKING)
         };
         check(r, "cuStreamCreate")?;
         Ok(Stream {
@@ -1603,7 +1811,7 @@ unsafe fn launch_coop<P>(
     // values at launch time.
     let r = unsafe {
         cu::cuLaunchCooperativeKernel(
-            f.to_raw(),
+            f,
             grid,
             1,
             1,

@@ -101,7 +101,7 @@ pub use injection::*;
 
 #[cfg(feature = "fault-injection")]
 mod injection {
-    use std::ffi::{CStr, c_char, c_int, c_void};
+    use std::ffi::{CStr, c_int, c_void};
     use std::sync::Mutex;
 
     use gcmx_core::{DeviceError, Error};
@@ -190,15 +190,16 @@ mod injection {
     /// call after it ([`Mode::ContextLost`]). Replaces an earlier arming and resets the counts.
     ///
     /// ```
-    /// use gcmx_cuda::fault::{self, Mode, Op};
+    /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+    /// use gcmx::cuda::fault::{self, Mode, Op};
     /// fault::emulate(); // no-op on a real GPU
-    /// let engine = gcmx_cuda::CudaEngine::new(&[7u8; 16])?;
-    /// let mut buf = gcmx_cuda::DeviceBuf::from_host(&[1u8; 1000])?;
+    /// let engine = gcmx::cuda::CudaEngine::new(&[7u8; 16])?;
+    /// let mut buf = gcmx::cuda::DeviceBuf::from_host(&[1u8; 1000])?;
     /// fault::arm(Op::Launch, 1, Mode::Once);
     /// let r = engine.seal_device(&[0u8; 12], b"", &mut buf, &mut [0u8; 16]);
     /// assert_eq!(fault::disarm(), 1);
-    /// assert!(matches!(r, Err(gcmx_cuda::Error::Device(_))));
-    /// # Ok::<(), gcmx_cuda::Error>(())
+    /// assert!(matches!(r, Err(gcmx::cuda::Error::Device(_))));
+    /// # Ok::<(), gcmx::cuda::Error>(())
     /// ```
     pub fn arm(op: Op, nth: u64, mode: Mode) {
         let mut s = state();
@@ -294,15 +295,9 @@ mod injection {
     /// Device memory of the emulated device.
     pub const EMULATED_MEMORY: usize = 1 << 30;
 
-    unsafe extern "C" {
-        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-    }
-
-    /// The address of `name` among the process's loaded libraries (`RTLD_DEFAULT`), if any.
+    /// The address of `name` in the loaded driver library (loading it first), if it exports it.
     fn symbol(name: &CStr) -> Option<*mut c_void> {
-        // SAFETY: dlsym only looks the NUL-terminated name up; a null handle is RTLD_DEFAULT.
-        let p = unsafe { dlsym(core::ptr::null_mut(), name.as_ptr()) };
-        (!p.is_null()).then_some(p)
+        super::super::sys::symbol(name).filter(|p| !p.is_null())
     }
 
     /// Switch the stub libcuda (when it is the libcuda loaded) into emulating one device with

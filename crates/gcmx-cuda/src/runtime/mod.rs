@@ -1,6 +1,7 @@
 //! The runtime: the one layer that talks to the CUDA driver, and the only module with `unsafe`.
 //!
-//! It owns every driver call (through `cust` and its raw bindings): the device's primary context and
+//! It owns every driver call (through `sys`, the driver API loaded from `libcuda.so.1` on first use):
+//! the device's primary context and
 //! the loaded kernels ([`Gpu`]), device memory that is wiped before it is freed ([`DeviceMem`]),
 //! page-locked staging memory, streams with the buffers their queued work uses ([`Lane`]), kernel
 //! launches checked against the sizes of the buffers they touch ([`Launch`]), page-locking of caller
@@ -31,6 +32,8 @@ use gcmx_core::{DeviceError, Direction, Error};
 mod absent;
 #[cfg(feature = "cuda")]
 mod driver;
+#[cfg(feature = "cuda")]
+mod sys;
 #[cfg(feature = "cuda")]
 #[cfg_attr(not(feature = "fault-injection"), allow(unreachable_pub))]
 pub mod fault;
@@ -73,7 +76,8 @@ impl core::fmt::Display for GhashVariant {
 /// What [`crate::info`] reports about a device and the kernels loaded on it.
 ///
 /// ```no_run
-/// if let Ok(info) = gcmx_cuda::info() {
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// if let Ok(info) = gcmx::cuda::info() {
 ///     println!("{info}");
 ///     assert!(info.compute_capability.0 >= 8);
 /// }
@@ -129,17 +133,19 @@ impl core::fmt::Display for DeviceInfo {
 /// ([`Stream::as_raw`]) lets other libraries queue their work on the same stream, in order with gcmx's.
 ///
 /// ```no_run
-/// let stream = gcmx_cuda::Stream::new()?;
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// let stream = gcmx::cuda::Stream::new()?;
 /// let raw = stream.as_raw(); // a CUstream / cudaStream_t for cudarc, PyTorch, ...
 /// stream.synchronize()?;
 /// # let _ = raw;
-/// # Ok::<(), gcmx_cuda::Error>(())
+/// # Ok::<(), gcmx::cuda::Error>(())
 /// ```
 ///
 /// A `Stream` is neither `Clone` nor `Copy` (an owned one is destroyed once):
 ///
 /// ```compile_fail
-/// let s = gcmx_cuda::Stream::new().unwrap();
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// let s = gcmx::cuda::Stream::new().unwrap();
 /// let t = s.clone();
 /// ```
 pub struct Stream {
@@ -259,12 +265,13 @@ impl Region<'_> {
 /// Making one is `unsafe`: gcmx cannot check an address, its length, its lifetime or who else uses it.
 ///
 /// ```no_run
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
 /// # fn from_other_library() -> (u64, usize) { (0, 0) }
 /// let (addr, len) = from_other_library(); // e.g. cudarc's `DevicePtr::device_ptr`, torch's `data_ptr()`
 /// // SAFETY: `addr` is device memory of device 0's primary context, `len` bytes, 16-byte aligned; it
 /// // stays allocated and untouched by other work until every gcmx call given this span has completed
 /// // on its stream.
-/// let span = unsafe { gcmx_cuda::RawDeviceSpan::new(addr, len) };
+/// let span = unsafe { gcmx::cuda::RawDeviceSpan::new(addr, len) };
 /// assert_eq!(span.len(), len);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
