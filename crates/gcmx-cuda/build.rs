@@ -8,9 +8,10 @@
 //! With the `cuda` feature it chooses the kernels the crate embeds:
 //! * by default the fatbin the package ships, `kernels/gcmx.fatbin` (SASS for sm_80, sm_86, sm_89,
 //!   sm_90, sm_100, sm_120 plus PTX for compute_120, built by nvcc 13.5 with `clmad`), after checking its
-//!   build record `kernels/gcmx.fatbin.record`: the flags must be the ones below, every source listed
-//!   there must be the package's `cuda/` file byte for byte (SHA-256) and no other source may exist, and
-//!   the fatbin's own hash must match. A stale or altered fatbin stops the build with the reason;
+//!   build record `kernels/gcmx.fatbin.record` (`build/record.rs`): the flags must be the ones this
+//!   script uses, every source listed there must be the package's `cuda/` file byte for byte (SHA-256)
+//!   and no other source may exist, and the fatbin's own hash must match. A stale or altered fatbin
+//!   stops the build with the reason;
 //! * with `GCMX_CUDA_REBUILD=1`, one it builds from `cuda/` with an nvcc of release 13.3 or newer (the
 //!   first that accepts `clmad`; looked for at `$NVCC`, `$CUDA_PATH/bin/nvcc`, on `PATH`, and in the
 //!   repository's `.toolchain/` that `scripts/setup-cuda.sh` fills), with a record of its own.
@@ -23,15 +24,14 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sha2::{Digest, Sha256};
+#[path = "build/record.rs"]
+#[allow(dead_code)]
+mod record;
 
-/// SASS targets, then the PTX target for later GPUs (see cuda/gcmx_abi.h).
-const SASS_ARCHS: [u32; 6] = [80, 86, 89, 90, 100, 120];
-const PTX_ARCH: u32 = 120;
+use record::{MAIN_SOURCE, Record};
+
 /// First nvcc release whose PTX assembler accepts `clmad`.
 const CLMAD_MIN: (u32, u32) = (13, 3);
-/// The kernels' single translation unit.
-const MAIN_SOURCE: &str = "gcmx_all.cu";
 /// Environment variable that asks for a rebuild from source.
 const REBUILD: &str = "GCMX_CUDA_REBUILD";
 
@@ -46,9 +46,9 @@ fn main() {
     let cuda_dir = env::var_os("GCMX_CUDA_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest.join("cuda"));
-    let sources = sources(&cuda_dir);
-    for (path, _) in &sources {
-        println!("cargo::rerun-if-changed={}", path.display());
+    let sources = record::sources(&cuda_dir).unwrap_or_else(|e| fail(&e));
+    for (name, _) in &sources {
+        println!("cargo::rerun-if-changed={}", cuda_dir.join(name).display());
     }
     println!("cargo::rerun-if-changed={}", cuda_dir.display());
 
@@ -59,18 +59,21 @@ fn main() {
     }
     let shipped = manifest.join("kernels");
     println!("cargo::rerun-if-changed={}", shipped.display());
-    let wanted = flags().join(" ");
     let rebuild = env::var(REBUILD).is_ok_and(|v| !v.is_empty() && v != "0");
     let (fatbin, record) = if rebuild {
-        build_from_source(&cuda_dir, &sources, &wanted, &manifest, &out_dir)
+        build_from_source(&cuda_dir, sources, &manifest, &out_dir)
     } else {
-        let fatbin = shipped.join("gcmx.fatbin");
-        let record = check_shipped(&fatbin, &shipped.join("gcmx.fatbin.record"), &sources, &wanted);
-        (fatbin, record)
+        let record = record::check(&shipped, &cuda_dir).unwrap_or_else(|e| {
+            fail(&format!(
+                "{e}; rebuild it from cuda/ with scripts/build-kernels.sh (or {REBUILD}=1 and nvcc >= {}.{})",
+                CLMAD_MIN.0, CLMAD_MIN.1
+            ))
+        });
+        (shipped.join("gcmx.fatbin"), record)
     };
     println!("cargo::rustc-env=GCMX_FATBIN={}", fatbin.display());
     println!("cargo::rustc-env=GCMX_NVCC_VERSION={}", record.nvcc);
-    if record.flags.split(' ').any(|f| f == "-DGCMX_HAVE_CLMAD=1") {
+    if record.have_clmad() {
         println!("cargo::rustc-cfg=gcmx_have_clmad");
     }
 }
@@ -80,170 +83,10 @@ fn fail(msg: &str) -> ! {
     std::process::exit(1);
 }
 
-/// nvcc's flags for the fatbin, without input and output.
-fn flags() -> Vec<String> {
-    let mut f: Vec<String> = ["-fatbin", "-O3", "-std=c++17", "-DGCMX_HAVE_CLMAD=1"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    for a in SASS_ARCHS {
-        f.push("-gencode".into());
-        f.push(format!("arch=compute_{a},code=sm_{a}"));
-    }
-    f.push("-gencode".into());
-    f.push(format!("arch=compute_{PTX_ARCH},code=compute_{PTX_ARCH}"));
-    f
-}
-
-/// The kernel sources (`.cu`, `.cuh`, `.h` directly under `dir`), sorted by name, with their SHA-256.
-fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
-    let mut v = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        fail(&format!("the kernel sources {} cannot be read", dir.display()));
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        let kernel = p
-            .extension()
-            .and_then(|x| x.to_str())
-            .is_some_and(|x| matches!(x, "cu" | "cuh" | "h"));
-        if kernel && p.is_file() {
-            let bytes = std::fs::read(&p)
-                .unwrap_or_else(|e| fail(&format!("{}: {e}", p.display())));
-            v.push((p, hex(&Sha256::digest(&bytes))));
-        }
-    }
-    v.sort();
-    if !v.iter().any(|(p, _)| p.file_name().is_some_and(|n| n == MAIN_SOURCE)) {
-        fail(&format!("{} has no {MAIN_SOURCE}", dir.display()));
-    }
-    v
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().fold(String::new(), |mut s, x| {
-        let _ = write!(s, "{x:02x}");
-        s
-    })
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// What a build record says.
-struct Record {
-    nvcc: String,
-    flags: String,
-    sources: Vec<(String, String)>,
-    fatbin: String,
-}
-
-impl Record {
-    fn parse(text: &str) -> Option<Record> {
-        let (mut nvcc, mut flags, mut fatbin, mut sources) = (None, None, None, Vec::new());
-        for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
-            let (key, rest) = line.split_once(' ')?;
-            match key {
-                "nvcc" => nvcc = Some(rest.to_string()),
-                "flags" => flags = Some(rest.to_string()),
-                "fatbin" => fatbin = Some(rest.to_string()),
-                "source" => {
-                    let (name, hash) = rest.split_once(' ')?;
-                    sources.push((name.to_string(), hash.to_string()));
-                }
-                _ => return None,
-            }
-        }
-        Some(Record {
-            nvcc: nvcc?,
-            flags: flags?,
-            sources,
-            fatbin: fatbin?,
-        })
-    }
-
-    fn render(&self) -> String {
-        let mut s = String::from(
-            "# The build of gcmx.fatbin beside this file, written by gcmx-cuda's build.rs (GCMX_CUDA_REBUILD=1,\n\
-             # scripts/build-kernels.sh). build.rs embeds the fatbin only if its hash, nvcc's flags and every\n\
-             # kernel source (SHA-256 of each file of cuda/) are the ones listed here.\n",
-        );
-        let _ = writeln!(s, "nvcc {}", self.nvcc);
-        let _ = writeln!(s, "flags {}", self.flags);
-        for (n, h) in &self.sources {
-            let _ = writeln!(s, "source {n} {h}");
-        }
-        let _ = writeln!(s, "fatbin {}", self.fatbin);
-        s
-    }
-}
-
-/// Check the shipped fatbin against its record and the sources in the package; its record, or stop.
-fn check_shipped(
-    fatbin: &Path,
-    record: &Path,
-    sources: &[(PathBuf, String)],
-    wanted: &str,
-) -> Record {
-    let how = format!(
-        "rebuild it from cuda/ with scripts/build-kernels.sh (or {REBUILD}=1 and nvcc >= {}.{})",
-        CLMAD_MIN.0, CLMAD_MIN.1
-    );
-    let text = std::fs::read_to_string(record)
-        .unwrap_or_else(|e| fail(&format!("{}: {e}; {how}", record.display())));
-    let Some(r) = Record::parse(&text) else {
-        fail(&format!("{} is not a build record; {how}", record.display()));
-    };
-    let bytes = std::fs::read(fatbin)
-        .unwrap_or_else(|e| fail(&format!("{}: {e}; {how}", fatbin.display())));
-    if hex(&Sha256::digest(&bytes)) != r.fatbin {
-        fail(&format!(
-            "{} is not the fatbin its record describes; {how}",
-            fatbin.display()
-        ));
-    }
-    if r.flags != wanted {
-        fail(&format!(
-            "{} was built with other nvcc flags ({}) than this build script uses ({wanted}); {how}",
-            fatbin.display(),
-            r.flags
-        ));
-    }
-    let have: Vec<(String, String)> = sources
-        .iter()
-        .map(|(p, h)| (file_name(p), h.clone()))
-        .collect();
-    if have != r.sources {
-        let mut diff = Vec::new();
-        for (n, h) in &have {
-            match r.sources.iter().find(|(m, _)| m == n) {
-                None => diff.push(format!("{n} is new")),
-                Some((_, g)) if g != h => diff.push(format!("{n} changed")),
-                _ => {}
-            }
-        }
-        for (m, _) in &r.sources {
-            if !have.iter().any(|(n, _)| n == m) {
-                diff.push(format!("{m} is gone"));
-            }
-        }
-        fail(&format!(
-            "{} is stale: since it was built, {}; {how}",
-            fatbin.display(),
-            diff.join(", ")
-        ));
-    }
-    r
-}
-
 /// Build the fatbin from `cuda_dir` into `out_dir`, with its record.
 fn build_from_source(
     cuda_dir: &Path,
-    sources: &[(PathBuf, String)],
-    wanted: &str,
+    sources: Vec<(String, String)>,
     manifest: &Path,
     out_dir: &Path,
 ) -> (PathBuf, Record) {
@@ -271,7 +114,7 @@ fn build_from_source(
     }
     let fatbin = out_dir.join("gcmx.fatbin");
     let mut cmd = Command::new(&nvcc);
-    cmd.args(flags())
+    cmd.args(record::flags())
         .arg("-I")
         .arg(cuda_dir)
         .arg("-o")
@@ -293,12 +136,9 @@ fn build_from_source(
         .unwrap_or_else(|e| fail(&format!("{}: {e}", fatbin.display())));
     let record = Record {
         nvcc: format!("{major}.{minor}"),
-        flags: wanted.to_string(),
-        sources: sources
-            .iter()
-            .map(|(p, h)| (file_name(p), h.clone()))
-            .collect(),
-        fatbin: hex(&Sha256::digest(&bytes)),
+        flags: record::flags().join(" "),
+        sources,
+        fatbin: record::sha256(&bytes),
     };
     std::fs::write(out_dir.join("gcmx.fatbin.record"), record.render())
         .unwrap_or_else(|e| fail(&format!("writing the build record: {e}")));
@@ -391,7 +231,7 @@ fn write_layout(header: &Path, out: &Path) {
         "// Generated by build.rs from the layout record of {}.\n\
          #[allow(non_upper_case_globals, dead_code)]\npub(crate) mod size {{\n{sizes}}}\n\
          #[allow(non_snake_case, non_upper_case_globals, dead_code)]\npub(crate) mod offset {{\n",
-        file_name(header)
+        header.file_name().unwrap_or_default().to_string_lossy()
     );
     let mut structs: Vec<&str> = fields.iter().map(|(t, _, _)| t.as_str()).collect();
     structs.dedup();
