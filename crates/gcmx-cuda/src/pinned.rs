@@ -23,7 +23,7 @@ use crate::runtime::{Gpu, pin_scope};
 /// The scope unregisters in its own frame, which no leak can skip.
 ///
 /// ```no_run
-/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// # mod gcmx { pub use ::gcmx::{Gcm, GcmError}; pub mod cuda { pub use gcmx_cuda::*; } }
 /// use gcmx::cuda::PinnedRegion;
 /// let gcm = gcmx::Gcm::with_backend(&[7u8; 32], "cuda".parse()?)?;
 /// let mut data = vec![0u8; 1 << 30];
