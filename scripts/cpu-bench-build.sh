@@ -6,7 +6,6 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
-eval "$(scripts/setup-cuda.sh)"   # the workspace builds gcmx-cuda's stub paths; no cuda feature here
 mkdir -p .device/cpu
 exe_of() { sed -n 's/.*Executable .*(\(target\/[^)]*\)).*/\1/p' | tail -1; }
 cp "$(cargo bench --bench aes_gcm --no-run 2>&1 | tee /dev/stderr | exe_of)" .device/cpu/aes_gcm

@@ -7,6 +7,8 @@
 //! `dot(A, Q_len(B)) ^ B`. The join is associative, so a tree of depth `log2(runs)` gives the same
 //! value as hashing everything in order. Leading zero blocks do not change a run's value.
 
+use zeroize::{Zeroize, Zeroizing};
+
 use crate::field::{HashKey, dot};
 
 /// The GHASH value of a run of `blocks` consecutive 16-byte blocks.
@@ -20,7 +22,7 @@ use crate::field::{HashKey, dot};
 /// let parts = [Partial::hash_blocks(&hk, &xs[..2]), Partial::hash_blocks(&hk, &xs[2..])];
 /// assert_eq!(tree_reduce(&hk, &parts), whole);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Zeroize)]
 pub struct Partial {
     /// `Σ X_i·h^(n−i+1)` as a POLYVAL-domain value (a GHASH state read big-endian).
     pub value: u128,
@@ -63,39 +65,35 @@ pub fn combine(hk: &HashKey, a: Partial, b: Partial) -> Partial {
 ///
 /// Each level joins neighbours `(2i, 2i+1)`; the power `Q_len` is computed once per distinct
 /// length in a level, so runs of equal length (the usual case) cost one exponentiation per level.
+/// The levels are reduced in place in one vector, which is wiped before it is freed, as is the
+/// cached power: partial hashes and powers of H are secret.
 pub fn tree_reduce(hk: &HashKey, parts: &[Partial]) -> Partial {
-    let mut level: Vec<Partial> = parts.to_vec();
-    while level.len() > 1 {
-        let mut cache: Option<(u64, u128)> = None;
-        let mut next = Vec::with_capacity(level.len().div_ceil(2));
-        for pair in level.chunks(2) {
-            match pair {
-                [a, b] => {
-                    if b.blocks == 0 {
-                        next.push(Partial {
-                            value: a.value ^ b.value,
-                            blocks: a.blocks,
-                        });
-                        continue;
-                    }
-                    let q = match cache {
-                        Some((len, q)) if len == b.blocks => q,
-                        _ => {
-                            let q = hk.power(b.blocks);
-                            cache = Some((b.blocks, q));
-                            q
-                        }
-                    };
-                    next.push(Partial {
-                        value: dot(a.value, q) ^ b.value,
-                        blocks: a.blocks + b.blocks,
-                    });
+    let mut level: Zeroizing<Vec<Partial>> = Zeroizing::new(parts.to_vec());
+    let mut n = level.len();
+    // The last power computed and its exponent.
+    let mut q = Zeroizing::new((0u64, 0u128));
+    while n > 1 {
+        for i in 0..n / 2 {
+            let (a, b) = (level[2 * i], level[2 * i + 1]);
+            level[i] = if b.blocks == 0 {
+                Partial {
+                    value: a.value ^ b.value,
+                    blocks: a.blocks,
                 }
-                [a] => next.push(*a),
-                _ => unreachable!("chunks(2) yields one or two items"),
-            }
+            } else {
+                if q.0 != b.blocks {
+                    *q = (b.blocks, hk.power(b.blocks));
+                }
+                Partial {
+                    value: dot(a.value, q.1) ^ b.value,
+                    blocks: a.blocks + b.blocks,
+                }
+            };
         }
-        level = next;
+        if n % 2 == 1 {
+            level[n / 2] = level[n - 1];
+        }
+        n = n.div_ceil(2);
     }
     level.first().copied().unwrap_or(Partial::EMPTY)
 }

@@ -260,6 +260,10 @@ pub fn open_batch(
         |(msgs, tags): &mut Lists<'_>, chunk: &mut [OpenJob<'_>]| {
             msgs.clear();
             tags.clear();
+            // Room for the whole chunk first: a list that grew by reallocation would free blocks
+            // still holding moved J0s (for nonces that are not 12 bytes, a J0 and its IV give H).
+            msgs.reserve(chunk.len());
+            tags.reserve(chunk.len());
             for j in chunk {
                 msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
                 tags.push(j.tag);

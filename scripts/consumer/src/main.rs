@@ -34,9 +34,13 @@ fn round_trip(gcm: &Gcm) -> Result<Vec<(Vec<u8>, [u8; 16])>, GcmError> {
     Ok(out)
 }
 
+/// An error of `what`, as a line.
+fn err(what: &'static str) -> impl Fn(GcmError) -> String {
+    move |e| format!("{what}: {e}")
+}
+
 fn run(require_gpu: bool) -> Result<(), String> {
     let key = [0x42u8; 32];
-    let err = |what: &str| move |e: GcmError| format!("{what}: {e}");
     let cpu = round_trip(&Gcm::with_backend(&key, Backend::Cpu).map_err(err("CPU"))?)
         .map_err(err("CPU"))?;
     let auto = round_trip(&Gcm::new(&key).map_err(err("Auto"))?).map_err(err("Auto"))?;

@@ -65,6 +65,7 @@ pub(crate) const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
 /// `CU_STREAM_NON_BLOCKING`: no implicit synchronisation with the legacy default stream.
 pub(crate) const CU_STREAM_NON_BLOCKING: c_uint = 1;
 /// `CUevent_flags`.
+#[cfg(feature = "bench")]
 pub(crate) const CU_EVENT_DEFAULT: c_uint = 0;
 pub(crate) const CU_EVENT_BLOCKING_SYNC: c_uint = 1;
 pub(crate) const CU_EVENT_DISABLE_TIMING: c_uint = 2;
@@ -79,10 +80,10 @@ const LIBRARY: &str = "libcuda.so.1";
 
 /// Declares the function table, its loading, and one `unsafe fn` per entry with the C signature.
 macro_rules! driver_api {
-    ($( fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )*) => {
+    ($( $(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )*) => {
         /// The driver's entry points, resolved once from the loaded library.
         struct Api {
-            $( $name: unsafe extern "C" fn($($ty),*) -> CUresult, )*
+            $( $(#[$m])* $name: unsafe extern "C" fn($($ty),*) -> CUresult, )*
         }
 
         impl Api {
@@ -106,6 +107,7 @@ macro_rules! driver_api {
 
         $(
             /// The driver function of this name (see the module documentation).
+            $(#[$m])*
             pub(crate) unsafe fn $name($($arg: $ty),*) -> CUresult {
                 match api() {
                     // SAFETY: forwarded from this function's contract, which is the C function's.
@@ -153,6 +155,7 @@ driver_api! {
     fn cuEventRecord(event: CUevent, stream: CUstream);
     fn cuEventQuery(event: CUevent);
     fn cuEventSynchronize(event: CUevent);
+    #[cfg_attr(not(feature = "bench"), allow(dead_code))]
     fn cuEventElapsedTime(ms: *mut f32, start: CUevent, end: CUevent);
     fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
         blocks: *mut c_int,
