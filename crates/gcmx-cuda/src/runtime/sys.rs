@@ -198,8 +198,11 @@ fn opened() -> &'static Result<(libloading::Library, Api), String> {
     LIB.get_or_init(|| {
         // SAFETY: opening the NVIDIA driver library runs its initialisers, which have no preconditions
         // on our side (it is loaded the same way by the CUDA runtime and every other driver-API user).
-        let lib = unsafe { libloading::Library::new(LIBRARY) }
-            .map_err(|e| format!("the NVIDIA driver library {LIBRARY} could not be loaded ({e})"))?;
+        let lib = unsafe { libloading::Library::new(LIBRARY) }.map_err(|e| {
+            // The loader's own words (`dlerror`) are the error's source.
+            let why = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+            format!("the NVIDIA driver library {LIBRARY} could not be loaded ({why})")
+        })?;
         let api = Api::resolve(&lib)?;
         Ok((lib, api))
     })
