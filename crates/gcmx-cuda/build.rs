@@ -132,8 +132,8 @@ fn build_from_source(
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    let bytes = std::fs::read(&fatbin)
-        .unwrap_or_else(|e| fail(&format!("{}: {e}", fatbin.display())));
+    let bytes =
+        std::fs::read(&fatbin).unwrap_or_else(|e| fail(&format!("{}: {e}", fatbin.display())));
     let record = Record {
         nvcc: format!("{major}.{minor}"),
         flags: record::flags().join(" "),
@@ -211,14 +211,21 @@ fn write_layout(header: &Path, out: &Path) {
         let bad = || -> ! { fail(&format!("{}: cannot read `{line}`", header.display())) };
         match (head, a.as_slice()) {
             ("GCMX_LAYOUT_SIZE", [t, n, al]) => {
-                let (n, al) = (number(n).unwrap_or_else(|| bad()), number(al).unwrap_or_else(|| bad()));
+                let (n, al) = (
+                    number(n).unwrap_or_else(|| bad()),
+                    number(al).unwrap_or_else(|| bad()),
+                );
                 let _ = writeln!(
                     sizes,
                     "    pub(crate) const {t}: (usize, usize) = ({n}, {al});"
                 );
             }
             ("GCMX_LAYOUT_FIELD", [t, f, o]) => {
-                fields.push((t.to_string(), f.to_string(), number(o).unwrap_or_else(|| bad())));
+                fields.push((
+                    t.to_string(),
+                    f.to_string(),
+                    number(o).unwrap_or_else(|| bad()),
+                ));
             }
             ("GCMX_LAYOUT_CONST", [name, v]) => {
                 let v = number(v).unwrap_or_else(|| bad());

@@ -131,8 +131,10 @@ impl Record {
 pub(crate) fn check(kernels: &Path, cuda_dir: &Path) -> Result<Record, String> {
     let record = kernels.join("gcmx.fatbin.record");
     let fatbin = kernels.join("gcmx.fatbin");
-    let text = std::fs::read_to_string(&record).map_err(|e| format!("{}: {e}", record.display()))?;
-    let r = Record::parse(&text).ok_or_else(|| format!("{} is not a build record", record.display()))?;
+    let text =
+        std::fs::read_to_string(&record).map_err(|e| format!("{}: {e}", record.display()))?;
+    let r = Record::parse(&text)
+        .ok_or_else(|| format!("{} is not a build record", record.display()))?;
     let bytes = std::fs::read(&fatbin).map_err(|e| format!("{}: {e}", fatbin.display()))?;
     if sha256(&bytes) != r.fatbin {
         return Err(format!(

@@ -457,7 +457,13 @@ int main(void) {
         std::fs::write(&src, c).ok()?;
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let built = std::process::Command::new(&cc)
-            .args(["-std=c11", "-O0", "-I", concat!(env!("CARGO_MANIFEST_DIR"), "/cuda"), "-o"])
+            .args([
+                "-std=c11",
+                "-O0",
+                "-I",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/cuda"),
+                "-o",
+            ])
             .arg(&exe)
             .arg(&src)
             .status();
@@ -484,18 +490,33 @@ int main(void) {
         let Some(text) = probe() else { return };
         let (mut gh, mut fu, mut units, mut scratch) = (0, 0, 0, 0);
         for line in text.lines() {
-            let w: Vec<u64> = line.split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
+            let w: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .map(|x| x.parse().unwrap())
+                .collect();
             match line.split_whitespace().next() {
                 Some("ghexp") => {
-                    assert_eq!(strided_pow_exponent(GHASH_THREADS, GHASH_WARP_SPAN, w[0] as u32), w[1]);
+                    assert_eq!(
+                        strided_pow_exponent(GHASH_THREADS, GHASH_WARP_SPAN, w[0] as u32),
+                        w[1]
+                    );
                     gh += 1;
                 }
                 Some("fuexp") => {
-                    assert_eq!(strided_pow_exponent(FUSED_THREADS, FUSED_WARP_SPAN, w[0] as u32), w[1]);
+                    assert_eq!(
+                        strided_pow_exponent(FUSED_THREADS, FUSED_WARP_SPAN, w[0] as u32),
+                        w[1]
+                    );
                     fu += 1;
                 }
                 Some("units") => {
-                    assert_eq!(db_units(w[0]), (w[1], w[2] as u32, w[3] != 0), "gcmx_db_units({})", w[0]);
+                    assert_eq!(
+                        db_units(w[0]),
+                        (w[1], w[2] as u32, w[3] != 0),
+                        "gcmx_db_units({})",
+                        w[0]
+                    );
                     units += 1;
                 }
                 Some("scratch") => {

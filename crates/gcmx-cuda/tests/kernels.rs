@@ -15,7 +15,8 @@ fn root() -> &'static Path {
 
 #[test]
 fn shipped_fatbin_matches_its_record_and_sources() {
-    let r = record::check(&root().join("kernels"), &root().join("cuda")).unwrap_or_else(|e| panic!("{e}"));
+    let r = record::check(&root().join("kernels"), &root().join("cuda"))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(r.have_clmad(), "the shipped kernels must use clmad");
     let (major, minor) = r.nvcc.split_once('.').expect("nvcc release");
     let v = (major.parse::<u32>().unwrap(), minor.parse::<u32>().unwrap());
@@ -61,6 +62,10 @@ fn a_record_survives_its_own_rendering() {
     let text = std::fs::read_to_string(root().join("kernels/gcmx.fatbin.record")).unwrap();
     let r = record::Record::parse(&text).expect("a record");
     assert_eq!(record::Record::parse(&r.render()), Some(r));
-    assert_eq!(record::Record::parse("nvcc 13.5\nflags -O3\n"), None, "no fatbin line");
+    assert_eq!(
+        record::Record::parse("nvcc 13.5\nflags -O3\n"),
+        None,
+        "no fatbin line"
+    );
     assert_eq!(record::Record::parse("nvcc 13.5\nsomething else\n"), None);
 }

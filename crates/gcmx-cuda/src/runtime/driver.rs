@@ -146,8 +146,7 @@ impl Gpu {
         let mut dev: cu::CUdevice = 0;
         // SAFETY: the driver is initialised (`count`); writes one device handle.
         let r = unsafe { cu::cuDeviceGet(&mut dev, ordinal as i32) };
-        check(r, format!("cuDeviceGet({ordinal})"))
-            .map_err(|e| unavailable(with_sources(&e)))?;
+        check(r, format!("cuDeviceGet({ordinal})")).map_err(|e| unavailable(with_sources(&e)))?;
         fault::hit(Op::ContextCreate).map_err(|e| {
             unavailable(format!(
                 "primary context of device {ordinal}: {}",
@@ -160,8 +159,7 @@ impl Gpu {
                 with_sources(&e)
             ))
         })?;
-        ctx.enter()
-            .map_err(|e| unavailable(with_sources(&e)))?;
+        ctx.enter().map_err(|e| unavailable(with_sources(&e)))?;
         let attr = |a: i32, what: &str| {
             let mut v = 0;
             // SAFETY: reads one attribute of a valid device handle into one int.
@@ -170,9 +168,18 @@ impl Gpu {
                 .map_err(|e| unavailable(format!("device attribute {what}: {}", with_sources(&e))))
                 .map(|()| u32::try_from(v).unwrap_or(0))
         };
-        let major = attr(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability")?;
-        let minor = attr(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability")?;
-        let sms = attr(cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessors")?;
+        let major = attr(
+            cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            "compute capability",
+        )?;
+        let minor = attr(
+            cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            "compute capability",
+        )?;
+        let sms = attr(
+            cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "multiprocessors",
+        )?;
         let mut raw_name = [0u8; 256];
         // SAFETY: writes at most `len` bytes, NUL-terminated, into the buffer.
         let r = unsafe { cu::cuDeviceGetName(raw_name.as_mut_ptr().cast(), 256, dev) };
@@ -266,8 +273,9 @@ impl Gpu {
         let mut n = 0;
         // SAFETY: writes one int.
         let r = unsafe { cu::cuDeviceGetCount(&mut n) };
-        check(r, "cuDeviceGetCount")
-            .map_err(|e| Error::BackendUnavailable(format!("no CUDA device: {}", with_sources(&e))))?;
+        check(r, "cuDeviceGetCount").map_err(|e| {
+            Error::BackendUnavailable(format!("no CUDA device: {}", with_sources(&e)))
+        })?;
         Ok(u32::try_from(n).unwrap_or(0))
     }
 
@@ -338,12 +346,7 @@ impl Gpu {
         fault::hit(Op::Launch)?;
         // SAFETY: queries the occupancy of a loaded kernel; writes one int.
         let r = unsafe {
-            cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                &mut per_sm,
-                f,
-                block as i32,
-                0,
-            )
+            cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, f, block as i32, 0)
         };
         check(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?;
         let n = u32::try_from(per_sm).unwrap_or(0) * self.info.multiprocessors;
@@ -473,9 +476,7 @@ fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
     let mut words = [0u32; abi::ABI_INFO_WORDS];
     // SAFETY: copies LEN bytes from the probe buffer into `words` (LEN bytes), which stays borrowed
     // until the synchronisation right after.
-    let r = unsafe {
-        cu::cuMemcpyDtoHAsync_v2(words.as_mut_ptr().cast(), probe.0, LEN, stream.0)
-    };
+    let r = unsafe { cu::cuMemcpyDtoHAsync_v2(words.as_mut_ptr().cast(), probe.0, LEN, stream.0) };
     check(r, "cuMemcpyDtoH")?;
     stream.synchronize("cuMemcpyDtoH")?;
     Ok(words)
@@ -538,8 +539,8 @@ impl Module {
 
     /// Kernel `name` (valid while the module is loaded, which is for the life of its `Gpu`).
     fn function(&self, name: &str) -> Result<cu::CUfunction, Error> {
-        let c = std::ffi::CString::new(name)
-            .map_err(|_| internal(format!("kernel name {name:?}")))?;
+        let c =
+            std::ffi::CString::new(name).map_err(|_| internal(format!("kernel name {name:?}")))?;
         let mut f: cu::CUfunction = ptr::null_mut();
         // SAFETY: looks up a NUL-terminated name in a loaded module; writes one handle.
         let r = unsafe { cu::cuModuleGetFunction(&mut f, self.0, c.as_ptr()) };
@@ -872,10 +873,7 @@ impl PinnedMem {
         // pointer.
         let r = unsafe { cu::cuMemAllocHost_v2(&mut p, len) };
         check(r, format!("cuMemAllocHost({len} bytes)"))?;
-        let mut m = PinnedMem {
-            ptr: p.cast(),
-            len,
-        };
+        let mut m = PinnedMem { ptr: p.cast(), len };
         m.bytes().fill(0);
         Ok(m)
     }
@@ -1520,9 +1518,7 @@ impl Stream {
         let mut raw: cu::CUstream = ptr::null_mut();
         fault::hit(Op::StreamCreate)?;
         // SAFETY: creates a stream in the current context (this device's primary one); writes the handle.
-        let r = unsafe {
-            cu::cuStreamCreate(&mut raw, cu::CU_STREAM_NON_BLOCKING)
-        };
+        let r = unsafe { cu::cuStreamCreate(&mut raw, cu::CU_STREAM_NON_BLOCKING) };
         check(r, "cuStreamCreate")?;
         Ok(Stream {
             inner: UserStream {

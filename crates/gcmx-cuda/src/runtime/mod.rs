@@ -33,10 +33,10 @@ mod absent;
 #[cfg(feature = "cuda")]
 mod driver;
 #[cfg(feature = "cuda")]
-mod sys;
-#[cfg(feature = "cuda")]
 #[cfg_attr(not(feature = "fault-injection"), allow(unreachable_pub))]
 pub mod fault;
+#[cfg(feature = "cuda")]
+mod sys;
 
 #[cfg(not(feature = "cuda"))]
 pub(crate) use absent::{

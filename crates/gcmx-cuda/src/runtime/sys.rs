@@ -108,6 +108,7 @@ macro_rules! driver_api {
         $(
             /// The driver function of this name (see the module documentation).
             $(#[$m])*
+            #[allow(clippy::too_many_arguments)] // the C signature's
             pub(crate) unsafe fn $name($($arg: $ty),*) -> CUresult {
                 match api() {
                     // SAFETY: forwarded from this function's contract, which is the C function's.
@@ -200,7 +201,8 @@ fn opened() -> &'static Result<(libloading::Library, Api), String> {
         // on our side (it is loaded the same way by the CUDA runtime and every other driver-API user).
         let lib = unsafe { libloading::Library::new(LIBRARY) }.map_err(|e| {
             // The loader's own words (`dlerror`) are the error's source.
-            let why = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+            let why =
+                std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
             format!("the NVIDIA driver library {LIBRARY} could not be loaded ({why})")
         })?;
         let api = Api::resolve(&lib)?;
