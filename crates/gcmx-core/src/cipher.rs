@@ -216,7 +216,7 @@ where
     ) {
         let g = match g {
             Hasher::Stitched(k, y) => {
-                let mut ctr = counter_block(j0, first);
+                let mut ctr = crate::Counter::block(j0, first);
                 match dir {
                     Direction::Seal => k.seal(&ctr, y, buf),
                     Direction::Open => k.open(&ctr, y, buf),
@@ -362,17 +362,6 @@ where
     c.zeroize();
     b.as_mut_slice().zeroize();
     same.into()
-}
-
-/// The counter block of keystream block `first` (block 0 uses `J0 + 1`): inc32 arithmetic,
-/// the low 32 bits wrap and the other 96 stay.
-fn counter_block(j0: &[u8; 16], first: u64) -> [u8; 16] {
-    let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
-    // Truncation is the point: the counter is 32 bits and wraps (SP 800-38D inc32).
-    let c = ctr0.wrapping_add(1).wrapping_add(first as u32);
-    let mut b = *j0;
-    b[12..].copy_from_slice(&c.to_be_bytes());
-    b
 }
 
 /// GCM's last GHASH block: `[len(A)]_64 ‖ [len(C)]_64` in bits.

@@ -6,6 +6,8 @@ use aes::cipher::{BlockCipherEncrypt, BlockSizeUser, InnerIvInit, StreamCipherCo
 use ctr::CtrCore;
 use ctr::flavors::Ctr32BE;
 
+use crate::Counter;
+
 /// XOR the GCM keystream into `buf`, whose first byte is at keystream block `first_block`
 /// (block 0 is the one encrypted with counter `ctr0 + 1`). `buf` starts on a block boundary.
 #[inline]
@@ -13,11 +15,7 @@ pub(crate) fn apply_keystream<C>(cipher: &C, j0: &[u8; 16], first_block: u64, bu
 where
     C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16>,
 {
-    let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
-    // Truncation is the point: the counter is 32 bits and wraps (SP 800-38D inc32).
-    let start = ctr0.wrapping_add(1).wrapping_add(first_block as u32);
-    let mut iv = *j0;
-    iv[12..].copy_from_slice(&start.to_be_bytes());
+    let iv = Counter::block(j0, first_block);
     // The flavour counts blocks from `iv` with wrapping arithmetic on the last word; its
     // remaining-blocks check allows 2^32 − 1 blocks from here, more than GCM's limit.
     let core = CtrCore::<&C, Ctr32BE>::inner_iv_init(cipher, &iv.into());

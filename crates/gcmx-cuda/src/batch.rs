@@ -585,6 +585,8 @@ fn queue<B: Batch>(
         &mut dev.scratch,
     )?;
     lane.download(At::start(&out), STAGE_META, tags_at, 17 * n)?;
+    // Queued after that copy: the device's tags (the expected ones, when opening) and verdicts.
+    lane.memset(At::start(&out), 17 * n)?;
     match io {
         Io::Packed(_) => io
             .lane(s)?

@@ -97,10 +97,9 @@ pub(crate) fn read_partials(bytes: &[u8], out: &mut [u128]) {
     }
 }
 
-/// Counter of block `first_block` of a message whose J0 is `j0`: `ctr0 + 1 + first_block` mod 2^32.
+/// Counter of block `first_block` of a message whose J0 is `j0` (gcmx-core's inc32).
 pub(crate) fn ctr_first(j0: &[u8; 16], first_block: u64) -> u32 {
-    let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
-    ctr0.wrapping_add(1).wrapping_add(first_block as u32)
+    gcmx_core::Counter::of_j0(j0).of_block(first_block)
 }
 
 #[cfg(test)]

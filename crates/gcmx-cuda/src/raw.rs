@@ -206,7 +206,17 @@ impl Ghash {
 }
 
 /// Time the keystream-only kernel `gcmx_aes_ctr` (no GHASH) over `buf` in place, key `key`.
-pub fn time_aes_ctr(key: &[u8], buf: &mut DeviceBuf, reps: usize) -> Result<Vec<f32>, Error> {
+///
+/// # Safety
+/// This is AES-CTR with no authentication, `reps` times over the buffer: what `buf` holds afterwards
+/// is keystream-XORed data that no tag vouches for (run on a GCM ciphertext with the matching J0, it
+/// is unauthenticated plaintext). The caller must only time with it and must not release or act on
+/// the buffer's contents; no memory-safety condition beyond that.
+pub unsafe fn time_aes_ctr(
+    key: &[u8],
+    buf: &mut DeviceBuf,
+    reps: usize,
+) -> Result<Vec<f32>, Error> {
     let gpu = gpu_of(buf);
     let keys = DeviceKeys::expand(&gpu, &[key])?;
     let chunks = plan::blocks(buf.len()).div_ceil(abi::WARP_CHUNK);
@@ -230,8 +240,13 @@ pub fn time_aes_ctr(key: &[u8], buf: &mut DeviceBuf, reps: usize) -> Result<Vec<
 }
 
 /// Time the fused kernel of `engine` (`seal`: encrypt, else decrypt) over `buf` in place, under the
-/// nonce `nonce`. The partial hashes are discarded (and wiped with their buffer).
-pub fn time_fused(
+/// nonce `nonce`. The partial hashes are discarded (and wiped with their buffer): no tag is checked.
+///
+/// # Safety
+/// In the decrypt direction `buf` afterwards holds unauthenticated plaintext (`reps` times decrypted).
+/// The caller must only time with it and must not release or act on the buffer's contents; no
+/// memory-safety condition beyond that.
+pub unsafe fn time_fused(
     engine: &CudaEngine,
     nonce: &[u8],
     seal: bool,

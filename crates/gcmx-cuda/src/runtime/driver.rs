@@ -1220,7 +1220,7 @@ impl Lane {
                 ..
             } => {
                 let w = abi::le_words(&j0);
-                let ctr0 = u32::from_be_bytes([j0[12], j0[13], j0[14], j0[15]]);
+                let ctr0 = gcmx_core::Counter::of_j0(&j0).initial();
                 let (k, d, n) = (a(key), a(data), len as u64);
                 let args: [*const c_void; 8] = [
                     (&k as *const u64).cast(),
