@@ -54,9 +54,14 @@ pub use keyring::{CudaKeyring, KeyedOpenJob, KeyedSealJob};
 pub use pending::Pending;
 pub use pinned::PinnedRegion;
 pub use resident::DeviceBuf;
+/// Fault injection and the test emulator (feature `fault-injection`, for tests only): make chosen
+/// driver calls fail, switch the stub libcuda into emulating a device, read its counters.
 #[cfg(feature = "fault-injection")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fault-injection")))]
-pub use runtime::fault;
+pub mod fault {
+    pub use crate::runtime::emulator::*;
+    pub use crate::runtime::fault::*;
+}
 pub use runtime::{DeviceInfo, GhashVariant, RawDeviceSpan, Stream};
 
 /// The default device (device 0) and the kernels loaded on it. Starts the driver on first use.

@@ -19,33 +19,25 @@
 //!   [`pin_scope`], whose registration ends when the scope does (leaking cannot skip that).
 //! * Device addresses never leave this module.
 //!
-//! Two implementations share this interface: `driver` (feature `cuda`: the real one) and `absent`
-//! (without it: [`Gpu::get`] reports `Error::BackendUnavailable`, and nothing else can be reached).
-//! The layers above compile unchanged against either. `fault` (feature `fault-injection`, for tests)
-//! makes chosen driver calls fail: every driver wrapper calls its hook once per driver call.
+//! One implementation for every build: `sys` loads the driver API at run time (feature `cuda`; without
+//! it, it answers that this build has no CUDA backend, so [`Gpu::get`] reports
+//! `Error::BackendUnavailable` and nothing else can be reached), and `driver` is compiled and checked
+//! by the compiler either way. `fault` (feature `fault-injection`, for tests) makes chosen driver calls
+//! fail: every driver wrapper calls its hook once per driver call.
 
 use std::sync::Arc;
 
 use gcmx_core::{DeviceError, Direction, Error};
 
-#[cfg(not(feature = "cuda"))]
-mod absent;
-#[cfg(feature = "cuda")]
 mod driver;
-#[cfg(feature = "cuda")]
+#[cfg(feature = "fault-injection")]
+pub(crate) mod emulator;
 #[cfg_attr(not(feature = "fault-injection"), allow(unreachable_pub))]
-pub mod fault;
-#[cfg(feature = "cuda")]
+pub(crate) mod fault;
 mod sys;
 
-#[cfg(not(feature = "cuda"))]
-pub(crate) use absent::{
-    DeviceMem, DirectIo, Fence, Gpu, Lane, ParamSlot, Scratch, UserStream, direct_io,
-    direct_io_spans, pin_scope, queue_dbatch,
-};
 #[cfg(feature = "bench")]
 pub(crate) use driver::Event;
-#[cfg(feature = "cuda")]
 pub(crate) use driver::{
     DeviceMem, DirectIo, Fence, Gpu, Lane, ParamSlot, Scratch, UserStream, direct_io,
     direct_io_spans, pin_scope, queue_dbatch,

@@ -1,5 +1,7 @@
 //! The CUDA driver API as gcmx uses it: its types, and its functions loaded from `libcuda.so.1` on first
-//! use (`dlopen`), not linked.
+//! use (`dlopen`), not linked. Without the crate's `cuda` feature nothing is loaded: [`load`] answers
+//! that this build has no CUDA backend, so the rest of the runtime compiles and is checked the same way
+//! in every build but never reaches a driver.
 //!
 //! A binary built with the `cuda` feature therefore needs nothing CUDA to build, link or start: on a
 //! machine without the NVIDIA driver [`load`] says why the library could not be opened and the backend
@@ -76,18 +78,21 @@ pub(crate) const CU_MEMHOSTALLOC_DEVICEMAP: c_uint = 2;
 pub(crate) const CU_MEMHOSTREGISTER_PORTABLE: c_uint = 1;
 
 /// The file the driver installs (its soname); the loader's search path decides which one is found.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 const LIBRARY: &str = "libcuda.so.1";
 
 /// Declares the function table, its loading, and one `unsafe fn` per entry with the C signature.
 macro_rules! driver_api {
     ($( $(#[$m:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?); )*) => {
         /// The driver's entry points, resolved once from the loaded library.
+        #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
         struct Api {
             $( $(#[$m])* $name: unsafe extern "C" fn($($ty),*) -> CUresult, )*
         }
 
         impl Api {
             /// Resolve every entry point; the first one missing is the error.
+            #[cfg(feature = "cuda")]
             fn resolve(lib: &libloading::Library) -> Result<Api, String> {
                 Ok(Api {
                     $( $name: {
@@ -191,11 +196,30 @@ driver_api! {
     );
 }
 
+/// The library as loaded: it stays open for the life of the process.
+#[cfg(feature = "cuda")]
+type Library = libloading::Library;
+/// No library is ever loaded without the `cuda` feature.
+#[cfg(not(feature = "cuda"))]
+type Library = core::convert::Infallible;
+
 /// The opened library and its resolved table, or why it could not be had. Never dropped: function
 /// pointers and driver handles stay valid for the life of the process.
-static LIB: OnceLock<Result<(libloading::Library, Api), String>> = OnceLock::new();
+static LIB: OnceLock<Result<(Library, Api), String>> = OnceLock::new();
 
-fn opened() -> &'static Result<(libloading::Library, Api), String> {
+#[cfg(not(feature = "cuda"))]
+fn opened() -> &'static Result<(Library, Api), String> {
+    LIB.get_or_init(|| {
+        Err(
+            "this build of gcmx-cuda has no CUDA backend (its `cuda` feature, which gcmx's `cuda` \
+             feature turns on, is off)"
+                .into(),
+        )
+    })
+}
+
+#[cfg(feature = "cuda")]
+fn opened() -> &'static Result<(Library, Api), String> {
     LIB.get_or_init(|| {
         // SAFETY: opening the NVIDIA driver library runs its initialisers, which have no preconditions
         // on our side (it is loaded the same way by the CUDA runtime and every other driver-API user).
@@ -223,7 +247,7 @@ pub(crate) fn load() -> Result<(), String> {
 /// The address of `name` in the loaded driver library, if it exports it (the test emulator's controls).
 #[cfg(feature = "fault-injection")]
 pub(crate) fn symbol(name: &CStr) -> Option<*mut c_void> {
-    let (lib, _) = opened().as_ref().ok()?;
+    let (lib, _): &(libloading::Library, Api) = opened().as_ref().ok()?;
     // SAFETY: the value is only an address here; whoever casts it to a function type states why that
     // type is the symbol's.
     let s = unsafe { lib.get::<*mut c_void>(name.to_bytes_with_nul()) }.ok()?;

@@ -1,0 +1,272 @@
+//! Caller memory: page-locking for one call ([`direct_io`], [`direct_io_spans`]) or for a scope
+//! ([`pin_scope`]), and the copies that read and write it in place.
+
+use super::*;
+
+/// Live [`pin_scope`] registrations as (start address, length).
+pub(super) static PINNED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+pub(super) fn pinned_covers(start: usize, len: usize) -> bool {
+    super::super::region_covers(&lock(&PINNED), start, len)
+}
+
+/// A host range page-locked for one [`direct_io`] call (or covered by a live [`pin_scope`]).
+pub(super) struct Registration {
+    pub(super) gpu: Arc<Gpu>,
+    pub(super) ptr: *mut c_void,
+    /// False when a live scope registered the range (then it is not ours to unregister).
+    pub(super) owned: bool,
+}
+
+impl Registration {
+    /// Page-lock the `len` bytes at `ptr` for this call; `None` if the driver refuses (the caller stages
+    /// instead). The range must be caller memory borrowed exclusively for the call.
+    ///
+    /// A range inside a live [`pin_scope`] is used as is. A range the driver reports as already
+    /// registered by someone else may be only partly page-locked, so it is refused.
+    pub(super) fn for_call(gpu: &Arc<Gpu>, ptr: *mut u8, len: usize) -> Option<Registration> {
+        if len == 0 {
+            return None;
+        }
+        let ptr = ptr.cast::<c_void>();
+        if pinned_covers(ptr as usize, len) {
+            return Some(Registration {
+                gpu: gpu.clone(),
+                ptr,
+                owned: false,
+            });
+        }
+        gpu.enter().ok()?;
+        fault::hit(Op::HostRegister).ok()?;
+        // SAFETY: page-locks a live host range that the caller borrows exclusively for as long as this
+        // registration lives; `Drop` unregisters it after every transfer on it has ended (direct_io).
+        let r = unsafe { cu::cuMemHostRegister_v2(ptr, len, 0) };
+        (r == cu::CUresult::CUDA_SUCCESS).then(|| Registration {
+            gpu: gpu.clone(),
+            ptr,
+            owned: true,
+        })
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if self.owned && self.gpu.enter().is_ok() {
+            // SAFETY: unregisters the range `for_call` registered; no transfer on it is pending.
+            let r = unsafe { cu::cuMemHostUnregister(self.ptr) };
+            let _ = r;
+        }
+    }
+}
+
+/// Transfers between the caller's buffers and device memory, on the lanes of a [`direct_io`] or
+/// [`direct_io_spans`] call.
+pub(crate) struct DirectIo<'a> {
+    pub(super) lanes: &'a mut [Lane],
+    /// The page-locked ranges (start, length): one per span.
+    pub(super) ranges: Vec<(*mut u8, usize)>,
+}
+
+impl core::fmt::Debug for DirectIo<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "DirectIo({} ranges, {} lanes)",
+            self.ranges.len(),
+            self.lanes.len()
+        )
+    }
+}
+
+impl DirectIo<'_> {
+    /// Lane `i` of the call, for launches, memsets and its own staging.
+    pub(crate) fn lane(&mut self, i: usize) -> Result<&mut Lane, Error> {
+        let n = self.lanes.len();
+        self.lanes
+            .get_mut(i)
+            .ok_or_else(|| internal(format!("lane {i} of {n}")))
+    }
+
+    pub(super) fn host_range(&self, span: usize, off: usize, n: usize) -> Result<*mut u8, Error> {
+        let Some(&(p, len)) = self.ranges.get(span) else {
+            return Err(internal(format!("span {span} of {}", self.ranges.len())));
+        };
+        if off.checked_add(n).is_none_or(|e| e > len) {
+            return Err(internal(format!(
+                "caller range {off}+{n} outside {len} bytes"
+            )));
+        }
+        Ok(p.wrapping_add(off))
+    }
+
+    /// Enqueue on lane `i`: `n` caller bytes from `host_off` to `dst`.
+    pub(crate) fn upload(
+        &mut self,
+        i: usize,
+        host_off: usize,
+        dst: At<'_>,
+        n: usize,
+    ) -> Result<(), Error> {
+        self.upload_span(i, 0, host_off, dst, n)
+    }
+
+    /// Enqueue on lane `i`: `n` bytes from `src` to the caller's buffer at `host_off`.
+    pub(crate) fn download(
+        &mut self,
+        i: usize,
+        src: At<'_>,
+        host_off: usize,
+        n: usize,
+    ) -> Result<(), Error> {
+        self.download_span(i, 0, src, host_off, n)
+    }
+
+    /// Enqueue on lane `i`: `n` bytes from byte `off` of span `span` to `dst`.
+    pub(crate) fn upload_span(
+        &mut self,
+        i: usize,
+        span: usize,
+        off: usize,
+        dst: At<'_>,
+        n: usize,
+    ) -> Result<(), Error> {
+        let src = self.host_range(span, off, n)?;
+        let lane = self.lane(i)?;
+        // SAFETY: the source is inside caller memory that the direct_io call borrows exclusively and
+        // keeps page-locked until every lane of the call has waited for its work (also when the closure
+        // fails or panics).
+        unsafe { lane.htod(src.cast_const(), dst, n) }
+    }
+
+    /// Enqueue on lane `i`: `n` bytes from `src` to byte `off` of span `span`.
+    pub(crate) fn download_span(
+        &mut self,
+        i: usize,
+        span: usize,
+        src: At<'_>,
+        off: usize,
+        n: usize,
+    ) -> Result<(), Error> {
+        let dst = self.host_range(span, off, n)?;
+        let lane = self.lane(i)?;
+        // SAFETY: as in `upload_span`, in the other direction: nothing reads or writes the caller's
+        // memory until the direct_io call has waited for every lane.
+        unsafe { lane.dtoh(src, dst, n) }
+    }
+}
+
+/// Run `f` with transfers in place between `host` (page-locked for the call, or inside a live
+/// [`pin_scope`]) and device memory on `lanes`; wait for every lane before returning, whatever `f`
+/// returned, and also when it panics. `None` (and `f` not run) when `host` cannot be page-locked: the
+/// caller stages through its lanes' own buffers instead.
+pub(crate) fn direct_io<R>(
+    gpu: &Arc<Gpu>,
+    lanes: &mut [Lane],
+    host: &mut [u8],
+    f: impl FnOnce(&mut DirectIo<'_>) -> Result<R, Error>,
+) -> Option<Result<R, Error>> {
+    let reg = Registration::for_call(gpu, host.as_mut_ptr(), host.len())?;
+    run_direct(lanes, vec![(host.as_mut_ptr(), host.len())], vec![reg], f)
+}
+
+/// [`direct_io`] over many caller ranges ([`super::super::Span`]s, from [`super::super::extend_spans`]): each span
+/// is page-locked as one range (or used as it is inside a live [`pin_scope`]) and the closure addresses
+/// span `k` by its index in `spans`. `None` (and `f` not run) when a span cannot be page-locked.
+///
+/// # Safety
+/// Every span's `len` bytes from `start` are live memory that the caller borrows exclusively for the
+/// whole call, and that nothing reads or writes (the closure included) but this call's transfers until
+/// it returns.
+pub(crate) unsafe fn direct_io_spans<R>(
+    gpu: &Arc<Gpu>,
+    lanes: &mut [Lane],
+    spans: &[super::super::Span],
+    f: impl FnOnce(&mut DirectIo<'_>) -> Result<R, Error>,
+) -> Option<Result<R, Error>> {
+    let mut ranges = Vec::with_capacity(spans.len());
+    let mut regs = Vec::with_capacity(spans.len());
+    for sp in spans {
+        regs.push(Registration::for_call(gpu, sp.start, sp.len)?);
+        ranges.push((sp.start, sp.len));
+    }
+    run_direct(lanes, ranges, regs, f)
+}
+
+pub(super) fn run_direct<R>(
+    lanes: &mut [Lane],
+    ranges: Vec<(*mut u8, usize)>,
+    regs: Vec<Registration>,
+    f: impl FnOnce(&mut DirectIo<'_>) -> Result<R, Error>,
+) -> Option<Result<R, Error>> {
+    let mut io = DirectIo { lanes, ranges };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut io)));
+    let mut waited = Ok(());
+    for lane in io.lanes.iter_mut() {
+        if let Err(e) = lane.wait() {
+            waited = Err(e);
+        }
+    }
+    // Every lane has waited (an error of a wait is an error of work that has drained).
+    drop(regs);
+    match r {
+        Ok(r) => Some(r.and_then(|v| waited.map(|()| v))),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Removes a [`pin_scope`] registration when the scope ends (also by a panic).
+pub(super) struct ScopeGuard<'g> {
+    pub(super) gpu: &'g Arc<Gpu>,
+    pub(super) ptr: *mut c_void,
+    pub(super) len: usize,
+}
+
+impl Drop for ScopeGuard<'_> {
+    fn drop(&mut self) {
+        {
+            let mut list = lock(&PINNED);
+            if let Some(i) = list
+                .iter()
+                .position(|&e| e == (self.ptr as usize, self.len))
+            {
+                list.swap_remove(i);
+            }
+        }
+        if self.gpu.enter().is_ok() {
+            // SAFETY: unregisters the range `pin_scope` registered. Every transfer on it ran inside a
+            // call that borrowed the memory from the scope's closure, and all of them returned (having
+            // waited) before the closure did.
+            let r = unsafe { cu::cuMemHostUnregister(self.ptr) };
+            let _ = r;
+        }
+    }
+}
+
+/// Page-lock `buf` for the duration of `f` (for every device: portable), so that calls inside `f`
+/// transfer it in place without registering it each time. The registration ends when `f` returns or
+/// panics, before the borrow of `buf` does.
+pub(crate) fn pin_scope<R>(
+    gpu: &Arc<Gpu>,
+    buf: &mut [u8],
+    f: impl FnOnce(&mut [u8]) -> R,
+) -> Result<R, Error> {
+    if buf.is_empty() {
+        return Ok(f(buf));
+    }
+    gpu.enter()?;
+    fault::hit(Op::HostRegister)?;
+    let ptr = buf.as_mut_ptr().cast::<c_void>();
+    // SAFETY: page-locks the live range that `buf` borrows for this whole call; the guard below
+    // unregisters it before the call returns (or unwinds).
+    let r = unsafe { cu::cuMemHostRegister_v2(ptr, buf.len(), cu::CU_MEMHOSTREGISTER_PORTABLE) };
+    check(r, "cuMemHostRegister")?;
+    lock(&PINNED).push((ptr as usize, buf.len()));
+    let guard = ScopeGuard {
+        gpu,
+        ptr,
+        len: buf.len(),
+    };
+    let out = f(buf);
+    drop(guard);
+    Ok(out)
+}
