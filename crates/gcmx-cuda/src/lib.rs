@@ -128,6 +128,10 @@ mod tests {
     /// BackendUnavailable, and asking again must try again (not panic, not cache a half state).
     #[test]
     fn reports_device_or_its_absence() {
+        // With fault injection the runtime's unit tests in this binary switch the stub libcuda into
+        // emulating a device: switch it first, so that the answer does not depend on their order.
+        #[cfg(feature = "fault-injection")]
+        fault::emulate();
         match info() {
             Err(Error::BackendUnavailable(why)) => {
                 // Straight to stderr (not through the harness's captured print!) so CI logs show it.

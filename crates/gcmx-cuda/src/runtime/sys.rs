@@ -150,6 +150,7 @@ driver_api! {
     fn cuMemHostUnregister(p: *mut c_void);
     fn cuMemcpyHtoDAsync_v2(dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream);
     fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: CUdeviceptr, bytes: usize, stream: CUstream);
+    fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, bytes: usize);
     fn cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize);
     fn cuMemsetD8Async(dst: CUdeviceptr, value: u8, n: usize, stream: CUstream);
     fn cuStreamCreate(stream: *mut CUstream, flags: c_uint);

@@ -348,12 +348,15 @@ pub(super) fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], E
     // SAFETY: allocates LEN bytes in the current context; writes the address.
     let r = unsafe { cu::cuMemAlloc_v2(&mut addr, LEN) };
     check(r, "cuMemAlloc")?;
-    /// Frees the probe's buffer on every path (it holds no secret).
+    /// Frees the probe's buffer on every path, zeroed first as every buffer gcmx frees is (it holds
+    /// no secret, but the rule has no exceptions to audit).
     struct Probe(cu::CUdeviceptr);
     impl Drop for Probe {
         fn drop(&mut self) {
-            // SAFETY: frees the allocation above once; the stream that used it has been synchronised
-            // or destroyed (declared after this guard, so dropped first, and stream destruction waits).
+            // SAFETY: zeroes the whole allocation above, synchronously; no work on it is pending (the
+            // stream that used it is declared after this guard, so it was synchronised or destroyed).
+            let _ = unsafe { cu::cuMemsetD8_v2(self.0, 0, LEN) };
+            // SAFETY: frees the allocation above once, after the synchronous memset.
             let _ = unsafe { cu::cuMemFree_v2(self.0) };
         }
     }
@@ -386,11 +389,10 @@ pub(super) fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], E
     fault::hit(Op::Synchronize).and(synced)?;
     fault::hit(Op::CopyToHost)?;
     let mut words = [0u32; abi::ABI_INFO_WORDS];
-    // SAFETY: copies LEN bytes from the probe buffer into `words` (LEN bytes), which stays borrowed
-    // until the synchronisation right after.
-    let r = unsafe { cu::cuMemcpyDtoHAsync_v2(words.as_mut_ptr().cast(), probe.0, LEN, stream.0) };
+    // SAFETY: a synchronous copy of LEN bytes from the probe buffer (LEN bytes, its kernel done: the
+    // stream was synchronised above) into `words` (LEN bytes); pageable memory is allowed for it.
+    let r = unsafe { cu::cuMemcpyDtoH_v2(words.as_mut_ptr().cast(), probe.0, LEN) };
     check(r, "cuMemcpyDtoH")?;
-    stream.synchronize("cuMemcpyDtoH")?;
     Ok(words)
 }
 
@@ -465,5 +467,45 @@ impl Drop for Module {
     fn drop(&mut self) {
         // SAFETY: unloads the module loaded in `load`, once; `Gpu` drops it before its context.
         let _ = unsafe { cu::cuModuleUnload(self.0) };
+    }
+}
+
+#[cfg(all(test, feature = "fault-injection"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_starts_once_and_ordinals_past_the_last_are_refused() {
+        let Some(g) = test_gpu() else { return };
+        let again = Gpu::get(0).unwrap();
+        assert!(Arc::ptr_eq(&g, &again), "a started device is kept");
+        assert_eq!(g.info().abi_version, abi::ABI_VERSION);
+        assert!(g.info().compute_capability.0 >= 8);
+        let n = Gpu::count().unwrap();
+        assert!(matches!(Gpu::get(n), Err(Error::InvalidInput(_))));
+    }
+
+    #[test]
+    fn per_device_state_is_one_value_per_type() {
+        let Some(g) = test_gpu() else { return };
+        let a = g.state::<Vec<u8>>();
+        let b = g.state::<Vec<u8>>();
+        assert!(Arc::ptr_eq(&a, &b));
+        let c = g.state::<Vec<u16>>();
+        assert_eq!(lock(&c).len(), 0);
+    }
+
+    #[test]
+    fn cooperative_kernels_report_their_resident_blocks() {
+        let Some(g) = test_gpu() else { return };
+        let n = g
+            .resident_blocks("gcmx_dbatch_seal1", abi::DB_THREADS)
+            .unwrap();
+        assert!(n >= g.info().multiprocessors, "at least one block per SM");
+        assert_eq!(
+            g.resident_blocks("gcmx_dbatch_seal1", abi::DB_THREADS)
+                .unwrap(),
+            n
+        );
     }
 }

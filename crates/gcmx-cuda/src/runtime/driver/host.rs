@@ -270,3 +270,42 @@ pub(crate) fn pin_scope<R>(
     drop(guard);
     Ok(out)
 }
+
+#[cfg(all(test, feature = "fault-injection"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_pins_its_buffer_until_it_ends() {
+        let Some(g) = test_gpu() else { return };
+        let mut buf = vec![3u8; 1 << 16];
+        let (p, n) = (buf.as_ptr() as usize, buf.len());
+        let inside = pin_scope(&g, &mut buf, |b| {
+            b[0] = 4;
+            pinned_covers(p, n)
+        })
+        .unwrap();
+        assert!(inside, "pinned inside the scope");
+        assert!(!pinned_covers(p, n), "not after it");
+        assert_eq!(buf[0], 4);
+    }
+
+    #[test]
+    fn direct_io_moves_caller_memory_in_place() {
+        let Some(g) = test_gpu() else { return };
+        let m = DeviceMem::zeroed(&g, 1 << 16).unwrap();
+        let mut host: Vec<u8> = (0..1u32 << 16).map(|i| i as u8).collect();
+        let want = host.clone();
+        let mut lanes = [Lane::new(&g).unwrap()];
+        direct_io(&g, &mut lanes, &mut host, |dio| {
+            dio.upload(0, 0, At::start(&m), 1 << 16)?;
+            dio.lane(0)?.memset(At::start(&m), 256)?;
+            dio.download(0, At::start(&m), 0, 1 << 16)
+        })
+        .expect("page-locked")
+        .unwrap();
+        assert!(host[..256].iter().all(|&b| b == 0));
+        assert_eq!(host[256..], want[256..]);
+        assert!(!pinned_covers(host.as_ptr() as usize, host.len()));
+    }
+}

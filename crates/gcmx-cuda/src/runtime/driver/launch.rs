@@ -381,3 +381,39 @@ pub(crate) fn queue_dbatch(
     }
     Ok(fence)
 }
+
+#[cfg(all(test, feature = "fault-injection"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_is_refused_unless_its_buffers_hold_what_it_touches() {
+        let Some(g) = test_gpu() else { return };
+        let raw = DeviceMem::zeroed(&g, abi::RAW_KEY_BYTES * 2).unwrap();
+        let out = DeviceMem::zeroed(&g, abi::AES_KEY_BYTES * 2).unwrap();
+        let mut lane = Lane::new(&g).unwrap();
+        let too_many = Launch::ExpandKeys {
+            raw: At::start(&raw),
+            out: At::start(&out),
+            nkeys: 3,
+        };
+        assert!(lane.launch(too_many).is_err(), "three keys in room for two");
+        let fits = Launch::ExpandKeys {
+            raw: At::start(&raw),
+            out: At::start(&out),
+            nkeys: 2,
+        };
+        lane.launch(fits).unwrap();
+        lane.wait().unwrap();
+        let other = DeviceMem::zeroed(&g, 16).unwrap();
+        let misaligned = Launch::ExpandKeys {
+            raw: At {
+                mem: &other,
+                off: 1,
+            },
+            out: At::start(&out),
+            nkeys: 0,
+        };
+        assert!(lane.launch(misaligned).is_err(), "a misaligned address");
+    }
+}

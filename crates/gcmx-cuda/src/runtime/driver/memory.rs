@@ -441,3 +441,53 @@ impl Scratch {
         self.bar = self.bar.wrapping_add(abi::DB_BARRIERS.wrapping_mul(grid));
     }
 }
+
+#[cfg(all(test, feature = "fault-injection"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_memory_round_trips_and_is_wiped_before_it_is_freed() {
+        let Some(g) = test_gpu() else { return };
+        let m = DeviceMem::new(&g, 100_003).unwrap();
+        let data: Vec<u8> = (0..70_000u32).map(|i| (i * 7 + 1) as u8).collect();
+        m.upload(5, &data).unwrap();
+        let mut back = vec![0u8; data.len()];
+        m.download(5, &mut back).unwrap();
+        assert_eq!(back, data);
+        m.zero().unwrap();
+        m.download(5, &mut back).unwrap();
+        assert!(back.iter().all(|&b| b == 0));
+        assert!(m.upload(100_000, &[1; 4]).is_err(), "past the end");
+        assert!(
+            m.download(usize::MAX, &mut [0; 1]).is_err(),
+            "offset overflow"
+        );
+        m.upload(0, &[0xAB; 64]).unwrap();
+        drop(m);
+        assert!(nothing_freed_unwiped());
+    }
+
+    #[test]
+    fn parameter_slots_are_reused_once_free() {
+        let Some(g) = test_gpu() else { return };
+        let mut s = g.take_slot(100).unwrap();
+        assert!(s.bytes().unwrap().len() >= 100);
+        s.bytes().unwrap()[..4].copy_from_slice(&[1, 2, 3, 4]);
+        g.give_slot(s);
+        let mut t = g.take_slot(50).unwrap();
+        assert!(t.bytes().unwrap().len() >= 50);
+        g.give_slot(t);
+    }
+
+    #[test]
+    fn scratch_is_zeroed_when_new() {
+        let Some(g) = test_gpu() else { return };
+        let s = g.take_scratch(3000).unwrap();
+        assert!(s.len() >= 3000);
+        let mut back = vec![1u8; 3000];
+        s.mem.download(0, &mut back).unwrap();
+        assert!(back.iter().all(|&b| b == 0));
+        g.give_scratch(s);
+    }
+}

@@ -114,3 +114,33 @@ pub(crate) use host::*;
 pub(crate) use launch::*;
 pub(crate) use memory::*;
 pub(crate) use stream::*;
+
+/// The device the unit tests of this module run on: the stub libcuda's emulated device where the stub
+/// is the loaded libcuda (CI), else the first real device (a GPU machine). Tests that need it say so
+/// and return where neither exists.
+#[cfg(all(test, feature = "fault-injection"))]
+pub(super) fn test_gpu() -> Option<Arc<Gpu>> {
+    static EMULATE: std::sync::Once = std::sync::Once::new();
+    EMULATE.call_once(|| {
+        super::emulator::emulate();
+    });
+    match Gpu::get(0) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "runtime unit tests: no device ({e}): NOT run"
+            );
+            None
+        }
+    }
+}
+
+/// Whether the stub saw no memory freed unwiped and no asynchronous copy of memory that was not
+/// page-locked (on a real driver: nothing to read).
+#[cfg(all(test, feature = "fault-injection"))]
+pub(super) fn nothing_freed_unwiped() -> bool {
+    super::emulator::emulator_stats()
+        .is_none_or(|s| s.unwiped_frees == 0 && s.unwiped_host_frees == 0 && s.unpinned_copies == 0)
+}

@@ -505,3 +505,56 @@ impl Stream {
         &self.inner.gpu
     }
 }
+
+#[cfg(all(test, feature = "fault-injection"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_copies_in_order_through_its_staging() {
+        let Some(g) = test_gpu() else { return };
+        let m = DeviceMem::zeroed(&g, 4096).unwrap();
+        let mut lane = Lane::new(&g).unwrap();
+        lane.reserve_host(0, 4096).unwrap();
+        lane.reserve_host(1, 4096).unwrap();
+        lane.host(0).unwrap()[..1000].fill(0x5A);
+        lane.upload(0, 0, At { mem: &m, off: 96 }, 1000).unwrap();
+        lane.memset(At { mem: &m, off: 96 }, 10).unwrap();
+        lane.download(At::start(&m), 1, 0, 4096).unwrap();
+        let h = lane.host(1).unwrap();
+        assert!(h[..106].iter().all(|&b| b == 0));
+        assert!(h[106..1096].iter().all(|&b| b == 0x5A));
+        assert!(h[1096..].iter().all(|&b| b == 0));
+        assert!(
+            lane.upload(0, 0, At { mem: &m, off: 4000 }, 1000).is_err(),
+            "past the buffer"
+        );
+        assert!(
+            lane.upload(7, 0, At::start(&m), 1).is_err(),
+            "no such staging"
+        );
+        lane.wait().unwrap();
+    }
+
+    #[test]
+    fn fences_report_completion() {
+        let Some(g) = test_gpu() else { return };
+        let f = Fence::new(&g).unwrap();
+        assert!(f.done().unwrap(), "an unrecorded fence is complete");
+        let lane = Lane::new(&g).unwrap();
+        f.record(lane.stream.0).unwrap();
+        f.wait().unwrap();
+        assert!(f.done().unwrap());
+    }
+
+    #[test]
+    fn callers_streams_are_made_and_synchronised() {
+        let Some(g) = test_gpu() else { return };
+        let s = Stream::on_device(g.info().ordinal).unwrap();
+        assert_eq!(s.device(), g.info().ordinal);
+        assert!(!s.as_raw().is_null());
+        s.synchronize().unwrap();
+        let n = Gpu::count().unwrap();
+        assert!(matches!(Stream::on_device(n), Err(Error::InvalidInput(_))));
+    }
+}
