@@ -1,0 +1,648 @@
+//! Tink cleartext JSON keysets holding `AesGcmHkdfStreamingKey` keys.
+//!
+//! ```json
+//! {"primaryKeyId": N, "key": [{"keyData": {
+//!     "typeUrl": "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey",
+//!     "value": "<base64 of the protobuf key>", "keyMaterialType": "SYMMETRIC"},
+//!   "status": "ENABLED", "keyId": N, "outputPrefixType": "RAW"}]}
+//! ```
+//!
+//! Validation follows what Tink 1.16 accepts, restricted to HKDF-SHA256: derived key size
+//! 16 or 32, input key material at least as long as the derived key, and a ciphertext
+//! segment size from `derived_key_size + 25` (one plaintext byte in the first segment) to
+//! `2^31 - 1`.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
+
+use crate::error::{Error, Result};
+use crate::format::{Header, Layout, NONCE_PREFIX_LEN, TAG_LEN, hkdf_sha256};
+use crate::proto::{self, RawKey, RawParams};
+
+/// The type URL of Tink's AES-GCM-HKDF streaming key.
+const TYPE_URL: &str = "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey";
+
+/// Tink's `HashType` value for SHA-256.
+const HASH_SHA256: u32 = 3;
+
+/// A good ciphertext segment size for most uses: 1 MiB, as Tink's `AES256_GCM_HKDF_1MB`.
+pub const DEFAULT_SEGMENT_SIZE: u32 = 1 << 20;
+
+/// Largest ciphertext segment size Tink accepts.
+pub const MAX_SEGMENT_SIZE: u32 = i32::MAX as u32;
+
+fn hash_name(v: u32) -> &'static str {
+    match v {
+        0 => "UNKNOWN_HASH",
+        1 => "SHA1",
+        2 => "SHA384",
+        3 => "SHA256",
+        4 => "SHA512",
+        5 => "SHA224",
+        _ => "an unknown hash",
+    }
+}
+
+/// The smallest ciphertext segment size for a derived key size: the header, a tag and one
+/// plaintext byte must fit in the first segment.
+///
+/// ```
+/// assert_eq!(gcmx_stream::min_segment_size(32), 57);
+/// assert_eq!(gcmx_stream::min_segment_size(16), 41);
+/// ```
+pub fn min_segment_size(derived_key_size: usize) -> u32 {
+    (1 + derived_key_size + NONCE_PREFIX_LEN + TAG_LEN + 1) as u32
+}
+
+/// The AES key size of a new key (also the size of each stream's derived key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeySize {
+    /// AES-128: 16-byte key material and derived keys (Tink's `AES128_GCM_HKDF_*`).
+    Aes128,
+    /// AES-256: 32-byte key material and derived keys (Tink's `AES256_GCM_HKDF_*`).
+    #[default]
+    Aes256,
+}
+
+impl KeySize {
+    /// The size in bytes (16 or 32).
+    pub fn bytes(self) -> usize {
+        match self {
+            KeySize::Aes128 => 16,
+            KeySize::Aes256 => 32,
+        }
+    }
+}
+
+/// One validated AES-GCM-HKDF streaming key. Its key material is wiped on drop and never
+/// shown (`Debug` prints its length).
+#[derive(Clone)]
+pub struct StreamingKey {
+    key_id: u32,
+    ikm: Zeroizing<Vec<u8>>,
+    derived_key_size: usize,
+    segment_size: u32,
+}
+
+impl std::fmt::Debug for StreamingKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamingKey")
+            .field("key_id", &self.key_id)
+            .field("ikm", &format_args!("<{} bytes>", self.ikm.len()))
+            .field("derived_key_size", &self.derived_key_size)
+            .field("segment_size", &self.segment_size)
+            .finish()
+    }
+}
+
+impl StreamingKey {
+    /// A key from its parts, validated as Tink does (HKDF-SHA256 only): derived key size 16 or
+    /// 32, key material at least that long, segment size from [`min_segment_size`] to
+    /// 2^31 - 1 bytes.
+    ///
+    /// ```
+    /// use gcmx_stream::StreamingKey;
+    /// assert!(StreamingKey::new(1, &[7u8; 32], 32, 4096).is_ok());
+    /// assert!(StreamingKey::new(1, &[7u8; 16], 32, 4096).is_err()); // material too short
+    /// assert!(StreamingKey::new(1, &[7u8; 32], 32, 56).is_err());   // segment too small
+    /// ```
+    pub fn new(
+        key_id: u32,
+        ikm: &[u8],
+        derived_key_size: usize,
+        segment_size: u32,
+    ) -> Result<Self> {
+        if derived_key_size != 16 && derived_key_size != 32 {
+            return Err(Error::keyset(format!(
+                "key {key_id}: derived key size {derived_key_size} is not supported (16 or 32 bytes)"
+            )));
+        }
+        if ikm.len() < derived_key_size {
+            return Err(Error::keyset(format!(
+                "key {key_id}: key material has {} bytes, fewer than the derived key size {derived_key_size}",
+                ikm.len()
+            )));
+        }
+        let min = min_segment_size(derived_key_size);
+        if segment_size < min || segment_size > MAX_SEGMENT_SIZE {
+            return Err(Error::keyset(format!(
+                "key {key_id}: ciphertext segment size {segment_size} is out of range ({min} to {MAX_SEGMENT_SIZE} bytes)"
+            )));
+        }
+        Ok(StreamingKey {
+            key_id,
+            ikm: Zeroizing::new(ikm.to_vec()),
+            derived_key_size,
+            segment_size,
+        })
+    }
+
+    /// A fresh random key from the operating system's generator, with a random key id.
+    ///
+    /// ```
+    /// use gcmx_stream::{KeySize, StreamingKey};
+    /// let key = StreamingKey::generate(KeySize::Aes128, 64 << 10)?;
+    /// assert_eq!((key.derived_key_size(), key.segment_size()), (16, 64 << 10));
+    /// # Ok::<(), gcmx_stream::Error>(())
+    /// ```
+    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Self> {
+        let size = key_size.bytes();
+        let mut ikm = Zeroizing::new(vec![0u8; size]);
+        crate::random::fill(&mut ikm)?;
+        let mut id = [0u8; 4];
+        crate::random::fill(&mut id)?;
+        // Tink's key ids are positive 31-bit numbers in practice; keep to that range.
+        let key_id = (u32::from_be_bytes(id) & 0x7fff_ffff).max(1);
+        StreamingKey::new(key_id, &ikm, size, segment_size)
+    }
+
+    /// The key id in the keyset.
+    pub fn key_id(&self) -> u32 {
+        self.key_id
+    }
+
+    /// Size of each file's derived AES key (16 or 32 bytes).
+    pub fn derived_key_size(&self) -> usize {
+        self.derived_key_size
+    }
+
+    /// Ciphertext segment size in bytes (tag included).
+    pub fn segment_size(&self) -> u32 {
+        self.segment_size
+    }
+
+    /// The ciphertext size of a plaintext of `len` bytes, or `None` past Tink's limit of 2^32
+    /// segments.
+    ///
+    /// ```
+    /// let key = gcmx_stream::StreamingKey::new(1, &[7u8; 32], 32, 4096)?;
+    /// assert_eq!(key.ciphertext_size(0), Some(40 + 16)); // header and an empty last segment
+    /// assert_eq!(key.ciphertext_size(4040), Some(4096));
+    /// # Ok::<(), gcmx_stream::Error>(())
+    /// ```
+    pub fn ciphertext_size(&self, len: u64) -> Option<u64> {
+        self.layout().ciphertext_size(len)
+    }
+
+    /// The AES key of one stream: HKDF-SHA256 of the key material, with the header's salt and
+    /// the associated data as info.
+    pub(crate) fn stream_key(&self, header: &Header, aad: &[u8]) -> Result<Zeroizing<Vec<u8>>> {
+        hkdf_sha256(&self.ikm, &header.salt, aad, self.derived_key_size)
+    }
+
+    /// The segment sizes of streams written with this key.
+    pub(crate) fn layout(&self) -> Layout {
+        Layout::new(self.segment_size as usize, self.derived_key_size)
+    }
+
+    /// A key from Tink's serialized `AesGcmHkdfStreamingKey` protobuf (the bytes that a JSON
+    /// keyset holds in base64), validated as [`StreamingKey::new`] does.
+    ///
+    /// ```
+    /// use gcmx_stream::StreamingKey;
+    /// let key = StreamingKey::new(7, &[1u8; 32], 32, 4096)?;
+    /// let again = StreamingKey::from_proto(7, &key.to_proto())?;
+    /// assert_eq!(again.segment_size(), 4096);
+    /// assert!(StreamingKey::from_proto(7, b"\xff").is_err());
+    /// # Ok::<(), gcmx_stream::Error>(())
+    /// ```
+    pub fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
+        let raw = proto::decode_key(bytes).map_err(|e| {
+            Error::keyset(format!(
+                "key {key_id}: malformed AesGcmHkdfStreamingKey ({e})"
+            ))
+        })?;
+        if raw.version != 0 {
+            return Err(Error::keyset(format!(
+                "key {key_id}: key version {} is not supported (0)",
+                raw.version
+            )));
+        }
+        if raw.params.hkdf_hash_type != HASH_SHA256 {
+            return Err(Error::keyset(format!(
+                "key {key_id}: HKDF hash {} ({}) is not supported, only SHA256",
+                hash_name(raw.params.hkdf_hash_type),
+                raw.params.hkdf_hash_type
+            )));
+        }
+        StreamingKey::new(
+            key_id,
+            &raw.key_value,
+            raw.params.derived_key_size as usize,
+            raw.params.ciphertext_segment_size,
+        )
+    }
+
+    /// The key as Tink's serialized `AesGcmHkdfStreamingKey` protobuf (it holds the key
+    /// material: returned zeroizing).
+    pub fn to_proto(&self) -> Zeroizing<Vec<u8>> {
+        proto::encode_key(&RawKey {
+            version: 0,
+            params: RawParams {
+                ciphertext_segment_size: self.segment_size,
+                derived_key_size: self.derived_key_size as u32,
+                hkdf_hash_type: HASH_SHA256,
+            },
+            key_value: self.ikm.clone(),
+        })
+    }
+}
+
+/// A Tink keyset of AES-GCM-HKDF streaming keys: its enabled keys and which one is primary.
+/// The primary encrypts; decryption finds the key that wrote a stream among all of them.
+///
+/// It is the entry point of the adapters: [`Keyset::encrypting_writer`],
+/// [`Keyset::decrypting_reader`], [`Keyset::seekable_reader`] (and with the `tokio` feature
+/// their async forms).
+///
+/// ```
+/// use gcmx_stream::{KeySize, Keyset};
+/// let keyset = Keyset::generate(KeySize::Aes256, 1 << 20)?;
+/// let json = keyset.to_json(); // Tink's cleartext JSON: keep it secret
+/// let again = Keyset::from_json(&json)?;
+/// assert_eq!(again.primary().key_id(), keyset.primary().key_id());
+/// # Ok::<(), gcmx_stream::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Keyset {
+    primary: usize,
+    keys: Vec<StreamingKey>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonKeyset {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    primary_key_id: Option<u32>,
+    #[serde(default)]
+    key: Vec<JsonKey>,
+    #[serde(default, skip_serializing)]
+    encrypted_keyset: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonKey {
+    key_data: Option<JsonKeyData>,
+    status: Option<String>,
+    key_id: Option<u32>,
+    output_prefix_type: Option<String>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonKeyData {
+    type_url: Option<String>,
+    /// Base64 of the key: wiped on drop.
+    value: Option<String>,
+    key_material_type: Option<String>,
+}
+
+impl Drop for JsonKeyData {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        self.value.zeroize();
+    }
+}
+
+impl Keyset {
+    /// A new keyset of one fresh random key ([`StreamingKey::generate`]), primary.
+    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Keyset> {
+        StreamingKey::generate(key_size, segment_size).map(Keyset::single)
+    }
+
+    /// A keyset of one key, primary.
+    pub fn single(key: StreamingKey) -> Keyset {
+        Keyset {
+            primary: 0,
+            keys: vec![key],
+        }
+    }
+
+    /// A keyset of `keys` whose primary is `keys[primary]`; key ids must be distinct.
+    pub fn new(primary: usize, keys: Vec<StreamingKey>) -> Result<Keyset> {
+        if primary >= keys.len() {
+            return Err(Error::keyset("primary key index out of range"));
+        }
+        for (i, k) in keys.iter().enumerate() {
+            if keys[..i].iter().any(|o| o.key_id == k.key_id) {
+                return Err(Error::keyset(format!("key id {} appears twice", k.key_id)));
+            }
+        }
+        Ok(Keyset { primary, keys })
+    }
+
+    /// The primary key (used to encrypt).
+    pub fn primary(&self) -> &StreamingKey {
+        &self.keys[self.primary]
+    }
+
+    /// All enabled keys, the primary first (tried in this order to decrypt).
+    pub fn decryption_keys(&self) -> Vec<&StreamingKey> {
+        let mut v = vec![&self.keys[self.primary]];
+        v.extend(
+            self.keys
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != self.primary)
+                .map(|(_, k)| k),
+        );
+        v
+    }
+
+    /// Parses a Tink cleartext JSON keyset (what Tink's `JsonKeysetWriter` writes and
+    /// [`Keyset::to_json`] writes). Disabled and destroyed keys are skipped; every enabled key
+    /// must be a valid `AesGcmHkdfStreamingKey`, and the primary must be enabled.
+    ///
+    /// ```
+    /// let json = r#"{"primaryKeyId": 372866200, "key": [{"keyData": {
+    ///     "typeUrl": "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey",
+    ///     "value": "EgcIgCAQIBgDGiB2EmtI1CvF4gQY/LWs9THVjfQZaj8UeDqNKeq0HRQRRA==",
+    ///     "keyMaterialType": "SYMMETRIC"},
+    ///   "status": "ENABLED", "keyId": 372866200, "outputPrefixType": "RAW"}]}"#;
+    /// let keyset = gcmx_stream::Keyset::from_json(json)?;
+    /// assert_eq!(keyset.primary().segment_size(), 4096);
+    /// # Ok::<(), gcmx_stream::Error>(())
+    /// ```
+    pub fn from_json(text: &str) -> Result<Keyset> {
+        let bad = |e: String| Error::keyset(format!("keyset is not a valid Tink JSON keyset: {e}"));
+        // Straight into the typed document (whose key strings are wiped on drop), not through
+        // an untyped `Value` that would keep copies of the key material.
+        if !text.trim_start().starts_with('{') {
+            // serde would also take a JSON array for the struct.
+            return Err(bad("expected a JSON object".to_string()));
+        }
+        let parsed: JsonKeyset = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+        if parsed.encrypted_keyset.is_some() {
+            return Err(Error::keyset(
+                "encrypted keysets are not supported; give a cleartext JSON keyset",
+            ));
+        }
+        let primary_id = parsed
+            .primary_key_id
+            .ok_or_else(|| Error::keyset("keyset has no primaryKeyId"))?;
+        if parsed.key.is_empty() {
+            return Err(Error::keyset("keyset holds no keys"));
+        }
+        let mut keys = Vec::new();
+        let mut primary = None;
+        for (n, k) in parsed.key.iter().enumerate() {
+            let key_id = k
+                .key_id
+                .ok_or_else(|| Error::keyset(format!("keyset key #{n} has no keyId")))?;
+            let status = k.status.as_deref().unwrap_or("UNKNOWN_STATUS");
+            match status {
+                "ENABLED" => {}
+                "DISABLED" | "DESTROYED" => continue,
+                other => {
+                    return Err(Error::keyset(format!(
+                        "key {key_id}: unknown status {other:?}"
+                    )));
+                }
+            }
+            let data = k
+                .key_data
+                .as_ref()
+                .ok_or_else(|| Error::keyset(format!("key {key_id}: no keyData")))?;
+            let type_url = data.type_url.as_deref().unwrap_or("");
+            if type_url != TYPE_URL {
+                return Err(Error::keyset(format!(
+                    "key {key_id}: key type {type_url:?} is not supported (gcmx reads only AesGcmHkdfStreamingKey)"
+                )));
+            }
+            if let Some(t) = data.key_material_type.as_deref()
+                && t != "SYMMETRIC"
+            {
+                return Err(Error::keyset(format!(
+                    "key {key_id}: key material type {t:?}, expected SYMMETRIC"
+                )));
+            }
+            let value = data
+                .value
+                .as_deref()
+                .ok_or_else(|| Error::keyset(format!("key {key_id}: keyData has no value")))?;
+            let bytes = Zeroizing::new(BASE64.decode(value).map_err(|e| {
+                Error::keyset(format!("key {key_id}: keyData value is not base64 ({e})"))
+            })?);
+            let key = StreamingKey::from_proto(key_id, &bytes)?;
+            if key_id == primary_id {
+                if primary.is_some() {
+                    return Err(Error::keyset(format!(
+                        "keyset has several enabled keys with the primary id {primary_id}"
+                    )));
+                }
+                primary = Some(keys.len());
+            }
+            keys.push(key);
+        }
+        let primary = primary.ok_or_else(|| {
+            Error::keyset(format!(
+                "keyset's primary key {primary_id} is missing or not enabled"
+            ))
+        })?;
+        Ok(Keyset { primary, keys })
+    }
+
+    /// The keyset as Tink cleartext JSON (pretty-printed, with a final newline). The text
+    /// holds key material: it is returned zeroizing.
+    pub fn to_json(&self) -> Zeroizing<String> {
+        let doc = JsonKeyset {
+            primary_key_id: Some(self.primary().key_id),
+            key: self
+                .keys
+                .iter()
+                .map(|k| JsonKey {
+                    key_data: Some(JsonKeyData {
+                        type_url: Some(TYPE_URL.to_string()),
+                        value: Some(BASE64.encode(k.to_proto().as_slice())),
+                        key_material_type: Some("SYMMETRIC".to_string()),
+                    }),
+                    status: Some("ENABLED".to_string()),
+                    key_id: Some(k.key_id),
+                    output_prefix_type: Some("RAW".to_string()),
+                })
+                .collect(),
+            encrypted_keyset: None,
+        };
+        // Reserved up front (about 300 bytes per key) so that no reallocation leaves a copy
+        // of the key material behind.
+        let mut bytes = Zeroizing::new(Vec::with_capacity(1024 + 1024 * self.keys.len()));
+        // Serializing plain strings and numbers into memory cannot fail.
+        let _ = serde_json::to_writer_pretty(&mut *bytes, &doc);
+        bytes.push(b'\n');
+        // JSON text is UTF-8.
+        Zeroizing::new(String::from_utf8(std::mem::take(&mut *bytes)).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    const TINK_JSON: &str = r#"{
+  "primaryKeyId": 372866200,
+  "key": [
+    {
+      "keyData": {
+        "typeUrl": "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey",
+        "value": "EgcIgCAQIBgDGiB2EmtI1CvF4gQY/LWs9THVjfQZaj8UeDqNKeq0HRQRRA==",
+        "keyMaterialType": "SYMMETRIC"
+      },
+      "status": "ENABLED",
+      "keyId": 372866200,
+      "outputPrefixType": "RAW"
+    }
+  ]
+}"#;
+
+    fn keyset_with(value_b64: &str, extra: &str) -> String {
+        format!(
+            r#"{{"primaryKeyId": 7, "key": [{{"keyData": {{"typeUrl": "{TYPE_URL}", "value": "{value_b64}", "keyMaterialType": "SYMMETRIC"}}, "status": "ENABLED", "keyId": 7, "outputPrefixType": "RAW"}}{extra}]}}"#
+        )
+    }
+
+    fn key_b64(seg: u32, dks: u32, hash: u32, ikm_len: usize) -> String {
+        BASE64.encode(
+            proto::encode_key(&RawKey {
+                version: 0,
+                params: RawParams {
+                    ciphertext_segment_size: seg,
+                    derived_key_size: dks,
+                    hkdf_hash_type: hash,
+                },
+                key_value: Zeroizing::new(vec![1; ikm_len]),
+            })
+            .as_slice(),
+        )
+    }
+
+    #[test]
+    fn reads_a_tink_keyset() {
+        let ks = Keyset::from_json(TINK_JSON).unwrap();
+        let k = ks.primary();
+        assert_eq!(k.key_id(), 372866200);
+        assert_eq!(k.segment_size(), 4096);
+        assert_eq!(k.derived_key_size(), 32);
+        assert_eq!(k.ikm.as_slice().len(), 32);
+        assert_eq!(k.ikm.as_slice()[0], 0x76);
+    }
+
+    #[test]
+    fn writes_what_it_reads() {
+        let ks = Keyset::from_json(TINK_JSON).unwrap();
+        let json = ks.to_json();
+        let again = Keyset::from_json(&json).unwrap();
+        assert_eq!(again.primary().ikm.as_slice(), ks.primary().ikm.as_slice());
+        assert_eq!(again.primary().key_id(), 372866200);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let t: serde_json::Value = serde_json::from_str(TINK_JSON).unwrap();
+        assert_eq!(v, t, "same JSON document as Tink's writer");
+    }
+
+    #[test]
+    fn generated_keys_have_the_requested_shape() {
+        let a = StreamingKey::generate(KeySize::Aes128, 4096).unwrap();
+        assert_eq!(
+            (a.ikm.len(), a.derived_key_size(), a.segment_size()),
+            (16, 16, 4096)
+        );
+        let b = StreamingKey::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE).unwrap();
+        assert_eq!((b.ikm.len(), b.derived_key_size()), (32, 32));
+        assert_ne!(b.ikm.as_slice(), &[0u8; 32][..]);
+        let c = StreamingKey::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE).unwrap();
+        assert_ne!(b.ikm.as_slice(), c.ikm.as_slice());
+        assert!(a.key_id() >= 1 && a.key_id() <= i32::MAX as u32);
+        assert!(StreamingKey::generate(KeySize::Aes256, 56).is_err());
+        assert!(StreamingKey::generate(KeySize::Aes256, 57).is_ok());
+        assert!(StreamingKey::generate(KeySize::Aes128, 40).is_err());
+        assert!(StreamingKey::generate(KeySize::Aes128, 41).is_ok());
+    }
+
+    #[test]
+    fn limits_match_tink() {
+        // Tink 1.16.1 accepts 57 (dks 32) and 41 (dks 16), refuses 56 and 40 and 2^31.
+        let ok = |seg, dks, ikm| Keyset::from_json(&keyset_with(&key_b64(seg, dks, 3, ikm), ""));
+        assert!(ok(57, 32, 32).is_ok());
+        assert!(ok(56, 32, 32).is_err());
+        assert!(ok(41, 16, 16).is_ok());
+        assert!(ok(40, 16, 16).is_err());
+        assert!(ok(1 << 31, 16, 16).is_err());
+        assert!(ok(MAX_SEGMENT_SIZE, 16, 16).is_ok());
+        assert!(ok(4096, 16, 32).is_ok());
+        assert!(ok(4096, 32, 16).is_err(), "ikm shorter than derived key");
+        assert!(ok(4096, 24, 24).is_err());
+        assert!(ok(4096, 0, 16).is_err());
+    }
+
+    #[test]
+    fn bad_keysets_are_clear_errors() {
+        let cases: Vec<(String, &str)> = vec![
+            ("not json".into(), "not a valid Tink JSON keyset"),
+            ("[]".into(), "not a valid Tink JSON keyset"),
+            (r#"{"key": []}"#.into(), "no primaryKeyId"),
+            (r#"{"primaryKeyId": 1, "key": []}"#.into(), "no keys"),
+            (r#"{"encryptedKeyset": "abc"}"#.into(), "encrypted keysets"),
+            (
+                TINK_JSON.replace("AesGcmHkdfStreamingKey", "AesGcmKey"),
+                "not supported",
+            ),
+            (keyset_with(&key_b64(4096, 32, 4, 32), ""), "SHA512"),
+            (keyset_with(&key_b64(4096, 32, 1, 32), ""), "SHA1"),
+            (keyset_with("!!!", ""), "not base64"),
+            (keyset_with("AAAA", ""), "malformed"),
+            (
+                keyset_with(&key_b64(4096, 32, 3, 32), "")
+                    .replace("\"primaryKeyId\": 7", "\"primaryKeyId\": 8"),
+                "missing or not enabled",
+            ),
+            (
+                keyset_with(&key_b64(4096, 32, 3, 32), "").replace("ENABLED", "DISABLED"),
+                "missing or not enabled",
+            ),
+            (
+                keyset_with(&key_b64(4096, 32, 3, 32), "").replace("ENABLED", "WHATEVER"),
+                "unknown status",
+            ),
+            (keyset_with(&key_b64(10, 32, 3, 32), ""), "segment size"),
+            (
+                TINK_JSON.replace("372866200,\n      \"output", "-1,\n      \"output"),
+                "not a valid Tink JSON keyset",
+            ),
+        ];
+        for (json, want) in cases {
+            let err = Keyset::from_json(&json).expect_err(&json);
+            assert_eq!(err.kind(), ErrorKind::Keyset);
+            assert!(
+                err.message().contains(want),
+                "{json}: got {err}, want {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn several_keys_primary_first_and_disabled_skipped() {
+        let k1 = key_b64(4096, 32, 3, 32);
+        let extra = format!(
+            r#", {{"keyData": {{"typeUrl": "{TYPE_URL}", "value": "{k1}", "keyMaterialType": "SYMMETRIC"}}, "status": "ENABLED", "keyId": 9, "outputPrefixType": "RAW"}}, {{"keyData": {{"typeUrl": "other", "value": "", "keyMaterialType": "SYMMETRIC"}}, "status": "DISABLED", "keyId": 10, "outputPrefixType": "RAW"}}"#
+        );
+        let json = keyset_with(&k1, &extra).replace("\"primaryKeyId\": 7", "\"primaryKeyId\": 9");
+        let ks = Keyset::from_json(&json).unwrap();
+        assert_eq!(ks.primary().key_id(), 9);
+        let ids: Vec<u32> = ks.decryption_keys().iter().map(|k| k.key_id()).collect();
+        assert_eq!(ids, vec![9, 7]);
+    }
+
+    #[test]
+    fn debug_never_shows_key_bytes() {
+        let ks = Keyset::from_json(TINK_JSON).unwrap();
+        let dbg = format!("{ks:?}");
+        assert!(dbg.contains("<32 bytes>"));
+        assert!(
+            !dbg.contains("118"),
+            "0x76 = 118 must not appear as a byte list: {dbg}"
+        );
+    }
+}

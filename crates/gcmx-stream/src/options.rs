@@ -1,0 +1,120 @@
+//! Tuning shared by the adapters and the bulk pipeline: the backend and the window size.
+
+use std::thread;
+
+use gcmx::Backend;
+
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::format::Layout;
+
+/// Largest window (ciphertext bytes of one batch) that [`Options::window_bytes`] may ask for.
+pub const MAX_WINDOW_BYTES: usize = 1 << 30;
+
+/// Most segments in one window, whatever the segment size (bounds the bookkeeping).
+const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
+
+/// How streams are sealed and opened: the `gcmx` backend, and how many bytes of segments go
+/// to it in one batch (the window). Memory is about one window per adapter (four in the bulk
+/// pipeline), whatever the stream's length; windows start small and grow with the data.
+///
+/// ```
+/// use gcmx_stream::{Backend, Options};
+/// let opts = Options::new().backend(Backend::Cpu).window_bytes(4 << 20);
+/// assert_eq!(opts.get_backend(), Backend::Cpu);
+/// assert_eq!(Options::default().get_backend(), Backend::Auto);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    backend: Backend,
+    window_bytes: usize,
+}
+
+impl Options {
+    /// The defaults: [`Backend::Auto`] and a window of 32 MiB (256 MiB on the GPU).
+    pub fn new() -> Options {
+        Options::default()
+    }
+
+    /// The `gcmx` backend that seals and opens the segments.
+    pub fn backend(self, backend: Backend) -> Options {
+        Options { backend, ..self }
+    }
+
+    /// Target ciphertext bytes per window (one batch call): at least one segment, at most
+    /// [`MAX_WINDOW_BYTES`] (a larger value makes the adapters' constructors fail with
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)); 0 picks the backend's
+    /// default.
+    pub fn window_bytes(self, window_bytes: usize) -> Options {
+        Options {
+            window_bytes,
+            ..self
+        }
+    }
+
+    /// The backend asked for.
+    pub fn get_backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The window asked for (0: the backend's default).
+    pub fn get_window_bytes(&self) -> usize {
+        self.window_bytes
+    }
+
+    fn target_window_bytes(&self) -> usize {
+        if self.window_bytes != 0 {
+            self.window_bytes
+        } else if engine::is_gpu(self.backend) {
+            // GPUs want large batches.
+            256 << 20
+        } else {
+            32 << 20
+        }
+    }
+
+    /// How many segments one window holds; `size_hint` (the stream's size when known) keeps
+    /// windows from being planned larger than the whole stream.
+    pub(crate) fn window_segments(&self, layout: &Layout, size_hint: Option<u64>) -> Result<usize> {
+        let seg = layout.segment_size();
+        if self.window_bytes > MAX_WINDOW_BYTES {
+            return Err(Error::invalid(format!(
+                "window of {} bytes is too large (at most {MAX_WINDOW_BYTES})",
+                self.window_bytes
+            )));
+        }
+        let mut n = (self.target_window_bytes() / seg).max(1);
+        // Every core gets a segment when segments are small enough for that.
+        let threads = thread::available_parallelism().map_or(1, |p| p.get());
+        if n < threads && threads.saturating_mul(seg) <= 256 << 20 {
+            n = threads;
+        }
+        if let Some(size) = size_hint {
+            let need = layout.segment_count(size).saturating_add(1);
+            n = n.min(usize::try_from(need).unwrap_or(usize::MAX));
+        }
+        Ok(n.clamp(1, MAX_WINDOW_SEGMENTS))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_hold_whole_segments_within_bounds() {
+        let l = Layout::new(1 << 20, 32);
+        let o = Options::new().window_bytes(8 << 20);
+        assert!(o.window_segments(&l, None).unwrap() >= 8);
+        assert_eq!(o.window_segments(&l, Some(10)).unwrap(), 2);
+        let one = Options::new().window_bytes(1);
+        assert!(one.window_segments(&l, Some(0)).unwrap() >= 1);
+        let big = Options::new().window_bytes(MAX_WINDOW_BYTES + 1);
+        assert!(big.window_segments(&l, None).is_err());
+        let tiny = Layout::new(41, 16);
+        assert_eq!(
+            Options::new().window_segments(&tiny, None).unwrap(),
+            MAX_WINDOW_SEGMENTS
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! The few protobuf messages of Tink's `AesGcmHkdfStreamingKey`, encoded and decoded by hand.
+//!
+//! ```text
+//! message AesGcmHkdfStreamingParams {
+//!   uint32 ciphertext_segment_size = 1;
+//!   uint32 derived_key_size = 2;
+//!   HashType hkdf_hash_type = 3;          // SHA256 = 3
+//! }
+//! message AesGcmHkdfStreamingKey {
+//!   uint32 version = 1;
+//!   AesGcmHkdfStreamingParams params = 2;
+//!   bytes key_value = 3;
+//! }
+//! ```
+//!
+//! Decoding follows protobuf rules: fields in any order, unknown fields skipped, the last
+//! occurrence of a scalar wins, repeated occurrences of an embedded message merge. It never
+//! panics: truncated or malformed input is an error.
+
+use zeroize::Zeroizing;
+
+/// A decoding failure, with a short reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DecodeError(pub(crate) &'static str);
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+const WIRE_VARINT: u8 = 0;
+const WIRE_I64: u8 = 1;
+const WIRE_LEN: u8 = 2;
+const WIRE_I32: u8 = 5;
+
+/// `AesGcmHkdfStreamingParams`, as on the wire (not yet validated).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RawParams {
+    /// `ciphertext_segment_size` (field 1).
+    pub(crate) ciphertext_segment_size: u32,
+    /// `derived_key_size` (field 2).
+    pub(crate) derived_key_size: u32,
+    /// `hkdf_hash_type` (field 3), the `HashType` enum value.
+    pub(crate) hkdf_hash_type: u32,
+}
+
+/// `AesGcmHkdfStreamingKey`, as on the wire (not yet validated).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct RawKey {
+    /// `version` (field 1).
+    pub(crate) version: u32,
+    /// `params` (field 2).
+    pub(crate) params: RawParams,
+    /// `key_value` (field 3): the input key material.
+    pub(crate) key_value: Zeroizing<Vec<u8>>,
+}
+
+impl std::fmt::Debug for RawKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawKey")
+            .field("version", &self.version)
+            .field("params", &self.params)
+            .field(
+                "key_value",
+                &format_args!("<{} bytes>", self.key_value.len()),
+            )
+            .finish()
+    }
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut value: u64 = 0;
+        for i in 0..10 {
+            let (&byte, rest) = self
+                .data
+                .split_first()
+                .ok_or(DecodeError("truncated varint"))?;
+            self.data = rest;
+            let bits = u64::from(byte & 0x7f);
+            if i == 9 && bits > 1 {
+                return Err(DecodeError("varint overflows 64 bits"));
+            }
+            value |= bits << (7 * i);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(DecodeError("varint longer than 10 bytes"))
+    }
+
+    fn bytes(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
+        let n = usize::try_from(n).map_err(|_| DecodeError("length too large"))?;
+        if n > self.data.len() {
+            return Err(DecodeError("truncated length-delimited field"));
+        }
+        let (head, rest) = self.data.split_at(n);
+        self.data = rest;
+        Ok(head)
+    }
+
+    /// The next (field number, wire type), or `None` at the end.
+    fn tag(&mut self) -> Result<Option<(u64, u8)>, DecodeError> {
+        if self.data.is_empty() {
+            return Ok(None);
+        }
+        let tag = self.varint()?;
+        let field = tag >> 3;
+        if field == 0 {
+            return Err(DecodeError("field number 0"));
+        }
+        Ok(Some((field, (tag & 7) as u8)))
+    }
+
+    fn skip(&mut self, wire: u8) -> Result<(), DecodeError> {
+        match wire {
+            WIRE_VARINT => self.varint().map(|_| ()),
+            WIRE_I64 => self.bytes(8).map(|_| ()),
+            WIRE_LEN => {
+                let n = self.varint()?;
+                self.bytes(n).map(|_| ())
+            }
+            WIRE_I32 => self.bytes(4).map(|_| ()),
+            _ => Err(DecodeError("unsupported wire type")),
+        }
+    }
+
+    fn uint32(&mut self, wire: u8) -> Result<u32, DecodeError> {
+        if wire != WIRE_VARINT {
+            return Err(DecodeError("wrong wire type for an integer field"));
+        }
+        u32::try_from(self.varint()?).map_err(|_| DecodeError("integer field exceeds 32 bits"))
+    }
+
+    fn len_delimited(&mut self, wire: u8) -> Result<&'a [u8], DecodeError> {
+        if wire != WIRE_LEN {
+            return Err(DecodeError("wrong wire type for a length-delimited field"));
+        }
+        let n = self.varint()?;
+        self.bytes(n)
+    }
+}
+
+fn merge_params(params: &mut RawParams, data: &[u8]) -> Result<(), DecodeError> {
+    let mut r = Reader { data };
+    while let Some((field, wire)) = r.tag()? {
+        match field {
+            1 => params.ciphertext_segment_size = r.uint32(wire)?,
+            2 => params.derived_key_size = r.uint32(wire)?,
+            3 => params.hkdf_hash_type = r.uint32(wire)?,
+            _ => r.skip(wire)?,
+        }
+    }
+    Ok(())
+}
+
+/// Decodes a serialized `AesGcmHkdfStreamingKey`.
+pub(crate) fn decode_key(data: &[u8]) -> Result<RawKey, DecodeError> {
+    let mut key = RawKey::default();
+    let mut r = Reader { data };
+    while let Some((field, wire)) = r.tag()? {
+        match field {
+            1 => key.version = r.uint32(wire)?,
+            2 => {
+                let sub = r.len_delimited(wire)?;
+                merge_params(&mut key.params, sub)?;
+            }
+            3 => {
+                let v = r.len_delimited(wire)?;
+                key.key_value = Zeroizing::new(v.to_vec());
+            }
+            _ => r.skip(wire)?,
+        }
+    }
+    Ok(key)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_uint32(out: &mut Vec<u8>, field: u64, v: u32) {
+    // proto3: a zero scalar is not written.
+    if v != 0 {
+        put_varint(out, field << 3 | u64::from(WIRE_VARINT));
+        put_varint(out, u64::from(v));
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, field: u64, v: &[u8]) {
+    put_varint(out, field << 3 | u64::from(WIRE_LEN));
+    put_varint(out, v.len() as u64);
+    out.extend_from_slice(v);
+}
+
+/// Encodes an `AesGcmHkdfStreamingKey` (fields in number order, zero scalars omitted, as
+/// protobuf serializers do). The result holds key material: it is returned zeroizing.
+pub(crate) fn encode_key(key: &RawKey) -> Zeroizing<Vec<u8>> {
+    let mut params = Vec::with_capacity(16);
+    put_uint32(&mut params, 1, key.params.ciphertext_segment_size);
+    put_uint32(&mut params, 2, key.params.derived_key_size);
+    put_uint32(&mut params, 3, key.params.hkdf_hash_type);
+    let mut out = Zeroizing::new(Vec::with_capacity(params.len() + key.key_value.len() + 8));
+    put_uint32(&mut out, 1, key.version);
+    put_bytes(&mut out, 2, &params);
+    put_bytes(&mut out, 3, &key.key_value);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key written by Tink 1.16.1 in Python (AES256_GCM_HKDF_4KB template), base64-decoded:
+    /// `EgcIgCAQIBgDGiB2EmtI1CvF4gQY/LWs9THVjfQZaj8UeDqNKeq0HRQRRA==`.
+    const TINK_KEY: &str =
+        "1207088020102018031a2076126b48d42bc5e20418fcb5acf531d58df4196a3f14783a8d29eab41d141144";
+
+    #[test]
+    fn decodes_a_tink_key_and_reencodes_it_identically() {
+        let bytes = hex::decode(TINK_KEY).unwrap();
+        let key = decode_key(&bytes).unwrap();
+        assert_eq!(key.version, 0);
+        assert_eq!(key.params.ciphertext_segment_size, 4096);
+        assert_eq!(key.params.derived_key_size, 32);
+        assert_eq!(key.params.hkdf_hash_type, 3);
+        assert_eq!(key.key_value.len(), 32);
+        assert_eq!(key.key_value[0], 0x76);
+        assert_eq!(key.key_value[31], 0x44);
+        assert_eq!(encode_key(&key).as_slice(), bytes.as_slice());
+    }
+
+    #[test]
+    fn round_trips_large_values() {
+        let key = RawKey {
+            version: 0,
+            params: RawParams {
+                ciphertext_segment_size: u32::MAX,
+                derived_key_size: 16,
+                hkdf_hash_type: 3,
+            },
+            key_value: Zeroizing::new((0u8..16).collect()),
+        };
+        let enc = encode_key(&key);
+        assert_eq!(decode_key(&enc).unwrap(), key);
+    }
+
+    #[test]
+    fn unknown_fields_are_skipped_and_params_merge() {
+        let mut data = Vec::new();
+        // unknown varint field 9, unknown fixed64 field 10, unknown fixed32 field 11
+        put_varint(&mut data, 9 << 3);
+        put_varint(&mut data, 300);
+        put_varint(&mut data, 10 << 3 | 1);
+        data.extend_from_slice(&[0; 8]);
+        put_varint(&mut data, 11 << 3 | 5);
+        data.extend_from_slice(&[0; 4]);
+        // params in two pieces
+        let mut p1 = Vec::new();
+        put_uint32(&mut p1, 1, 1 << 20);
+        let mut p2 = Vec::new();
+        put_uint32(&mut p2, 2, 16);
+        put_uint32(&mut p2, 3, 3);
+        put_bytes(&mut data, 2, &p1);
+        put_bytes(&mut data, 3, &[7; 16]);
+        put_bytes(&mut data, 2, &p2);
+        let key = decode_key(&data).unwrap();
+        assert_eq!(key.params.ciphertext_segment_size, 1 << 20);
+        assert_eq!(key.params.derived_key_size, 16);
+        assert_eq!(key.params.hkdf_hash_type, 3);
+        assert_eq!(key.key_value.as_slice(), &[7; 16]);
+    }
+
+    #[test]
+    fn malformed_input_is_an_error_not_a_panic() {
+        let good = hex::decode(TINK_KEY).unwrap();
+        // every truncation of a valid message either decodes or errors, never panics
+        for n in 0..good.len() {
+            let _ = decode_key(&good[..n]);
+        }
+        assert!(decode_key(&good[..good.len() - 1]).is_err());
+        assert!(decode_key(&[0x80]).is_err()); // truncated varint
+        assert!(decode_key(&[0x00]).is_err()); // field 0
+        assert!(decode_key(&[0x0b]).is_err()); // group wire type
+        assert!(decode_key(&[0x0a, 0x01, 0x00]).is_err()); // version as bytes
+        assert!(decode_key(&[0x1a, 0x05, 0x00]).is_err()); // short bytes
+        let mut big = vec![0x08];
+        big.extend_from_slice(&[0xff; 10]);
+        assert!(decode_key(&big).is_err()); // varint overflow
+        assert!(decode_key(&[0x08, 0x80, 0x80, 0x80, 0x80, 0x10]).is_err()); // > u32
+        // arbitrary bytes: no panic
+        let mut x: u32 = 12345;
+        for _ in 0..2000 {
+            let len = (x % 40) as usize;
+            let mut buf = Vec::with_capacity(len);
+            for _ in 0..len {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                buf.push((x >> 16) as u8);
+            }
+            let _ = decode_key(&buf);
+        }
+    }
+}
