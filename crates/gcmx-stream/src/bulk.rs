@@ -41,7 +41,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Header, Layout, TAG_LEN};
 use crate::header::read_header;
 use crate::keyset::Keyset;
-use crate::options::Options;
+use crate::options::{Options, Use};
 use crate::window::{Seg, Window, grow, open_window, read_growing, seal_window};
 use crate::wipe::{WipingBufReader, WipingBufWriter, wipe_stacks};
 
@@ -802,7 +802,7 @@ pub fn encrypt<W: Write + Send + 'static>(
     let (feed, size) = feed_from(input.into(), 0, &stop);
     let key = keyset.primary();
     let layout = key.layout();
-    let per_window = opts.window_segments(&layout, size)?;
+    let per_window = opts.window_segments(&layout, size, Use::Bulk)?;
     let header = Header::random(&layout)?;
     let file_key = key.stream_key(&header, aad)?;
     let gcm = make_engine(&file_key, opts.get_backend())?;
@@ -884,7 +884,7 @@ pub fn decrypt<W: Write + Send + 'static>(
     };
     progress(hl as u64);
     let layout = key.layout();
-    let per_window = opts.window_segments(&layout, size)?;
+    let per_window = opts.window_segments(&layout, size, Use::Bulk)?;
     let file_key = key.stream_key(&header, aad)?;
     let gcm = make_engine(&file_key, opts.get_backend())?;
     drop(file_key);

@@ -16,7 +16,7 @@ const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
 
 /// How streams are sealed and opened: the `gcmx` backend, and how many bytes of segments go
 /// to it in one batch (the window). Memory is about one window per adapter (four in the bulk
-/// pipeline), whatever the stream's length; windows start small and grow with the data.
+/// pipeline), whatever the stream's length.
 ///
 /// ```
 /// use gcmx_stream::{Backend, Options};
@@ -31,7 +31,10 @@ pub struct Options {
 }
 
 impl Options {
-    /// The defaults: [`Backend::Auto`] and a window of 32 MiB (256 MiB on the GPU).
+    /// The defaults: [`Backend::Auto`] and the backend's default window: on the CPU 8 MiB for
+    /// the adapters (it stays in the last-level cache between the copy and the crypto) and
+    /// 32 MiB for [`bulk`](crate::bulk) (larger reads and writes), at least a segment per
+    /// core; 256 MiB on the GPU.
     pub fn new() -> Options {
         Options::default()
     }
@@ -62,20 +65,28 @@ impl Options {
         self.window_bytes
     }
 
-    fn target_window_bytes(&self) -> usize {
+    fn target_window_bytes(&self, use_: Use) -> usize {
         if self.window_bytes != 0 {
             self.window_bytes
         } else if engine::is_gpu(self.backend) {
             // GPUs want large batches.
             256 << 20
         } else {
-            32 << 20
+            match use_ {
+                Use::Adapter => 8 << 20,
+                Use::Bulk => 32 << 20,
+            }
         }
     }
 
     /// How many segments one window holds; `size_hint` (the stream's size when known) keeps
     /// windows from being planned larger than the whole stream.
-    pub(crate) fn window_segments(&self, layout: &Layout, size_hint: Option<u64>) -> Result<usize> {
+    pub(crate) fn window_segments(
+        &self,
+        layout: &Layout,
+        size_hint: Option<u64>,
+        use_: Use,
+    ) -> Result<usize> {
         let seg = layout.segment_size();
         if self.window_bytes > MAX_WINDOW_BYTES {
             return Err(Error::invalid(format!(
@@ -83,7 +94,7 @@ impl Options {
                 self.window_bytes
             )));
         }
-        let mut n = (self.target_window_bytes() / seg).max(1);
+        let mut n = (self.target_window_bytes(use_) / seg).max(1);
         // Every core gets a segment when segments are small enough for that.
         let threads = thread::available_parallelism().map_or(1, |p| p.get());
         if n < threads && threads.saturating_mul(seg) <= 256 << 20 {
@@ -97,6 +108,16 @@ impl Options {
     }
 }
 
+/// Who asks for a window (their defaults differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// A `Read`/`Write` adapter: the window is copied in or out and then processed, so it
+    /// should stay in cache.
+    Adapter,
+    /// The bulk pipeline: four windows in flight, filled by large reads.
+    Bulk,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,15 +126,17 @@ mod tests {
     fn windows_hold_whole_segments_within_bounds() {
         let l = Layout::new(1 << 20, 32);
         let o = Options::new().window_bytes(8 << 20);
-        assert!(o.window_segments(&l, None).unwrap() >= 8);
-        assert_eq!(o.window_segments(&l, Some(10)).unwrap(), 2);
+        assert!(o.window_segments(&l, None, Use::Bulk).unwrap() >= 8);
+        assert_eq!(o.window_segments(&l, Some(10), Use::Bulk).unwrap(), 2);
         let one = Options::new().window_bytes(1);
-        assert!(one.window_segments(&l, Some(0)).unwrap() >= 1);
+        assert!(one.window_segments(&l, Some(0), Use::Adapter).unwrap() >= 1);
         let big = Options::new().window_bytes(MAX_WINDOW_BYTES + 1);
-        assert!(big.window_segments(&l, None).is_err());
+        assert!(big.window_segments(&l, None, Use::Bulk).is_err());
         let tiny = Layout::new(41, 16);
         assert_eq!(
-            Options::new().window_segments(&tiny, None).unwrap(),
+            Options::new()
+                .window_segments(&tiny, None, Use::Bulk)
+                .unwrap(),
             MAX_WINDOW_SEGMENTS
         );
     }

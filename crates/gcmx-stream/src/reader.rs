@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::format::{Layout, TAG_LEN};
 use crate::header::read_header;
 use crate::keyset::Keyset;
-use crate::options::Options;
-use crate::window::{Seg, Window, grow, open_window};
+use crate::options::{Options, Use};
+use crate::window::{Seg, Window, open_window, reserve_window};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -51,7 +51,7 @@ impl Keyset {
     ) -> Result<DecryptingReader<R>> {
         let (key, header, _, head) = read_header(&mut r, self, aad)?;
         let layout = key.layout();
-        let per_window = opts.window_segments(&layout, None)?;
+        let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
         let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.get_backend())?;
         Ok(DecryptingReader {
             inner: r,
@@ -210,11 +210,8 @@ impl Opener {
             return Ok(None);
         }
         if self.window.buf.len() <= self.got {
-            // Grown by doubling as data arrives, so a short stream needs little memory.
-            let len = (self.got + (64 << 10))
-                .max(self.window.buf.len().saturating_mul(2))
-                .min(self.target);
-            grow(&mut self.window.buf, len).map_err(|e| {
+            let cap = self.per_window * self.layout.segment_size() + 1;
+            reserve_window(&mut self.window.buf, self.got + 1, cap).map_err(|e| {
                 let e = Error::io("cannot read input", e);
                 self.fail(e)
             })?;

@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::format::{Layout, TAG_LEN};
 use crate::header::read_header;
 use crate::keyset::Keyset;
-use crate::options::Options;
-use crate::window::{Seg, Window, grow, open_window};
+use crate::options::{Options, Use};
+use crate::window::{Seg, Window, open_window, reserve_window};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -80,7 +80,7 @@ impl Keyset {
             return Err(Error::format("ciphertext has more than 2^32 segments"));
         }
         let plaintext_len = body - segments * TAG_LEN as u64;
-        let per_window = opts.window_segments(&layout, Some(plaintext_len))?;
+        let per_window = opts.window_segments(&layout, Some(plaintext_len), Use::Adapter)?;
         let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.get_backend())?;
         Ok(SeekableReader {
             inner: r,
@@ -192,7 +192,8 @@ impl<R: Read + Seek> SeekableReader<R> {
         }
         let start = self.ciphertext_start(first);
         let w = &mut self.window;
-        grow(&mut w.buf, off).map_err(|e| Error::io("cannot read input", e))?;
+        let cap = self.per_window * self.layout.segment_size();
+        reserve_window(&mut w.buf, off, cap).map_err(|e| Error::io("cannot read input", e))?;
         w.high_water = w.high_water.max(off);
         let io_err = |e| Error::io("cannot read input", e);
         self.inner.seek(SeekFrom::Start(start)).map_err(io_err)?;

@@ -91,6 +91,26 @@ pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Windows of up to this many bytes are allocated whole at their first use.
+const WHOLE_WINDOW_MAX: usize = 64 << 20;
+
+/// Makes `buf` at least `needed` bytes long, for a window of at most `cap` bytes. The first
+/// allocation takes the whole window (up to 64 MiB) as zeroed pages from the system, which
+/// are mapped only as they are first written: a short stream touches little memory, and a
+/// long one never copies its window to a larger one. Beyond that it grows by doubling, the
+/// old buffer wiped.
+pub(crate) fn reserve_window(buf: &mut Vec<u8>, needed: usize, cap: usize) -> io::Result<()> {
+    if buf.len() >= needed {
+        return Ok(());
+    }
+    if buf.is_empty() {
+        *buf = vec![0u8; needed.max(cap.min(WHOLE_WINDOW_MAX))];
+        return Ok(());
+    }
+    let want = buf.len().saturating_mul(2).min(cap).max(needed);
+    grow(buf, want)
+}
+
 /// Reads up to `want` bytes into `buf[off..]`, growing `buf` (by doubling) only as data
 /// arrives: windows start small when the input is small, whatever the segment size.
 pub(crate) fn read_growing(

@@ -7,8 +7,8 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
-use crate::options::Options;
-use crate::window::{Seg, Window, grow, seal_window};
+use crate::options::{Options, Use};
+use crate::window::{Seg, Window, grow, reserve_window, seal_window};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -42,7 +42,7 @@ impl Keyset {
     ) -> Result<EncryptingWriter<W>> {
         let key = self.primary();
         let layout = key.layout();
-        let per_window = opts.window_segments(&layout, None)?;
+        let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
         let header = Header::random(&layout)?;
         let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.get_backend())?;
         w.write_all(&header.to_bytes())
@@ -107,13 +107,6 @@ pub(crate) struct Sealer {
 }
 
 impl Sealer {
-    /// Largest window buffer: every segment full.
-    fn window_capacity(&self) -> usize {
-        (0..self.per_window)
-            .map(|j| self.layout.ciphertext_len(self.next_index + j as u64))
-            .sum()
-    }
-
     pub(crate) fn check(&self) -> io::Result<()> {
         match &self.failed {
             Some(e) => Err(e.clone().into()),
@@ -154,14 +147,8 @@ impl Sealer {
             let room = self.layout.plaintext_len(index);
             let n = (room - self.fill).min(data.len() - used);
             let end = off + self.fill + n;
-            if self.window.buf.len() < end + TAG_LEN {
-                // Doubling, so that a window filled by small writes is copied O(1) times.
-                let want = (end + TAG_LEN)
-                    .max(self.window.buf.len().saturating_mul(2))
-                    .max(64 << 10)
-                    .min(self.window_capacity());
-                grow(&mut self.window.buf, want.max(end + TAG_LEN))?;
-            }
+            let cap = self.per_window * self.layout.segment_size();
+            reserve_window(&mut self.window.buf, end + TAG_LEN, cap)?;
             self.window.buf[off + self.fill..end].copy_from_slice(&data[used..used + n]);
             self.window.high_water = self.window.high_water.max(end);
             used += n;
