@@ -2,9 +2,11 @@
 
 use std::fmt;
 use std::io::{self, Write};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
 
 use crate::engine::Engine;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
@@ -50,11 +52,19 @@ impl Keyset {
         Ok(EncryptingWriter {
             inner: Some(w),
             sealer: Sealer {
-                gcm,
+                gcm: Arc::new(gcm),
                 prefix: header.nonce_prefix,
                 layout,
                 per_window,
+                // Sealing in the background overlaps the caller's copying with the crypto,
+                // which pays only when a core is left for the copying: with fewer threads
+                // the two compete for the same cores and the hand-over costs more than it
+                // saves (measured with benches/adapters.rs on two cores).
+                background: rayon::current_num_threads() >= 4,
                 window: Window::new(),
+                in_flight: None,
+                sealed: None,
+                spare: None,
                 full: 0,
                 fill: 0,
                 fill_off: 0,
@@ -74,9 +84,10 @@ impl Keyset {
 /// back. A writer dropped without `finish` leaves a stream without its last segment, which
 /// every reader refuses as truncated. Its buffer, which holds plaintext, is wiped on drop.
 ///
-/// Writes are buffered: bytes written may reach the inner writer only when a window is full
-/// (or at `finish`); [`flush`](Write::flush) flushes the inner writer but cannot seal a
-/// partial segment (that would end the stream).
+/// Writes are buffered: bytes written reach the inner writer a window at a time, each window
+/// sealed on rayon's pool while the next one fills; [`flush`](Write::flush) writes every
+/// sealed window and flushes the inner writer, but cannot seal a partial window (its last
+/// segment could not be continued).
 pub struct EncryptingWriter<W: Write> {
     inner: Option<W>,
     sealer: Sealer,
@@ -85,13 +96,20 @@ pub struct EncryptingWriter<W: Write> {
 /// The sans-I/O core shared with the async writer: plaintext into a window, sealed windows
 /// out.
 pub(crate) struct Sealer {
-    gcm: Engine,
+    gcm: Arc<Engine>,
     prefix: [u8; 7],
     layout: Layout,
     per_window: usize,
-    /// Plaintext of the segments being collected, each followed by room for its tag; once
-    /// sealed, the ciphertext to write.
+    /// Seal full windows on rayon's pool while the next one fills, or in the call that fills
+    /// them (on small machines, and in the async writer, which must not block on a channel).
+    background: bool,
+    /// Plaintext of the segments being collected, each followed by room for its tag.
     window: Window,
+    /// A window being sealed on the pool: its result comes back on this channel.
+    in_flight: Option<Receiver<(Window, Result<()>)>>,
+    /// The sealed window being written out, and a drained one ready to be filled again.
+    sealed: Option<Window>,
+    spare: Option<Window>,
     /// Full segments in the window.
     full: usize,
     /// Plaintext bytes in the segment being filled (after the full ones).
@@ -100,7 +118,7 @@ pub(crate) struct Sealer {
     fill_off: usize,
     /// Stream index of the window's first segment.
     next_index: u64,
-    /// Sealed bytes of the window still to write.
+    /// Bytes of `sealed` still to write.
     out: std::ops::Range<usize>,
     /// A failure that ends the stream (it cannot be continued consistently).
     failed: Option<Error>,
@@ -116,7 +134,10 @@ impl Sealer {
 
     /// The sealed bytes still to write.
     pub(crate) fn pending(&self) -> &[u8] {
-        &self.window.buf[self.out.clone()]
+        match &self.sealed {
+            Some(w) => &w.buf[self.out.clone()],
+            None => &[],
+        }
     }
 
     /// `n` pending bytes were written.
@@ -124,6 +145,38 @@ impl Sealer {
         self.out.start = (self.out.start + n).min(self.out.end);
         if self.out.is_empty() {
             self.out = 0..0;
+            // Drained: it holds ciphertext only, and is filled again next.
+            self.spare = self.sealed.take();
+        }
+    }
+
+    /// Whether a window is being sealed on the pool.
+    pub(crate) fn sealing(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Waits for the window being sealed on the pool; it becomes the pending output.
+    pub(crate) fn collect(&mut self) -> io::Result<()> {
+        let Some(rx) = self.in_flight.take() else {
+            return Ok(());
+        };
+        let r = match rx.recv() {
+            Ok((w, r)) => r.map(|()| w),
+            Err(_) => Err(Error::new(
+                ErrorKind::Crypto,
+                "the thread sealing a window ended without a result",
+            )),
+        };
+        match r {
+            Ok(w) => {
+                self.out = 0..w.end();
+                self.sealed = Some(w);
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = Some(e.clone());
+                Err(e.into())
+            }
         }
     }
 
@@ -136,9 +189,16 @@ impl Sealer {
             return Ok(0);
         }
         if self.full == self.per_window {
-            // More data follows, so none of these segments is the last.
+            // More data follows, so none of these segments is the last. One window is sealed
+            // at a time, and written out before the next is sealed.
+            if self.sealing() {
+                self.collect()?;
+                return Ok(0);
+            }
+            if !self.pending().is_empty() {
+                return Ok(0);
+            }
             self.seal(false)?;
-            return Ok(0);
         }
         let mut used = 0;
         let mut off = self.fill_off;
@@ -163,8 +223,10 @@ impl Sealer {
         Ok(used)
     }
 
-    /// Seals the window's segments, the last of them as the stream's last when `last`; the
-    /// ciphertext becomes pending.
+    /// Seals the window's segments, the last of them as the stream's last when `last`: on
+    /// the pool when sealing in the background and not `last` (then [`Sealer::collect`]
+    /// makes the ciphertext pending), else here (then it is pending at once). Only call with
+    /// nothing pending or in flight.
     pub(crate) fn seal(&mut self, last: bool) -> io::Result<()> {
         self.check()?;
         let r = self.seal_inner(last);
@@ -175,7 +237,8 @@ impl Sealer {
     }
 
     fn seal_inner(&mut self, last: bool) -> Result<()> {
-        let w = &mut self.window;
+        let next = self.spare.take().unwrap_or_else(Window::new);
+        let mut w = std::mem::replace(&mut self.window, next);
         w.segs.clear();
         w.first_index = self.next_index;
         let mut off = 0;
@@ -209,12 +272,24 @@ impl Sealer {
             ));
         }
         w.high_water = w.high_water.max(off);
-        seal_window(&self.gcm, &self.prefix, w)?;
         self.next_index += count;
         self.full = 0;
         self.fill = 0;
         self.fill_off = 0;
-        self.out = 0..off;
+        if self.background && !last {
+            let (tx, rx) = sync_channel(1);
+            let (gcm, prefix) = (self.gcm.clone(), self.prefix);
+            rayon::spawn(move || {
+                let r = seal_window(&gcm, &prefix, &mut w);
+                // A dropped writer no longer waits: the window is dropped (and wiped) here.
+                let _ = tx.send((w, r));
+            });
+            self.in_flight = Some(rx);
+        } else {
+            seal_window(&self.gcm, &self.prefix, &mut w)?;
+            self.out = 0..off;
+            self.sealed = Some(w);
+        }
         Ok(())
     }
 }
@@ -253,6 +328,8 @@ impl<W: Write> EncryptingWriter<W> {
     pub fn finish(mut self) -> io::Result<W> {
         self.sealer.check()?;
         self.drain()?;
+        self.sealer.collect()?;
+        self.drain()?;
         self.sealer.seal(true)?;
         self.drain()?;
         self.inner()?.flush()?;
@@ -284,6 +361,8 @@ impl<W: Write> Write for EncryptingWriter<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.sealer.check()?;
+        self.drain()?;
+        self.sealer.collect()?;
         self.drain()?;
         self.inner()?.flush()
     }
