@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "tokio")]
+mod async_io;
 pub mod bulk;
 mod engine;
 mod error;
@@ -17,6 +19,8 @@ mod window;
 mod wipe;
 mod writer;
 
+#[cfg(feature = "tokio")]
+pub use async_io::{AsyncDecryptingReader, AsyncEncryptingWriter};
 pub use error::{Error, ErrorKind, Result};
 pub use gcmx::Backend;
 pub use keyset::{

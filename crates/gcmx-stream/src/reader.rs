@@ -132,7 +132,12 @@ impl Opener {
             .sum()
     }
 
-    fn fail(&mut self, e: Error) -> io::Error {
+    /// Segments opened so far.
+    pub(crate) fn segments_opened(&self) -> u64 {
+        self.next_index
+    }
+
+    pub(crate) fn fail(&mut self, e: Error) -> io::Error {
         self.state = State::Failed(e.clone());
         e.into()
     }
@@ -346,7 +351,7 @@ impl<R: fmt::Debug> fmt::Debug for DecryptingReader<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DecryptingReader")
             .field("inner", &self.inner)
-            .field("segments_opened", &self.opener.next_index)
+            .field("segments_opened", &self.opener.segments_opened())
             .finish_non_exhaustive()
     }
 }

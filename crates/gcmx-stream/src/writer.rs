@@ -42,36 +42,12 @@ impl Keyset {
         aad: &[u8],
         opts: &Options,
     ) -> Result<EncryptingWriter<W>> {
-        let key = self.primary();
-        let layout = key.layout();
-        let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
-        let header = Header::random(&layout)?;
-        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.get_backend())?;
-        w.write_all(&header.to_bytes())
+        let (sealer, header) = Sealer::new(self, aad, opts, rayon::current_num_threads() >= 4)?;
+        w.write_all(&header)
             .map_err(|e| Error::io("cannot write the header", e))?;
         Ok(EncryptingWriter {
             inner: Some(w),
-            sealer: Sealer {
-                gcm: Arc::new(gcm),
-                prefix: header.nonce_prefix,
-                layout,
-                per_window,
-                // Sealing in the background overlaps the caller's copying with the crypto,
-                // which pays only when a core is left for the copying: with fewer threads
-                // the two compete for the same cores and the hand-over costs more than it
-                // saves (measured with benches/adapters.rs on two cores).
-                background: rayon::current_num_threads() >= 4,
-                window: Window::new(),
-                in_flight: None,
-                sealed: None,
-                spare: None,
-                full: 0,
-                fill: 0,
-                fill_off: 0,
-                next_index: 0,
-                out: 0..0,
-                failed: None,
-            },
+            sealer,
         })
     }
 }
@@ -125,6 +101,47 @@ pub(crate) struct Sealer {
 }
 
 impl Sealer {
+    /// A sealer for a new stream under the keyset's primary key, and the stream's header.
+    /// `background`: seal full windows on rayon's pool while the next one fills. That
+    /// overlaps the caller's copying with the crypto, which pays only when a core is left for
+    /// the copying: with fewer than four threads the two compete for the same cores and the
+    /// hand-over costs more than it saves (measured with benches/adapters.rs on two cores).
+    pub(crate) fn new(
+        keyset: &Keyset,
+        aad: &[u8],
+        opts: &Options,
+        background: bool,
+    ) -> Result<(Sealer, Vec<u8>)> {
+        let key = keyset.primary();
+        let layout = key.layout();
+        let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
+        let header = Header::random(&layout)?;
+        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.get_backend())?;
+        let sealer = Sealer {
+            gcm: Arc::new(gcm),
+            prefix: header.nonce_prefix,
+            layout,
+            per_window,
+            background,
+            window: Window::new(),
+            in_flight: None,
+            sealed: None,
+            spare: None,
+            full: 0,
+            fill: 0,
+            fill_off: 0,
+            next_index: 0,
+            out: 0..0,
+            failed: None,
+        };
+        Ok((sealer, header.to_bytes()))
+    }
+
+    /// Segments sealed so far.
+    pub(crate) fn segments_sealed(&self) -> u64 {
+        self.next_index
+    }
+
     pub(crate) fn check(&self) -> io::Result<()> {
         match &self.failed {
             Some(e) => Err(e.clone().into()),
@@ -380,7 +397,7 @@ impl<W: Write + fmt::Debug> fmt::Debug for EncryptingWriter<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EncryptingWriter")
             .field("inner", &self.inner)
-            .field("segments_sealed", &self.sealer.next_index)
+            .field("segments_sealed", &self.sealer.segments_sealed())
             .finish_non_exhaustive()
     }
 }
