@@ -144,7 +144,7 @@ proptest! {
 
         let (out, clean) = read_stream(&ks, &ct, 97, window);
         prop_assert!(pt.starts_with(&out), "the stream reader handed out other bytes");
-        prop_assert!(clean == !changed, "clean end {} for a changed stream {}", clean, changed);
+        prop_assert_eq!(clean, !changed, "a clean end must mean an unchanged stream");
 
         let opts = Options::new().window_bytes(window).backend(Backend::Cpu);
         if let Ok(mut r) = ks.seekable_reader_with(Cursor::new(&ct), b"p", &opts) {
