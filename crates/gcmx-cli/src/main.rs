@@ -27,7 +27,8 @@ Exit status:
   1      failure: unreadable or malformed input or keyset, authentication failed, a read
          or write error; no OUTPUT file was put in place
   2      bad command line: unknown option or backend, bad --aad-hex, an OUTPUT that
-         exists (without --force) or is not a regular file, a bad size
+         exists (without --force) or is not a regular file, an OUTPUT that is the
+         keyset file or (decrypting) the INPUT file, even with --force, a bad size
   128+N  stopped by signal N (130: Ctrl-C, 143: SIGTERM); no OUTPUT file was put in place";
 
 #[derive(Parser)]
