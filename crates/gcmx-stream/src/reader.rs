@@ -216,7 +216,7 @@ impl Opener {
         }
         if self.window.buf.len() <= self.got {
             let cap = self.per_window * self.layout.segment_size() + 1;
-            reserve_window(&mut self.window.buf, self.got + 1, cap).map_err(|e| {
+            reserve_window(&mut self.window, self.got + 1, cap).map_err(|e| {
                 let e = Error::io("cannot read input", e);
                 self.fail(e)
             })?;

@@ -193,7 +193,7 @@ impl<R: Read + Seek> SeekableReader<R> {
         let start = self.ciphertext_start(first);
         let w = &mut self.window;
         let cap = self.per_window * self.layout.segment_size();
-        reserve_window(&mut w.buf, off, cap).map_err(|e| Error::io("cannot read input", e))?;
+        reserve_window(w, off, cap).map_err(|e| Error::io("cannot read input", e))?;
         w.high_water = w.high_water.max(off);
         let io_err = |e| Error::io("cannot read input", e);
         self.inner.seek(SeekFrom::Start(start)).map_err(io_err)?;
