@@ -3,13 +3,13 @@
 use std::fmt;
 use std::io::{self, Read};
 
-use crate::engine::Engine;
+use crate::engine::{Engine, OpenError, OpenJob};
 use crate::error::{Error, Result};
-use crate::format::{Layout, TAG_LEN};
+use crate::format::{Layout, TAG_LEN, segment_nonce};
 use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
-use crate::window::{Seg, Window, open_window, reserve_window};
+use crate::window::{Seg, Window, auth_error, open_window, reserve_window};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -196,6 +196,38 @@ impl Opener {
         self.state = State::Filling;
     }
 
+    /// How many whole segments, from the next one, a read of `len` bytes can take straight
+    /// into the caller's buffer: only between windows (nothing buffered but at most the first
+    /// byte of the next segment), a window's worth at most.
+    fn direct_segments(&self, len: usize) -> usize {
+        if !matches!(self.state, State::Filling) || self.got > 1 {
+            return 0;
+        }
+        let (mut k, mut total) = (0, 0);
+        while k < self.per_window {
+            let index = self.next_index + k as u64;
+            let p = self.layout.plaintext_len(index);
+            if index > u64::from(u32::MAX) || total + p > len {
+                break;
+            }
+            total += p;
+            k += 1;
+        }
+        k
+    }
+
+    /// Starts the next window with `first`, its first byte.
+    fn restart_with(&mut self, first: u8) -> io::Result<()> {
+        self.target = self.full_window() + 1;
+        let cap = self.per_window * self.layout.segment_size() + 1;
+        reserve_window(&mut self.window, 1, cap)?;
+        self.window.buf[0] = first;
+        self.window.high_water = self.window.high_water.max(1);
+        self.got = 1;
+        self.state = State::Filling;
+        Ok(())
+    }
+
     /// Whether the stream ended (every segment handed out).
     pub(crate) fn is_done(&self) -> bool {
         matches!(self.state, State::Done)
@@ -313,10 +345,129 @@ impl<R: Read> DecryptingReader<R> {
     pub fn get_ref(&self) -> &R {
         &self.inner
     }
+
+    /// Reads until `buf` is full or the input ends.
+    fn read_full(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len() {
+            match Self::read_ciphertext(
+                &mut self.inner,
+                &self.head,
+                &mut self.head_pos,
+                &mut buf[n..],
+            )? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        Ok(n)
+    }
+
+    /// Reads and opens `k` whole segments straight in `out`, their tags aside, saving the
+    /// copy through the window: `Some(bytes)` when they opened. When the input ends among
+    /// them (one of them may be the last), what was read goes to the window in stream order
+    /// and `None` tells the caller to go on through it. On failure `out` holds ciphertext,
+    /// never plaintext.
+    fn read_direct(&mut self, out: &mut [u8], k: usize) -> io::Result<Option<usize>> {
+        let first = self.opener.next_index;
+        let layout = self.opener.layout;
+        let mut tags = vec![[0u8; TAG_LEN]; k];
+        // (plaintext bytes read, tag bytes read) per segment reached
+        let mut read: Vec<(usize, usize)> = Vec::with_capacity(k);
+        let mut off = 0;
+        let mut complete = true;
+        let fail = |o: &mut Opener, e: io::Error| o.fail(Error::io("cannot read input", e));
+        for (j, tag) in tags.iter_mut().enumerate() {
+            let p = layout.plaintext_len(first + j as u64);
+            let body = &mut out[off..off + p];
+            let mut n = 0;
+            if j == 0 && self.opener.got == 1 {
+                body[0] = self.opener.window.buf[0];
+                n = 1;
+            }
+            n += match self.read_full(&mut body[n..]) {
+                Ok(n) => n,
+                Err(e) => return Err(fail(&mut self.opener, e)),
+            };
+            let t = if n == p {
+                match self.read_full(tag) {
+                    Ok(t) => t,
+                    Err(e) => return Err(fail(&mut self.opener, e)),
+                }
+            } else {
+                0
+            };
+            read.push((n, t));
+            off += p;
+            if n < p || t < TAG_LEN {
+                complete = false;
+                break;
+            }
+        }
+        let mut look = [0u8; 1];
+        if complete {
+            match self.read_full(&mut look) {
+                Ok(0) => complete = false,
+                Ok(_) => {}
+                Err(e) => return Err(fail(&mut self.opener, e)),
+            }
+        }
+        if !complete {
+            // The input ended: what was read, back in stream order in the window.
+            let total: usize = read.iter().map(|(n, t)| n + t).sum();
+            let cap = self.opener.per_window * layout.segment_size() + 1;
+            reserve_window(&mut self.opener.window, total.max(1), cap)?;
+            let (mut at, mut src) = (0, 0);
+            let buf = &mut self.opener.window.buf;
+            for (j, &(n, t)) in read.iter().enumerate() {
+                buf[at..at + n].copy_from_slice(&out[src..src + n]);
+                buf[at + n..at + n + t].copy_from_slice(&tags[j][..t]);
+                at += n + t;
+                src += layout.plaintext_len(first + j as u64);
+            }
+            self.opener.window.high_water = self.opener.window.high_water.max(at);
+            self.opener.got = at;
+            self.opener.filled(0)?;
+            return Ok(None);
+        }
+        let nonces: Vec<_> = (0..k)
+            .map(|j| segment_nonce(&self.opener.prefix, (first + j as u64) as u32, false))
+            .collect();
+        let mut jobs = Vec::with_capacity(k);
+        let mut rest = &mut out[..off];
+        for (j, tag) in tags.iter().enumerate() {
+            let (buf, tail) = rest.split_at_mut(layout.plaintext_len(first + j as u64));
+            rest = tail;
+            jobs.push(OpenJob {
+                nonce: &nonces[j],
+                aad: &[],
+                buf,
+                tag,
+            });
+        }
+        match self.opener.gcm.open_batch(&mut jobs) {
+            Ok(()) => {}
+            Err(OpenError::Authentication) => {
+                return Err(self.opener.fail(auth_error(first, k as u64)));
+            }
+            Err(OpenError::Other(e)) => return Err(self.opener.fail(e)),
+        }
+        self.opener.next_index += k as u64;
+        self.opener.restart_with(look[0])?;
+        Ok(Some(off))
+    }
 }
 
 impl<R: Read> Read for DecryptingReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.opener.check()?;
+        // A read of whole segments between windows opens them in the caller's buffer.
+        let k = self.opener.direct_segments(out.len());
+        if k > 0
+            && let Some(n) = self.read_direct(out, k)?
+        {
+            return Ok(n);
+        }
         loop {
             self.opener.check()?;
             let p = self.opener.plaintext();

@@ -81,7 +81,7 @@ proptest! {
         pt in prop::collection::vec(any::<u8>(), 0..3000),
         splits in prop::collection::vec(1usize..700, 0..20),
         window in 0usize..2000,
-        piece in 1usize..900,
+        piece in 1usize..2500,
         ops in prop::collection::vec(op(), 0..40),
     ) {
         let ks = keyset(dks, seg);
@@ -127,6 +127,7 @@ proptest! {
         cut in prop::option::of(any::<prop::sample::Index>()),
         extra in prop::collection::vec(any::<u8>(), 0..80),
         window in 0usize..1500,
+        piece in 1usize..1500,
         reads in prop::collection::vec((0u64..2500, 1usize..600), 0..12),
     ) {
         let ks = keyset(dks, seg);
@@ -142,7 +143,7 @@ proptest! {
         ct.extend_from_slice(&extra);
         let changed = ct != good;
 
-        let (out, clean) = read_stream(&ks, &ct, 97, window);
+        let (out, clean) = read_stream(&ks, &ct, piece, window);
         prop_assert!(pt.starts_with(&out), "the stream reader handed out other bytes");
         prop_assert_eq!(clean, !changed, "a clean end must mean an unchanged stream");
 
