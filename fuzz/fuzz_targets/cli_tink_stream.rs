@@ -26,8 +26,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let opts = Options::new()
-        .backend(Backend::Cpu)
-        .window_bytes((usize::from(cfg % 8) + 1) * 100);
+        .with_backend(Backend::Cpu)
+        .with_window_bytes((usize::from(cfg % 8) + 1) * 100);
     let input = Input::reader(Cursor::new(ct.to_vec()));
     match bulk::decrypt(&KEYSET, AAD, input, Vec::new(), &opts, &|_| {}) {
         Ok((plain, stats)) => {

@@ -32,8 +32,8 @@ fuzz_target!(|c: Case| {
     let seg = min + u32::from(c.segment) % 512;
     let ks = Keyset::single(StreamingKey::new(1, &[9u8; 32][..dks], dks, seg).unwrap());
     let opts = Options::new()
-        .window_bytes(usize::from(c.window))
-        .backend(Backend::Cpu);
+        .with_window_bytes(usize::from(c.window))
+        .with_backend(Backend::Cpu);
 
     let mut w = ks.encrypting_writer_with(Vec::new(), b"fuzz", &opts).unwrap();
     let mut rest = &c.plain[..];

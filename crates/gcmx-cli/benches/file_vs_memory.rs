@@ -121,7 +121,7 @@ fn main() {
     let _ = io::copy(&mut File::open(&sample).expect("open"), &mut io::sink());
 
     // 3. Pipeline, file -> discard.
-    let opts = Options::new().backend(backend);
+    let opts = Options::new().with_backend(backend);
     let to_sink = best(reps, || {
         let t = Instant::now();
         let input = File::open(&sample).expect("open");

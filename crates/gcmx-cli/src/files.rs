@@ -249,8 +249,8 @@ pub fn run(
     };
     let (input, size, input_id) = open_source(src)?;
     let opts = Options::new()
-        .backend(run.backend)
-        .window_bytes(run.window_bytes);
+        .with_backend(run.backend)
+        .with_window_bytes(run.window_bytes);
     let bar = progress_bar(run.quiet, size);
     let result = match (out, dst) {
         (Some(out), Sink::File(p)) => run_stream(dir, keyset, aad, input, out, &opts, &bar)

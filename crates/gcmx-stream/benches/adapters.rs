@@ -119,7 +119,7 @@ fn main() {
     let a = args();
     let bytes = a.mib << 20;
     let keyset = Keyset::generate(KeySize::Aes256, a.segment as u32).expect("keyset");
-    let opts = Options::new().backend(a.backend);
+    let opts = Options::new().with_backend(a.backend);
     let gcm = Gcm::with_backend(&[0x42; 32], a.backend).expect("backend");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(

@@ -2,7 +2,7 @@
 //! [`AsyncDecryptingReader`] (`AsyncRead`), on the same cores as the std::io ones.
 //!
 //! Sealing or opening a window runs in the task's `poll` call (a window of 8 MiB takes about
-//! a millisecond on a few cores); give a smaller window ([`Options::window_bytes`]) to keep
+//! a millisecond on a few cores); give a smaller window ([`Options::with_window_bytes`]) to keep
 //! polls shorter.
 
 use std::fmt;
@@ -309,7 +309,7 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         let parsed = read_header(&mut cursor, keyset, aad).and_then(|(key, header, _, head)| {
             let layout = key.layout();
             let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
-            let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.get_backend())?;
+            let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
             let mut rest = head.unwrap_or_default();
             rest.extend_from_slice(&bytes[cursor.position() as usize..]);
             Ok((

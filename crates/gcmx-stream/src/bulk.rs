@@ -805,7 +805,7 @@ pub fn encrypt<W: Write + Send + 'static>(
     let per_window = opts.window_segments(&layout, size, Use::Bulk)?;
     let header = Header::random(&layout)?;
     let file_key = key.stream_key(&header, aad)?;
-    let gcm = make_engine(&file_key, opts.get_backend())?;
+    let gcm = make_engine(&file_key, opts.backend())?;
     drop(file_key);
     let prefix = header.nonce_prefix;
     let result = run_pipeline(
@@ -886,7 +886,7 @@ pub fn decrypt<W: Write + Send + 'static>(
     let layout = key.layout();
     let per_window = opts.window_segments(&layout, size, Use::Bulk)?;
     let file_key = key.stream_key(&header, aad)?;
-    let gcm = make_engine(&file_key, opts.get_backend())?;
+    let gcm = make_engine(&file_key, opts.backend())?;
     drop(file_key);
     let prefix = header.nonce_prefix;
     let result = run_pipeline(
@@ -928,7 +928,7 @@ mod tests {
     }
 
     fn dec_one(ks: &Keyset, aad: &[u8], input: Input, window_bytes: usize) -> Result<Vec<u8>> {
-        let opts = Options::new().window_bytes(window_bytes);
+        let opts = Options::new().with_window_bytes(window_bytes);
         decrypt(ks, aad, input, Vec::new(), &opts, &|_| {}).map(|(v, _)| v)
     }
 
@@ -994,8 +994,8 @@ mod tests {
             ] {
                 for window_bytes in [1usize, 3 * seg as usize, 1 << 20] {
                     let opts = Options::new()
-                        .backend(Backend::CpuParallel)
-                        .window_bytes(window_bytes);
+                        .with_backend(Backend::CpuParallel)
+                        .with_window_bytes(window_bytes);
                     let pt = data(n);
                     let ct = enc(&ks, b"aad", &pt, &opts);
                     assert_eq!(
@@ -1074,7 +1074,7 @@ mod tests {
         // input (of known or unknown size) needs little memory.
         let ks = keyset(32, crate::keyset::MAX_SEGMENT_SIZE);
         for window_bytes in [0, 1 << 30] {
-            let opts = Options::new().window_bytes(window_bytes);
+            let opts = Options::new().with_window_bytes(window_bytes);
             let pt = data(300_000);
             let ct = enc(&ks, b"", &pt, &opts);
             assert_eq!(ct.len(), 300_000 + 40 + 16);
@@ -1175,7 +1175,7 @@ mod tests {
     fn no_thread_outlives_a_run_that_failed_early() {
         let ks = keyset(16, 64);
         let header = Header::random(&ks.primary().layout()).unwrap().to_bytes();
-        let opts = Options::new().window_bytes(4 * 64);
+        let opts = Options::new().with_window_bytes(4 * 64);
         // Decrypt: a good header, then endless garbage (the first window fails).
         let alive = Arc::new(());
         let input = io::Cursor::new(header).chain(Endless(alive.clone()));
@@ -1206,7 +1206,7 @@ mod tests {
         let mut wr = File::from(wr);
         wr.write_all(&header).unwrap();
         wr.write_all(&[0u8; 200]).unwrap();
-        let opts = Options::new().window_bytes(64);
+        let opts = Options::new().with_window_bytes(64);
         let (tx, rx) = std::sync::mpsc::channel();
         let ks2 = ks.clone();
         thread::spawn(move || {

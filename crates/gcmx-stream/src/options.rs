@@ -8,7 +8,7 @@ use crate::engine;
 use crate::error::{Error, Result};
 use crate::format::Layout;
 
-/// Largest window (ciphertext bytes of one batch) that [`Options::window_bytes`] may ask for.
+/// Largest window (ciphertext bytes of one batch) that [`Options::with_window_bytes`] may ask for.
 pub const MAX_WINDOW_BYTES: usize = 1 << 30;
 
 /// Most segments in one window, whatever the segment size (bounds the bookkeeping).
@@ -20,9 +20,9 @@ const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
 ///
 /// ```
 /// use gcmx_stream::{Backend, Options};
-/// let opts = Options::new().backend(Backend::Cpu).window_bytes(4 << 20);
-/// assert_eq!(opts.get_backend(), Backend::Cpu);
-/// assert_eq!(Options::default().get_backend(), Backend::Auto);
+/// let opts = Options::new().with_backend(Backend::Cpu).with_window_bytes(4 << 20);
+/// assert_eq!(opts.backend(), Backend::Cpu);
+/// assert_eq!(Options::default().backend(), Backend::Auto);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Options {
@@ -40,7 +40,7 @@ impl Options {
     }
 
     /// The `gcmx` backend that seals and opens the segments.
-    pub fn backend(self, backend: Backend) -> Options {
+    pub fn with_backend(self, backend: Backend) -> Options {
         Options { backend, ..self }
     }
 
@@ -48,7 +48,7 @@ impl Options {
     /// [`MAX_WINDOW_BYTES`] (a larger value makes the adapters' constructors fail with
     /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)); 0 picks the backend's
     /// default.
-    pub fn window_bytes(self, window_bytes: usize) -> Options {
+    pub fn with_window_bytes(self, window_bytes: usize) -> Options {
         Options {
             window_bytes,
             ..self
@@ -56,16 +56,16 @@ impl Options {
     }
 
     /// The backend asked for.
-    pub fn get_backend(&self) -> Backend {
+    pub fn backend(&self) -> Backend {
         self.backend
     }
 
     /// The window asked for (0: the backend's default).
-    pub fn get_window_bytes(&self) -> usize {
+    pub fn window_bytes(&self) -> usize {
         self.window_bytes
     }
 
-    fn target_window_bytes(&self, use_: Use) -> usize {
+    fn tarwindow_bytes(&self, use_: Use) -> usize {
         if self.window_bytes != 0 {
             self.window_bytes
         } else if engine::is_gpu(self.backend) {
@@ -94,7 +94,7 @@ impl Options {
                 self.window_bytes
             )));
         }
-        let mut n = (self.target_window_bytes(use_) / seg).max(1);
+        let mut n = (self.tarwindow_bytes(use_) / seg).max(1);
         // Every core gets a segment when segments are small enough for that.
         let threads = thread::available_parallelism().map_or(1, |p| p.get());
         if n < threads && threads.saturating_mul(seg) <= 256 << 20 {
@@ -125,12 +125,12 @@ mod tests {
     #[test]
     fn windows_hold_whole_segments_within_bounds() {
         let l = Layout::new(1 << 20, 32);
-        let o = Options::new().window_bytes(8 << 20);
+        let o = Options::new().with_window_bytes(8 << 20);
         assert!(o.window_segments(&l, None, Use::Bulk).unwrap() >= 8);
         assert_eq!(o.window_segments(&l, Some(10), Use::Bulk).unwrap(), 2);
-        let one = Options::new().window_bytes(1);
+        let one = Options::new().with_window_bytes(1);
         assert!(one.window_segments(&l, Some(0), Use::Adapter).unwrap() >= 1);
-        let big = Options::new().window_bytes(MAX_WINDOW_BYTES + 1);
+        let big = Options::new().with_window_bytes(MAX_WINDOW_BYTES + 1);
         assert!(big.window_segments(&l, None, Use::Bulk).is_err());
         let tiny = Layout::new(41, 16);
         assert_eq!(

@@ -52,7 +52,7 @@ impl Keyset {
         let (key, header, _, head) = read_header(&mut r, self, aad)?;
         let layout = key.layout();
         let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
-        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.get_backend())?;
+        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
         Ok(DecryptingReader {
             inner: r,
             head: head.unwrap_or_default(),

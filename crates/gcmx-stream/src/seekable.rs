@@ -81,7 +81,7 @@ impl Keyset {
         }
         let plaintext_len = body - segments * TAG_LEN as u64;
         let per_window = opts.window_segments(&layout, Some(plaintext_len), Use::Adapter)?;
-        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.get_backend())?;
+        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
         Ok(SeekableReader {
             inner: r,
             gcm,

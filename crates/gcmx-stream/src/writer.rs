@@ -116,7 +116,7 @@ impl Sealer {
         let layout = key.layout();
         let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
         let header = Header::random(&layout)?;
-        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.get_backend())?;
+        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
         let sealer = Sealer {
             gcm: Arc::new(gcm),
             prefix: header.nonce_prefix,

@@ -83,7 +83,9 @@ fn every_path_reads_every_other_paths_output() {
         ] {
             let pt = data(n, n as u64);
             for window in [1usize, 3 * seg as usize, 0] {
-                let opts = Options::new().window_bytes(window).backend(Backend::Auto);
+                let opts = Options::new()
+                    .with_window_bytes(window)
+                    .with_backend(Backend::Auto);
                 for piece in [1usize, 7, p, n.max(1)] {
                     let ct = encrypt_in_pieces(&ks, b"aad", &pt, piece, &opts);
                     assert_eq!(
@@ -114,10 +116,10 @@ fn backends_agree() {
     let ks = keyset(32, 4096);
     let pt = data(100_000, 3);
     for b in [Backend::Cpu, Backend::CpuParallel, Backend::Auto] {
-        let opts = Options::new().backend(b).window_bytes(5 * 4096);
+        let opts = Options::new().with_backend(b).with_window_bytes(5 * 4096);
         let ct = encrypt_in_pieces(&ks, b"", &pt, 1000, &opts);
         for r in [Backend::Cpu, Backend::CpuParallel, Backend::Auto] {
-            let ro = Options::new().backend(r);
+            let ro = Options::new().with_backend(r);
             assert_eq!(read_all(&ks, b"", &ct, &ro).unwrap(), pt);
         }
     }
@@ -133,7 +135,7 @@ fn refused(r: io::Result<Vec<u8>>) -> io::Error {
 /// Reads with both readers and checks that each fails with InvalidData, after handing out
 /// at most a prefix of the plaintext.
 fn assert_refused(ks: &Keyset, aad: &[u8], ct: &[u8], pt: &[u8], what: &str) -> Vec<ErrorKind> {
-    let opts = Options::new().window_bytes(3 * ks.primary().segment_size() as usize);
+    let opts = Options::new().with_window_bytes(3 * ks.primary().segment_size() as usize);
     let mut kinds = Vec::new();
     // The decrypting reader, read in small pieces, to see what comes out before the error.
     match ks.decrypting_reader_with(ct, aad, &opts) {
@@ -252,7 +254,11 @@ fn seekable_reads_equal_the_plaintext_at_random_ranges() {
     let pt = data(50_000, 4);
     let ct = encrypt_in_pieces(&ks, b"", &pt, 4096, &Options::new());
     let mut r = ks
-        .seekable_reader_with(Cursor::new(&ct), b"", &Options::new().window_bytes(1024))
+        .seekable_reader_with(
+            Cursor::new(&ct),
+            b"",
+            &Options::new().with_window_bytes(1024),
+        )
         .unwrap();
     assert_eq!(r.plaintext_len(), pt.len() as u64);
     let mut s: u64 = 12345;

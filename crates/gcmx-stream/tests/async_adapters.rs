@@ -30,7 +30,7 @@ fn async_and_sync_adapters_read_each_other() {
             for n in [0usize, 1, 24, 25, 200, 5000, 20_001] {
                 let pt = data(n);
                 for window in [1usize, 3 * seg as usize, 0] {
-                    let opts = Options::new().window_bytes(window);
+                    let opts = Options::new().with_window_bytes(window);
                     // async writer -> sync reader
                     let mut w = ks
                         .encrypting_async_writer_with(Vec::new(), b"a", &opts)

@@ -12,7 +12,9 @@ fn keyset(dks: usize, seg: u32) -> Keyset {
 }
 
 fn encrypt(ks: &Keyset, pt: &[u8], splits: &[usize], window: usize) -> Vec<u8> {
-    let opts = Options::new().window_bytes(window).backend(Backend::Cpu);
+    let opts = Options::new()
+        .with_window_bytes(window)
+        .with_backend(Backend::Cpu);
     let mut w = ks.encrypting_writer_with(Vec::new(), b"p", &opts).unwrap();
     let mut rest = pt;
     let mut k = 0;
@@ -32,7 +34,9 @@ fn encrypt(ks: &Keyset, pt: &[u8], splits: &[usize], window: usize) -> Vec<u8> {
 /// Reads through the decrypting reader in pieces of `piece` bytes until the end or an
 /// error; returns what came out and whether it ended cleanly.
 fn read_stream(ks: &Keyset, ct: &[u8], piece: usize, window: usize) -> (Vec<u8>, bool) {
-    let opts = Options::new().window_bytes(window).backend(Backend::Cpu);
+    let opts = Options::new()
+        .with_window_bytes(window)
+        .with_backend(Backend::Cpu);
     let Ok(mut r) = ks.decrypting_reader_with(ct, b"p", &opts) else {
         return (Vec::new(), false);
     };
@@ -91,7 +95,7 @@ proptest! {
         prop_assert!(clean);
         prop_assert_eq!(&back, &pt);
 
-        let opts = Options::new().window_bytes(window).backend(Backend::Cpu);
+        let opts = Options::new().with_window_bytes(window).with_backend(Backend::Cpu);
         let mut r = ks.seekable_reader_with(Cursor::new(&ct), b"p", &opts).unwrap();
         let mut pos: u64 = 0;
         for op in ops {
@@ -147,7 +151,7 @@ proptest! {
         prop_assert!(pt.starts_with(&out), "the stream reader handed out other bytes");
         prop_assert_eq!(clean, !changed, "a clean end must mean an unchanged stream");
 
-        let opts = Options::new().window_bytes(window).backend(Backend::Cpu);
+        let opts = Options::new().with_window_bytes(window).with_backend(Backend::Cpu);
         if let Ok(mut r) = ks.seekable_reader_with(Cursor::new(&ct), b"p", &opts) {
             for (at, n) in reads {
                 r.seek(SeekFrom::Start(at)).unwrap();

@@ -239,7 +239,7 @@ fn interop(key_bytes: usize, segment: usize) {
     let mut jobs = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let window = if i % 2 == 0 { 0 } else { 2 * segment };
-        let opts = Options::new().window_bytes(window);
+        let opts = Options::new().with_window_bytes(window);
         let mut w = keyset
             .encrypting_writer_with(Vec::new(), &c.aad, &opts)
             .unwrap();
