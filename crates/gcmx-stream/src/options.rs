@@ -15,8 +15,9 @@ pub const MAX_WINDOW_BYTES: usize = 1 << 30;
 const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
 
 /// How streams are sealed and opened: the `gcmx` backend, and how many bytes of segments go
-/// to it in one batch (the window). Memory is about one window per adapter (four in the bulk
-/// pipeline), whatever the stream's length.
+/// to it in one batch (the window). Memory is one or two windows per adapter (the writer
+/// fills one while the other is sealed and written out), four in the bulk pipeline,
+/// whatever the stream's length.
 ///
 /// ```
 /// use gcmx_stream::{Backend, Options};
