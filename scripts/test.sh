@@ -56,6 +56,7 @@ export GCMX_REQUIRE_TINK=1
 
 phase cpu "cargo test --release of every crate that needs no CUDA (gcmx, gcmx-core, gcmx-x86, gcmx-cli with Tink interop)"
 cargo test --release
+cargo test --release -p gcmx-stream --features tokio
 
 phase readme "README.md's shell blocks, run as written (its Rust blocks ran as doctests above)"
 scripts/readme-check.py

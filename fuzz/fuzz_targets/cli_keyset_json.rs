@@ -2,7 +2,7 @@
 //! parses writes JSON that parses again to the same keys.
 #![no_main]
 
-use gcmx_cli::Keyset;
+use gcmx_stream::Keyset;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
             .map(|k| {
                 (
                     k.key_id(),
-                    k.ikm().to_vec(),
+                    k.to_proto().to_vec(),
                     k.derived_key_size(),
                     k.segment_size(),
                 )

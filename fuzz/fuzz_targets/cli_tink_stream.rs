@@ -1,6 +1,6 @@
 //! Decrypts arbitrary bytes as a Tink streaming ciphertext under a fixed keyset (three keys:
 //! two with 16-byte derived keys and small segments, one with 32-byte derived keys), through
-//! `gcmx_cli::stream::decrypt`.
+//! `gcmx_stream::bulk::decrypt`, the pipeline of `gcmx decrypt`.
 //!
 //! Input: one byte that picks the window size (1 to 8 segments of the largest key), then the
 //! ciphertext. Checks: no panic, no hang; a success accounts for every byte (header, tags and
@@ -10,8 +10,8 @@
 use std::io::Cursor;
 use std::sync::LazyLock;
 
-use gcmx_cli::stream::{self, Input, Options};
-use gcmx_cli::{Backend, Keyset};
+use gcmx_stream::bulk::{self, Input};
+use gcmx_stream::{Backend, Keyset, Options};
 use libfuzzer_sys::fuzz_target;
 
 static KEYSET: LazyLock<Keyset> = LazyLock::new(|| {
@@ -25,13 +25,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&cfg, ct)) = data.split_first() else {
         return;
     };
-    let opts = Options {
-        backend: Backend::Cpu,
-        window_bytes: (usize::from(cfg % 8) + 1) * 100,
-        size_hint: None,
-    };
+    let opts = Options::new()
+        .with_backend(Backend::Cpu)
+        .with_window_bytes((usize::from(cfg % 8) + 1) * 100);
     let input = Input::reader(Cursor::new(ct.to_vec()));
-    match stream::decrypt(&KEYSET, AAD, input, Vec::new(), &opts, &|_| {}) {
+    match bulk::decrypt(&KEYSET, AAD, input, Vec::new(), &opts, &|_| {}) {
         Ok((plain, stats)) => {
             assert_eq!(stats.bytes_in, ct.len() as u64);
             assert_eq!(stats.bytes_out, plain.len() as u64);

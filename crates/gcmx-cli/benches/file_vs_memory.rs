@@ -19,8 +19,8 @@ use std::time::Instant;
 
 use gcmx::{Gcm, SealJob};
 use gcmx_cli::files::{self, Direction, RunOptions, Sink, Source};
-use gcmx_cli::stream::{self, Options};
-use gcmx_cli::{Keyset, StreamingKey, parse_backend, parse_size};
+use gcmx_cli::{parse_backend, parse_size};
+use gcmx_stream::{KeySize, Keyset, Options, StreamingKey, bulk};
 
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
@@ -73,7 +73,7 @@ fn main() {
         ))
         .expect("temp dir");
     let bytes = mib << 20;
-    let key = StreamingKey::generate(false, segment).expect("key");
+    let key = StreamingKey::generate(KeySize::Aes256, segment).expect("key");
     let keyset = Keyset::single(key);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -121,15 +121,11 @@ fn main() {
     let _ = io::copy(&mut File::open(&sample).expect("open"), &mut io::sink());
 
     // 3. Pipeline, file -> discard.
-    let opts = Options {
-        backend,
-        window_bytes: 0,
-        size_hint: Some(bytes),
-    };
+    let opts = Options::new().with_backend(backend);
     let to_sink = best(reps, || {
         let t = Instant::now();
         let input = File::open(&sample).expect("open");
-        stream::encrypt(&keyset, b"bench", input, io::sink(), &opts, &|_| {}).expect("encrypt");
+        bulk::encrypt(&keyset, b"bench", input, io::sink(), &opts, &|_| {}).expect("encrypt");
         t.elapsed().as_secs_f64()
     });
 
@@ -140,6 +136,7 @@ fn main() {
         quiet: true,
         window_bytes: 0,
         fsync: false,
+        keyset_file: None,
     };
     let ct = dir.path().join("sample.tink");
     let out = dir.path().join("sample.out");

@@ -22,7 +22,7 @@ use crate::api::backends_built;
 use crate::api::{Backend, Engine, OpenJob, SealJob, is_gpu};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{self, Direction, RunOptions, Sink, Source};
-use crate::keyset::{DEFAULT_SEGMENT_SIZE, Keyset, StreamingKey};
+use gcmx_stream::{DEFAULT_SEGMENT_SIZE, KeySize, Keyset, StreamingKey};
 
 /// Repetitions of each in-memory measurement (the median is shown).
 const MEMORY_REPS: usize = 5;
@@ -280,6 +280,7 @@ fn file_run(
         quiet: true,
         window_bytes: 0,
         fsync: false,
+        keyset_file: None,
     };
     files::run(
         dir,
@@ -312,11 +313,11 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
     let _cleanup = crate::signals::register(dir);
     let sample = dir.join("sample.bin");
     write_sample(&sample, bytes as u64)?;
-    let key = StreamingKey::generate(false, DEFAULT_SEGMENT_SIZE)?;
+    let key = StreamingKey::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE)?;
     let keyset = Keyset::single(key);
     let keyset_path = dir.join("keyset.json");
-    keyset.write_new(&keyset_path)?;
-    let keyset = Keyset::read(&keyset_path)?;
+    crate::keyfile::write_new(&keyset, &keyset_path)?;
+    let (keyset, _) = crate::keyfile::read(&keyset_path)?;
     let seg = DEFAULT_SEGMENT_SIZE as usize;
     p(
         out,
@@ -373,7 +374,10 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
     fs::write(&truncated, &data[..cut]).map_err(|e| Error::io("cannot write", e))?;
     let why = expect_refusal(&keyset, aad, &truncated, &refused_out)?;
     p(out, format!("truncated ciphertext refused: {why}"))?;
-    let other = Keyset::single(StreamingKey::generate(false, DEFAULT_SEGMENT_SIZE)?);
+    let other = Keyset::single(StreamingKey::generate(
+        KeySize::Aes256,
+        DEFAULT_SEGMENT_SIZE,
+    )?);
     let why = expect_refusal(&other, aad, &ct, &refused_out)?;
     p(out, format!("wrong key refused: {why}"))?;
     let why = expect_refusal(&keyset, b"other aad", &ct, &refused_out)?;

@@ -54,10 +54,6 @@ impl Error {
         Error::new(ErrorKind::Keyset, message)
     }
 
-    pub(crate) fn format(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Format, message)
-    }
-
     pub(crate) fn io(context: impl fmt::Display, err: std::io::Error) -> Self {
         Error::new(ErrorKind::Io, format!("{context}: {err}"))
     }
@@ -74,6 +70,22 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The library's errors keep their reason; a bad argument is a usage error here.
+impl From<gcmx_stream::Error> for Error {
+    fn from(e: gcmx_stream::Error) -> Error {
+        use gcmx_stream::ErrorKind as K;
+        let kind = match e.kind() {
+            K::Keyset => ErrorKind::Keyset,
+            K::Format => ErrorKind::Format,
+            K::Authentication => ErrorKind::Authentication,
+            K::Io => ErrorKind::Io,
+            K::InvalidInput => ErrorKind::Usage,
+            _ => ErrorKind::Crypto,
+        };
+        Error::new(kind, e.message())
+    }
+}
 
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, Error>;

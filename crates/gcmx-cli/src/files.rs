@@ -1,18 +1,43 @@
 //! Encrypting and decrypting files and standard streams: the output put in place only when
-//! complete, the overwrite guard, the progress bar and the summary line.
+//! complete, the overwrite guards, the progress bar and the summary line. The streaming
+//! itself is `gcmx_stream::bulk`.
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io::{self, IsTerminal, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gcmx_stream::bulk::{self, Input, Stats};
+use gcmx_stream::{Keyset, Options};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::api::Backend;
 use crate::error::{Error, Result};
-use crate::keyset::Keyset;
 use crate::output::OutputFile;
-use crate::stream::{self, Input, Options, Stats};
+
+/// A file's identity: its device and inode, the same through every hard or symbolic link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    /// The identity of the file `meta` describes.
+    pub fn of(meta: &Metadata) -> FileId {
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The identity of the file at `path` (links followed), if there is one.
+    fn at(path: &Path) -> Option<FileId> {
+        std::fs::metadata(path).ok().map(|m| FileId::of(&m))
+    }
+}
 
 /// Where to read: a file or standard input (`-`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,13 +102,26 @@ pub struct RunOptions {
     /// Flush a file output to disk (file and folder) before reporting success, so that it
     /// survives a crash; off by default, like `cp`, because it costs the disk's write speed.
     pub fsync: bool,
+    /// The keyset file: never written over, `force` or not.
+    pub keyset_file: Option<FileId>,
 }
 
-fn open_source(src: &Source) -> Result<(Input, Option<u64>)> {
+/// The input, its size when known, and its identity when it is a regular file.
+fn open_source(src: &Source) -> Result<(Input, Option<u64>, Option<FileId>)> {
     match src {
         Source::Stdin => {
-            let input = Input::stdin().map_err(|e| Error::io("cannot read standard input", e))?;
-            Ok((input, None))
+            let fd = io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| Error::io("cannot read standard input", e))?;
+            let file = File::from(fd);
+            // Standard input redirected from a file (`< X`) is that file.
+            let id = file
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| FileId::of(&m));
+            Ok((Input::Pipe(file), None, id))
         }
         Source::File(p) => {
             let f =
@@ -95,7 +133,8 @@ fn open_source(src: &Source) -> Result<(Input, Option<u64>)> {
                 return Err(Error::usage(format!("{} is a directory", p.display())));
             }
             let size = meta.is_file().then_some(meta.len());
-            Ok((Input::File(f), size))
+            let id = meta.is_file().then(|| FileId::of(&meta));
+            Ok((Input::File(f), size, id))
         }
     }
 }
@@ -130,10 +169,48 @@ fn run_stream<W: Write + Send + 'static>(
     bar: &ProgressBar,
 ) -> Result<(W, Stats)> {
     let progress = |n: u64| bar.inc(n);
-    match dir {
-        Direction::Encrypt => stream::encrypt(keyset, aad, input, output, opts, &progress),
-        Direction::Decrypt => stream::decrypt(keyset, aad, input, output, opts, &progress),
+    let r = match dir {
+        Direction::Encrypt => bulk::encrypt(keyset, aad, input, output, opts, &progress),
+        Direction::Decrypt => bulk::decrypt(keyset, aad, input, output, opts, &progress),
+    };
+    r.map_err(Error::from)
+}
+
+/// Standard input's identity when it is a regular file (`< X`).
+fn stdin_file_id() -> Option<FileId> {
+    let fd = io::stdin().as_fd().try_clone_to_owned().ok()?;
+    File::from(fd)
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| FileId::of(&m))
+}
+
+/// Refuses an output that is the keyset file (it would lose every file under that key), or,
+/// when decrypting, the input file (decryption never writes over its input). Checked before
+/// the run and again just before the output is put in place.
+fn check_output_is_not(
+    dir: Direction,
+    target: &Path,
+    keyset: Option<FileId>,
+    input: Option<FileId>,
+) -> Result<()> {
+    let Some(id) = FileId::at(target) else {
+        return Ok(());
+    };
+    if keyset == Some(id) {
+        return Err(Error::usage(format!(
+            "refusing to write {}: it is the keyset file, which would be lost with every file encrypted under it",
+            target.display()
+        )));
     }
+    if dir == Direction::Decrypt && input == Some(id) {
+        return Err(Error::usage(format!(
+            "refusing to write {}: it is the input file, and decryption never writes over its input",
+            target.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Encrypts or decrypts `src` into `dst`.
@@ -141,7 +218,8 @@ fn run_stream<W: Write + Send + 'static>(
 /// A file output is written without a name (or under a temporary name) in the target's
 /// folder and put in place only when everything succeeded; on any failure nothing is left
 /// behind (see [`crate::output`]). An existing output is refused unless `force`, and only a
-/// regular file is ever replaced: a symbolic link, FIFO, socket or device is refused.
+/// regular file is ever replaced: a symbolic link, FIFO, socket or device is refused. The
+/// keyset file is never an output, nor, when decrypting, the input file.
 /// Decrypting to standard output writes each segment once it has authenticated, so a failure
 /// later in the stream (tampering, truncation) comes after some plaintext was written: the
 /// error (and exit status) is then the only signal.
@@ -158,21 +236,37 @@ pub fn run(
             "refusing to write ciphertext to a terminal; redirect standard output or give an OUTPUT file",
         ));
     }
+    if let Sink::File(p) = dst {
+        let input_id = match src {
+            Source::File(i) => FileId::at(i),
+            Source::Stdin => stdin_file_id(),
+        };
+        check_output_is_not(dir, p, run.keyset_file, input_id)?;
+    }
     let out = match dst {
         Sink::File(p) => Some(OutputFile::create(p, run.force)?),
         Sink::Stdout => None,
     };
-    let (input, size) = open_source(src)?;
-    let opts = Options {
-        backend: run.backend,
-        window_bytes: run.window_bytes,
-        size_hint: size,
-    };
+    let (input, size, input_id) = open_source(src)?;
+    let opts = Options::new()
+        .with_backend(run.backend)
+        .with_window_bytes(run.window_bytes);
     let bar = progress_bar(run.quiet, size);
-    let result = match out {
-        None => run_stream(dir, keyset, aad, input, io::stdout(), &opts, &bar).map(|(_, s)| s),
-        Some(out) => run_stream(dir, keyset, aad, input, out, &opts, &bar)
-            .and_then(|(out, stats)| out.commit(run.fsync).map(|()| stats)),
+    let result = match (out, dst) {
+        (Some(out), Sink::File(p)) => run_stream(dir, keyset, aad, input, out, &opts, &bar)
+            .and_then(|(out, stats)| {
+                check_output_is_not(dir, p, run.keyset_file, input_id)?;
+                out.commit(run.fsync).map(|()| stats)
+            }),
+        _ => {
+            // Standard output through its own descriptor, not `io::stdout()`, whose buffer
+            // would keep plaintext after the run.
+            let stdout = io::stdout()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| Error::io("cannot write standard output", e))?;
+            run_stream(dir, keyset, aad, input, File::from(stdout), &opts, &bar).map(|(_, s)| s)
+        }
     };
     bar.finish_and_clear();
     result

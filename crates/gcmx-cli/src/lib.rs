@@ -1,12 +1,10 @@
-//! gcmx-cli: file encryption in Google Tink's streaming AEAD format (AES-GCM-HKDF) on the
-//! `gcmx` AES-GCM engine.
+//! gcmx-cli: the `gcmx` command, file encryption in Google Tink's streaming AEAD format
+//! (AES-GCM-HKDF), a shell over the `gcmx-stream` library.
 //!
-//! The binary is `gcmx`; this library holds its parts so that tests, benchmarks and other
-//! programs can use them:
-//! - [`keyset`]: Tink cleartext JSON keysets of `AesGcmHkdfStreamingKey` keys,
-//! - [`format`](mod@format): the ciphertext format (header, HKDF, segment nonces and sizes),
-//! - [`stream`]: the bounded-memory, three-thread streaming pipeline,
-//! - [`files`]: files and standard streams, progress bar, summary line,
+//! The binary is `gcmx`; this library holds its parts (the format, keysets and streaming are
+//! `gcmx-stream`'s):
+//! - [`keyfile`]: keyset files read with a size bound and written whole or not at all,
+//! - [`files`]: files and standard streams, the overwrite guards, progress bar, summary line,
 //! - [`output`]: the output file, put in place only when complete,
 //! - [`signals`]: terminating signals end a run cleanly,
 //! - [`demo`]: the `gcmx demo` self-check and throughput run.
@@ -16,18 +14,14 @@ mod api;
 pub mod demo;
 pub mod error;
 pub mod files;
-pub mod format;
-pub mod keyset;
+pub mod keyfile;
 pub mod output;
-mod proto;
 mod random;
 pub mod signals;
-pub mod stream;
 
 pub use api::{Backend, parse_backend};
 pub use error::{Error, ErrorKind, Result};
 pub use files::{Direction, RunOptions, Sink, Source};
-pub use keyset::{Keyset, StreamingKey};
 
 /// Parses a byte count: digits with an optional binary suffix `K`, `KiB`, `M`, `MiB`, `G`,
 /// `GiB` (case-insensitive), e.g. `4096`, `64K`, `1MiB`.

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
-use gcmx_cli::{Direction, Error, ErrorKind, Keyset, RunOptions, Sink, Source, StreamingKey};
+use gcmx_cli::{Direction, Error, ErrorKind, RunOptions, Sink, Source};
+use gcmx_stream::{KeySize, Keyset, StreamingKey};
 
 const EXAMPLES_AND_STATUS: &str = "\
 Examples:
@@ -26,7 +27,8 @@ Exit status:
   1      failure: unreadable or malformed input or keyset, authentication failed, a read
          or write error; no OUTPUT file was put in place
   2      bad command line: unknown option or backend, bad --aad-hex, an OUTPUT that
-         exists (without --force) or is not a regular file, a bad size
+         exists (without --force) or is not a regular file, an OUTPUT that is the
+         keyset file or (decrypting) the INPUT file, even with --force, a bad size
   128+N  stopped by signal N (130: Ctrl-C, 143: SIGTERM); no OUTPUT file was put in place";
 
 /// `gcmx --version`: the release and whether this build has the GPU backend.
@@ -128,13 +130,14 @@ fn crypt(dir: Direction, a: &CryptArgs) -> Result<(), Error> {
         (None, None) => Vec::new(),
     };
     let window_bytes = window_from_env()?;
-    let keyset = Keyset::read(&a.keyset)?;
+    let (keyset, keyset_file) = gcmx_cli::keyfile::read(&a.keyset)?;
     let opts = RunOptions {
         backend,
         force: a.force,
         quiet: a.quiet,
         fsync: a.fsync,
         window_bytes,
+        keyset_file: Some(keyset_file),
     };
     let dst = Sink::from_arg(&a.output);
     let t = Instant::now();
@@ -151,7 +154,7 @@ fn window_from_env() -> Result<usize, Error> {
     let Ok(v) = std::env::var("GCMX_WINDOW") else {
         return Ok(0);
     };
-    let max = gcmx_cli::stream::MAX_WINDOW_BYTES;
+    let max = gcmx_stream::MAX_WINDOW_BYTES;
     let n = gcmx_cli::parse_size(&v)
         .map_err(|e| Error::new(ErrorKind::Usage, format!("GCMX_WINDOW: {e}")))?;
     match usize::try_from(n) {
@@ -168,7 +171,7 @@ fn window_from_env() -> Result<usize, Error> {
 
 fn keygen(aes128: bool, segment_size: &str, out: &Path) -> Result<(), Error> {
     let size = gcmx_cli::parse_size(segment_size)?;
-    let max = gcmx_cli::keyset::MAX_SEGMENT_SIZE;
+    let max = gcmx_stream::MAX_SEGMENT_SIZE;
     let size = u32::try_from(size)
         .ok()
         .filter(|&s| s <= max)
@@ -179,7 +182,12 @@ fn keygen(aes128: bool, segment_size: &str, out: &Path) -> Result<(), Error> {
             )
         })?;
     // A bad size is a usage error here, not a bad keyset.
-    let key = StreamingKey::generate(aes128, size)
+    let key_size = if aes128 {
+        KeySize::Aes128
+    } else {
+        KeySize::Aes256
+    };
+    let key = StreamingKey::generate(key_size, size)
         .map_err(|e| Error::new(ErrorKind::Usage, e.message()))?;
     let keyset = Keyset::single(key);
     let to_stdout = out.as_os_str() == "-";
@@ -191,7 +199,7 @@ fn keygen(aes128: bool, segment_size: &str, out: &Path) -> Result<(), Error> {
             .and_then(|()| stdout.flush())
             .map_err(|e| Error::new(ErrorKind::Io, format!("cannot write the keyset: {e}")))?;
     } else {
-        keyset.write_new(out)?;
+        gcmx_cli::keyfile::write_new(&keyset, out)?;
     }
     let k = keyset.primary();
     eprintln!(

@@ -510,7 +510,7 @@ fn overwrite_guard() {
     a.extend([p.to_str().unwrap(), target.to_str().unwrap()]);
     ok(run_gcmx(&a, None), "encrypt --force");
     assert_eq!(fs::read(&target).unwrap().len(), f.ct.len());
-    // in place with --force: the input is read whole before the rename
+    // encrypting in place with --force: the input is read whole before the rename
     let inplace = f.dir.join("inplace");
     fs::write(&inplace, &f.plain).unwrap();
     let ip = inplace.to_str().unwrap();
@@ -518,11 +518,76 @@ fn overwrite_guard() {
         run_gcmx(&["encrypt", "--force", "--keyset", &f.keyset, ip, ip], None),
         "in place",
     );
+    let sealed = fs::read(&inplace).unwrap();
+    // decryption never writes over its input, --force or not, by any name
+    let link = f.dir.join("inplace-link");
+    fs::hard_link(&inplace, &link).unwrap();
+    let lk = link.to_str().unwrap();
+    for (input, output) in [(ip, ip), (ip, lk), (lk, ip)] {
+        refused_usage(
+            &run_gcmx(
+                &["decrypt", "--force", "--keyset", &f.keyset, input, output],
+                None,
+            ),
+            "it is the input file",
+            "decrypt in place",
+        );
+        assert!(fs::read(&inplace).unwrap() == sealed, "input changed");
+    }
+    // nor over a file that is its standard input
+    let o = gcmx()
+        .args(["decrypt", "--force", "--keyset", &f.keyset, "-", ip])
+        .stdin(fs::File::open(&inplace).unwrap())
+        .output()
+        .unwrap();
+    refused_usage(&o, "it is the input file", "decrypt in place from stdin");
+    assert!(fs::read(&inplace).unwrap() == sealed, "input changed");
+    let back = f.dir.join("back");
     ok(
-        run_gcmx(&["decrypt", "--force", "--keyset", &f.keyset, ip, ip], None),
-        "in place back",
+        run_gcmx(
+            &["decrypt", "--keyset", &f.keyset, ip, back.to_str().unwrap()],
+            None,
+        ),
+        "decrypt beside",
     );
-    assert!(fs::read(&inplace).unwrap() == f.plain);
+    assert!(fs::read(&back).unwrap() == f.plain);
+    assert!(leftovers(&f.dir).is_empty());
+}
+
+#[test]
+fn the_keyset_is_never_an_output() {
+    let f = fixture(3000);
+    let keyset_bytes = fs::read(&f.keyset).unwrap();
+    let p = f.dir.join("plain");
+    let c = f.dir.join("ct");
+    let hard = f.dir.join("k-hard.json");
+    fs::hard_link(&f.keyset, &hard).unwrap();
+    let soft = f.dir.join("k-soft.json");
+    std::os::unix::fs::symlink(&f.keyset, &soft).unwrap();
+    for target in [f.dir.join("k.json"), hard.clone(), soft.clone()] {
+        for (op, input, aad) in [("encrypt", &p, ""), ("decrypt", &c, "A")] {
+            for force in [true, false] {
+                let mut a = vec![op, "--keyset", f.keyset.as_str(), "--aad", aad];
+                if force {
+                    a.push("--force");
+                }
+                a.extend([input.to_str().unwrap(), target.to_str().unwrap()]);
+                let o = run_gcmx(&a, None);
+                refused_usage(&o, "it is the keyset file", &format!("{op} to {target:?}"));
+                assert_eq!(fs::read(&f.keyset).unwrap(), keyset_bytes, "keyset changed");
+            }
+        }
+    }
+    // through the other names of the keyset too
+    let hs = hard.to_str().unwrap();
+    let mut a = vec!["encrypt", "--force", "--keyset", hs];
+    a.extend([p.to_str().unwrap(), f.keyset.as_str()]);
+    refused_usage(
+        &run_gcmx(&a, None),
+        "it is the keyset file",
+        "via a hard link",
+    );
+    assert_eq!(fs::read(&f.keyset).unwrap(), keyset_bytes);
     assert!(leftovers(&f.dir).is_empty());
 }
 

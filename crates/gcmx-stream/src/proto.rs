@@ -21,7 +21,7 @@ use zeroize::Zeroizing;
 
 /// A decoding failure, with a short reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecodeError(pub &'static str);
+pub(crate) struct DecodeError(pub(crate) &'static str);
 
 impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -36,24 +36,24 @@ const WIRE_I32: u8 = 5;
 
 /// `AesGcmHkdfStreamingParams`, as on the wire (not yet validated).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RawParams {
+pub(crate) struct RawParams {
     /// `ciphertext_segment_size` (field 1).
-    pub ciphertext_segment_size: u32,
+    pub(crate) ciphertext_segment_size: u32,
     /// `derived_key_size` (field 2).
-    pub derived_key_size: u32,
+    pub(crate) derived_key_size: u32,
     /// `hkdf_hash_type` (field 3), the `HashType` enum value.
-    pub hkdf_hash_type: u32,
+    pub(crate) hkdf_hash_type: u32,
 }
 
 /// `AesGcmHkdfStreamingKey`, as on the wire (not yet validated).
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct RawKey {
+pub(crate) struct RawKey {
     /// `version` (field 1).
-    pub version: u32,
+    pub(crate) version: u32,
     /// `params` (field 2).
-    pub params: RawParams,
+    pub(crate) params: RawParams,
     /// `key_value` (field 3): the input key material.
-    pub key_value: Zeroizing<Vec<u8>>,
+    pub(crate) key_value: Zeroizing<Vec<u8>>,
 }
 
 impl std::fmt::Debug for RawKey {
@@ -160,7 +160,7 @@ fn merge_params(params: &mut RawParams, data: &[u8]) -> Result<(), DecodeError> 
 }
 
 /// Decodes a serialized `AesGcmHkdfStreamingKey`.
-pub fn decode_key(data: &[u8]) -> Result<RawKey, DecodeError> {
+pub(crate) fn decode_key(data: &[u8]) -> Result<RawKey, DecodeError> {
     let mut key = RawKey::default();
     let mut r = Reader { data };
     while let Some((field, wire)) = r.tag()? {
@@ -204,7 +204,7 @@ fn put_bytes(out: &mut Vec<u8>, field: u64, v: &[u8]) {
 
 /// Encodes an `AesGcmHkdfStreamingKey` (fields in number order, zero scalars omitted, as
 /// protobuf serializers do). The result holds key material: it is returned zeroizing.
-pub fn encode_key(key: &RawKey) -> Zeroizing<Vec<u8>> {
+pub(crate) fn encode_key(key: &RawKey) -> Zeroizing<Vec<u8>> {
     let mut params = Vec::with_capacity(16);
     put_uint32(&mut params, 1, key.params.ciphertext_segment_size);
     put_uint32(&mut params, 2, key.params.derived_key_size);

@@ -12,28 +12,23 @@
 //! segment size from `derived_key_size + 25` (one plaintext byte in the first segment) to
 //! `2^31 - 1`.
 
-use std::path::Path;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::error::{Error, Result};
-use crate::format::{NONCE_PREFIX_LEN, TAG_LEN};
+use crate::format::{Header, Layout, NONCE_PREFIX_LEN, TAG_LEN, hkdf_sha256};
 use crate::proto::{self, RawKey, RawParams};
 
 /// The type URL of Tink's AES-GCM-HKDF streaming key.
-pub const TYPE_URL: &str = "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey";
+const TYPE_URL: &str = "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey";
 
 /// Tink's `HashType` value for SHA-256.
-pub const HASH_SHA256: u32 = 3;
+const HASH_SHA256: u32 = 3;
 
-/// Default ciphertext segment size of `gcmx keygen` (1 MiB, as Tink's `AES256_GCM_HKDF_1MB`).
+/// A good ciphertext segment size for most uses: 1 MiB, as Tink's `AES256_GCM_HKDF_1MB`.
 pub const DEFAULT_SEGMENT_SIZE: u32 = 1 << 20;
-
-/// Largest keyset file read (a keyset of one key is about 400 bytes).
-pub const MAX_KEYSET_BYTES: usize = 1 << 20;
 
 /// Largest ciphertext segment size Tink accepts.
 pub const MAX_SEGMENT_SIZE: u32 = i32::MAX as u32;
@@ -52,11 +47,37 @@ fn hash_name(v: u32) -> &'static str {
 
 /// The smallest ciphertext segment size for a derived key size: the header, a tag and one
 /// plaintext byte must fit in the first segment.
+///
+/// ```
+/// assert_eq!(gcmx_stream::min_segment_size(32), 57);
+/// assert_eq!(gcmx_stream::min_segment_size(16), 41);
+/// ```
 pub fn min_segment_size(derived_key_size: usize) -> u32 {
     (1 + derived_key_size + NONCE_PREFIX_LEN + TAG_LEN + 1) as u32
 }
 
-/// One validated AES-GCM-HKDF streaming key.
+/// The AES key size of a new key (also the size of each stream's derived key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeySize {
+    /// AES-128: 16-byte key material and derived keys (Tink's `AES128_GCM_HKDF_*`).
+    Aes128,
+    /// AES-256: 32-byte key material and derived keys (Tink's `AES256_GCM_HKDF_*`).
+    #[default]
+    Aes256,
+}
+
+impl KeySize {
+    /// The size in bytes (16 or 32).
+    pub fn bytes(self) -> usize {
+        match self {
+            KeySize::Aes128 => 16,
+            KeySize::Aes256 => 32,
+        }
+    }
+}
+
+/// One validated AES-GCM-HKDF streaming key. Its key material is wiped on drop and never
+/// shown (`Debug` prints its length).
 #[derive(Clone)]
 pub struct StreamingKey {
     key_id: u32,
@@ -77,7 +98,16 @@ impl std::fmt::Debug for StreamingKey {
 }
 
 impl StreamingKey {
-    /// A key from its parts, validated as Tink does (HKDF-SHA256 only).
+    /// A key from its parts, validated as Tink does (HKDF-SHA256 only): derived key size 16 or
+    /// 32, key material at least that long, segment size from [`min_segment_size`] to
+    /// 2^31 - 1 bytes.
+    ///
+    /// ```
+    /// use gcmx_stream::StreamingKey;
+    /// assert!(StreamingKey::new(1, &[7u8; 32], 32, 4096).is_ok());
+    /// assert!(StreamingKey::new(1, &[7u8; 16], 32, 4096).is_err()); // material too short
+    /// assert!(StreamingKey::new(1, &[7u8; 32], 32, 56).is_err());   // segment too small
+    /// ```
     pub fn new(
         key_id: u32,
         ikm: &[u8],
@@ -109,9 +139,16 @@ impl StreamingKey {
         })
     }
 
-    /// A fresh random key: AES-128 (16-byte key, 16-byte derived keys) or AES-256.
-    pub fn generate(aes128: bool, segment_size: u32) -> Result<Self> {
-        let size = if aes128 { 16 } else { 32 };
+    /// A fresh random key from the operating system's generator, with a random key id.
+    ///
+    /// ```
+    /// use gcmx_stream::{KeySize, StreamingKey};
+    /// let key = StreamingKey::generate(KeySize::Aes128, 64 << 10)?;
+    /// assert_eq!((key.derived_key_size(), key.segment_size()), (16, 64 << 10));
+    /// # Ok::<(), gcmx_stream::Error>(())
+    /// ```
+    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Self> {
+        let size = key_size.bytes();
         let mut ikm = Zeroizing::new(vec![0u8; size]);
         crate::random::fill(&mut ikm)?;
         let mut id = [0u8; 4];
@@ -126,11 +163,6 @@ impl StreamingKey {
         self.key_id
     }
 
-    /// The input key material for HKDF.
-    pub fn ikm(&self) -> &[u8] {
-        &self.ikm
-    }
-
     /// Size of each file's derived AES key (16 or 32 bytes).
     pub fn derived_key_size(&self) -> usize {
         self.derived_key_size
@@ -141,16 +173,40 @@ impl StreamingKey {
         self.segment_size
     }
 
+    /// The ciphertext size of a plaintext of `len` bytes, or `None` past Tink's limit of 2^32
+    /// segments.
+    ///
+    /// ```
+    /// let key = gcmx_stream::StreamingKey::new(1, &[7u8; 32], 32, 4096)?;
+    /// assert_eq!(key.ciphertext_size(0), Some(40 + 16)); // header and an empty last segment
+    /// assert_eq!(key.ciphertext_size(4040), Some(4096));
+    /// # Ok::<(), gcmx_stream::Error>(())
+    /// ```
+    pub fn ciphertext_size(&self, len: u64) -> Option<u64> {
+        self.layout().ciphertext_size(len)
+    }
+
+    /// The AES key of one stream: HKDF-SHA256 of the key material, with the header's salt and
+    /// the associated data as info.
+    pub(crate) fn stream_key(&self, header: &Header, aad: &[u8]) -> Result<Zeroizing<Vec<u8>>> {
+        hkdf_sha256(&self.ikm, &header.salt, aad, self.derived_key_size)
+    }
+
+    /// The segment sizes of streams written with this key.
+    pub(crate) fn layout(&self) -> Layout {
+        Layout::new(self.segment_size as usize, self.derived_key_size)
+    }
+
     /// A key from Tink's serialized `AesGcmHkdfStreamingKey` protobuf (the bytes that a JSON
     /// keyset holds in base64), validated as [`StreamingKey::new`] does.
     ///
     /// ```
-    /// use gcmx_cli::StreamingKey;
+    /// use gcmx_stream::StreamingKey;
     /// let key = StreamingKey::new(7, &[1u8; 32], 32, 4096)?;
     /// let again = StreamingKey::from_proto(7, &key.to_proto())?;
     /// assert_eq!(again.segment_size(), 4096);
     /// assert!(StreamingKey::from_proto(7, b"\xff").is_err());
-    /// # Ok::<(), gcmx_cli::Error>(())
+    /// # Ok::<(), gcmx_stream::Error>(())
     /// ```
     pub fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
         let raw = proto::decode_key(bytes).map_err(|e| {
@@ -194,7 +250,21 @@ impl StreamingKey {
     }
 }
 
-/// A keyset: its enabled streaming keys and which one is primary.
+/// A Tink keyset of AES-GCM-HKDF streaming keys: its enabled keys and which one is primary.
+/// The primary encrypts; decryption finds the key that wrote a stream among all of them.
+///
+/// It is the entry point of the adapters: [`Keyset::encrypting_writer`],
+/// [`Keyset::decrypting_reader`], [`Keyset::seekable_reader`] (and with the `tokio` feature
+/// their async forms).
+///
+/// ```
+/// use gcmx_stream::{KeySize, Keyset};
+/// let keyset = Keyset::generate(KeySize::Aes256, 1 << 20)?;
+/// let json = keyset.to_json(); // Tink's cleartext JSON: keep it secret
+/// let again = Keyset::from_json(&json)?;
+/// assert_eq!(again.primary().key_id(), keyset.primary().key_id());
+/// # Ok::<(), gcmx_stream::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Keyset {
     primary: usize,
@@ -238,6 +308,11 @@ impl Drop for JsonKeyData {
 }
 
 impl Keyset {
+    /// A new keyset of one fresh random key ([`StreamingKey::generate`]), primary.
+    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Keyset> {
+        StreamingKey::generate(key_size, segment_size).map(Keyset::single)
+    }
+
     /// A keyset of one key, primary.
     pub fn single(key: StreamingKey) -> Keyset {
         Keyset {
@@ -277,8 +352,20 @@ impl Keyset {
         v
     }
 
-    /// Parses a Tink cleartext JSON keyset. Disabled and destroyed keys are skipped; every
-    /// enabled key must be a valid `AesGcmHkdfStreamingKey`, and the primary must be enabled.
+    /// Parses a Tink cleartext JSON keyset (what Tink's `JsonKeysetWriter` writes and
+    /// [`Keyset::to_json`] writes). Disabled and destroyed keys are skipped; every enabled key
+    /// must be a valid `AesGcmHkdfStreamingKey`, and the primary must be enabled.
+    ///
+    /// ```
+    /// let json = r#"{"primaryKeyId": 372866200, "key": [{"keyData": {
+    ///     "typeUrl": "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey",
+    ///     "value": "EgcIgCAQIBgDGiB2EmtI1CvF4gQY/LWs9THVjfQZaj8UeDqNKeq0HRQRRA==",
+    ///     "keyMaterialType": "SYMMETRIC"},
+    ///   "status": "ENABLED", "keyId": 372866200, "outputPrefixType": "RAW"}]}"#;
+    /// let keyset = gcmx_stream::Keyset::from_json(json)?;
+    /// assert_eq!(keyset.primary().segment_size(), 4096);
+    /// # Ok::<(), gcmx_stream::Error>(())
+    /// ```
     pub fn from_json(text: &str) -> Result<Keyset> {
         let bad = |e: String| Error::keyset(format!("keyset is not a valid Tink JSON keyset: {e}"));
         // Straight into the typed document (whose key strings are wiped on drop), not through
@@ -388,53 +475,6 @@ impl Keyset {
         // JSON text is UTF-8.
         Zeroizing::new(String::from_utf8(std::mem::take(&mut *bytes)).unwrap_or_default())
     }
-
-    /// Reads and parses a keyset file (a regular file, or a pipe such as `<(...)`): at most
-    /// [`MAX_KEYSET_BYTES`] are read, so an endless source (`/dev/zero`) fails at once.
-    pub fn read(path: &Path) -> Result<Keyset> {
-        use std::io::Read;
-        let cannot = |e| Error::io(format!("cannot read keyset {}", path.display()), e);
-        let file = std::fs::File::open(path).map_err(cannot)?;
-        if file.metadata().map_err(cannot)?.is_dir() {
-            return Err(Error::keyset(format!(
-                "keyset {} is a directory",
-                path.display()
-            )));
-        }
-        // Reserved up front so that the key material is never left behind by a reallocation.
-        let mut bytes = Zeroizing::new(Vec::with_capacity(MAX_KEYSET_BYTES + 1));
-        file.take(MAX_KEYSET_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(cannot)?;
-        if bytes.len() > MAX_KEYSET_BYTES {
-            return Err(Error::keyset(format!(
-                "keyset {} is larger than {} KiB: not a keyset",
-                path.display(),
-                MAX_KEYSET_BYTES >> 10
-            )));
-        }
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|_| Error::keyset(format!("keyset {} is not UTF-8 text", path.display())))?;
-        Keyset::from_json(text)
-            .map_err(|e| Error::keyset(format!("keyset {}: {}", path.display(), e.message())))
-    }
-
-    /// Writes the keyset to a new file with mode 0600, flushed to disk; fails if anything
-    /// exists at `path`. The file appears whole or not at all (see [`crate::output`]).
-    pub fn write_new(&self, path: &Path) -> Result<()> {
-        use std::io::Write;
-        if std::fs::symlink_metadata(path).is_ok() {
-            return Err(Error::usage(format!(
-                "{} already exists; keygen never overwrites a keyset",
-                path.display()
-            )));
-        }
-        let mut out = crate::output::OutputFile::create(path, false)?;
-        let json = self.to_json();
-        out.write_all(json.as_bytes())
-            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-        out.commit(true)
-    }
 }
 
 #[cfg(test)]
@@ -486,8 +526,8 @@ mod tests {
         assert_eq!(k.key_id(), 372866200);
         assert_eq!(k.segment_size(), 4096);
         assert_eq!(k.derived_key_size(), 32);
-        assert_eq!(k.ikm().len(), 32);
-        assert_eq!(k.ikm()[0], 0x76);
+        assert_eq!(k.ikm.as_slice().len(), 32);
+        assert_eq!(k.ikm.as_slice()[0], 0x76);
     }
 
     #[test]
@@ -495,7 +535,7 @@ mod tests {
         let ks = Keyset::from_json(TINK_JSON).unwrap();
         let json = ks.to_json();
         let again = Keyset::from_json(&json).unwrap();
-        assert_eq!(again.primary().ikm(), ks.primary().ikm());
+        assert_eq!(again.primary().ikm.as_slice(), ks.primary().ikm.as_slice());
         assert_eq!(again.primary().key_id(), 372866200);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         let t: serde_json::Value = serde_json::from_str(TINK_JSON).unwrap();
@@ -504,21 +544,21 @@ mod tests {
 
     #[test]
     fn generated_keys_have_the_requested_shape() {
-        let a = StreamingKey::generate(true, 4096).unwrap();
+        let a = StreamingKey::generate(KeySize::Aes128, 4096).unwrap();
         assert_eq!(
-            (a.ikm().len(), a.derived_key_size(), a.segment_size()),
+            (a.ikm.len(), a.derived_key_size(), a.segment_size()),
             (16, 16, 4096)
         );
-        let b = StreamingKey::generate(false, DEFAULT_SEGMENT_SIZE).unwrap();
-        assert_eq!((b.ikm().len(), b.derived_key_size()), (32, 32));
-        assert_ne!(b.ikm(), &[0u8; 32][..]);
-        let c = StreamingKey::generate(false, DEFAULT_SEGMENT_SIZE).unwrap();
-        assert_ne!(b.ikm(), c.ikm());
+        let b = StreamingKey::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE).unwrap();
+        assert_eq!((b.ikm.len(), b.derived_key_size()), (32, 32));
+        assert_ne!(b.ikm.as_slice(), &[0u8; 32][..]);
+        let c = StreamingKey::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE).unwrap();
+        assert_ne!(b.ikm.as_slice(), c.ikm.as_slice());
         assert!(a.key_id() >= 1 && a.key_id() <= i32::MAX as u32);
-        assert!(StreamingKey::generate(false, 56).is_err());
-        assert!(StreamingKey::generate(false, 57).is_ok());
-        assert!(StreamingKey::generate(true, 40).is_err());
-        assert!(StreamingKey::generate(true, 41).is_ok());
+        assert!(StreamingKey::generate(KeySize::Aes256, 56).is_err());
+        assert!(StreamingKey::generate(KeySize::Aes256, 57).is_ok());
+        assert!(StreamingKey::generate(KeySize::Aes128, 40).is_err());
+        assert!(StreamingKey::generate(KeySize::Aes128, 41).is_ok());
     }
 
     #[test]

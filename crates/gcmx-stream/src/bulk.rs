@@ -1,10 +1,25 @@
-//! Streaming encryption and decryption in bounded memory.
+//! Whole streams and files from a reader to a writer, with reading, crypto and writing
+//! overlapped: what the `gcmx` command runs. The [`Read`]/[`Write`] adapters are the
+//! general API; this is for moving a whole input to an output as fast as the disk allows.
+//!
+//! ```
+//! use gcmx_stream::{Keyset, KeySize, Options, bulk};
+//! let keyset = Keyset::generate(KeySize::Aes256, 64 << 10)?;
+//! let plain = vec![7u8; 300_000];
+//! let input = bulk::Input::reader(std::io::Cursor::new(plain.clone()));
+//! let (ct, _) = bulk::encrypt(&keyset, b"aad", input, Vec::new(), &Options::new(), &|_| {})?;
+//! let input = bulk::Input::reader(std::io::Cursor::new(ct));
+//! let (back, stats) = bulk::decrypt(&keyset, b"aad", input, Vec::new(), &Options::new(), &|_| {})?;
+//! assert_eq!(back, plain);
+//! assert_eq!(stats.segments, 5);
+//! # Ok::<(), gcmx_stream::Error>(())
+//! ```
 //!
 //! Three threads overlap the work: a reader fills windows of whole segments, the calling
 //! thread seals or opens each window with one [`gcmx::Gcm::encrypt_batch`] /
 //! [`gcmx::Gcm::decrypt_batch`] call (segments in parallel on CPU threads or as one GPU batch),
 //! and a writer drains it. A fixed pool of windows circulates between them, so memory is
-//! `POOL` windows whatever the input size. The reader knows which segment is the last one by
+//! four windows whatever the input size. The reader knows which segment is the last one by
 //! looking one byte ahead, so the last-segment flag is always exact: a decryption never
 //! tries both flags.
 //!
@@ -14,28 +29,24 @@
 //! [`Read`] given as [`Input::Stream`] is stopped between its `read` calls).
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IoSlice, Read, Write};
+use std::io::{self, BufRead, IoSlice, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 use std::time::Instant;
 
-use zeroize::{Zeroize, Zeroizing};
-
-use crate::api::{self, Backend, Engine, OpenError, OpenJob, SealJob};
+use crate::engine::{Backend, Engine};
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{Header, Layout, NONCE_LEN, TAG_LEN, file_key, segment_nonce};
-use crate::keyset::{Keyset, StreamingKey};
+use crate::format::{Header, Layout, TAG_LEN};
+use crate::header::read_header;
+use crate::keyset::Keyset;
+use crate::options::{Options, Use};
+use crate::window::{Seg, Window, grow, open_window, read_growing, seal_window};
+use crate::wipe::{WipingBufReader, WipingBufWriter, wipe_stacks};
 
 /// Windows in circulation (reading, queued, crypto, writing).
 const POOL: usize = 4;
-
-/// Largest window (bytes of one batch) that [`Options::window_bytes`] may ask for.
-pub const MAX_WINDOW_BYTES: usize = 1 << 30;
-
-/// Most segments in one window, whatever the segment size (bounds the bookkeeping).
-const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
 
 /// Where the time goes, for `GCMX_TRACE=1` (one line on standard error per run).
 #[derive(Default)]
@@ -52,29 +63,6 @@ fn add_since(counter: &AtomicU64, t: Instant) {
     counter.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
 }
 
-/// Tuning of the pipeline.
-#[derive(Debug, Clone, Copy)]
-pub struct Options {
-    /// Which `gcmx` backend seals and opens the segments.
-    pub backend: Backend,
-    /// Target ciphertext bytes per window (one batch call); 0 picks a default for the backend.
-    /// At most [`MAX_WINDOW_BYTES`] (larger values are a usage error).
-    pub window_bytes: usize,
-    /// The input size when known (a regular file), to avoid allocating windows larger than
-    /// the whole input.
-    pub size_hint: Option<u64>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            backend: Backend::Auto,
-            window_bytes: 0,
-            size_hint: None,
-        }
-    }
-}
-
 /// What a run processed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -84,15 +72,6 @@ pub struct Stats {
     pub bytes_out: u64,
     /// Segments sealed or opened.
     pub segments: u64,
-}
-
-fn default_window_bytes(backend: Backend) -> usize {
-    if api::is_gpu(backend) {
-        // GPUs want large batches.
-        256 << 20
-    } else {
-        32 << 20
-    }
 }
 
 /// The engine for one file key: the library's own choice for `Backend::Auto`.
@@ -107,127 +86,6 @@ pub(crate) fn make_engine(key: &[u8], backend: Backend) -> Result<Engine> {
         );
     }
     engine
-}
-
-/// How many segments one window holds.
-fn window_segments(layout: &Layout, opts: &Options) -> Result<usize> {
-    let seg = layout.segment_size();
-    if opts.window_bytes > MAX_WINDOW_BYTES {
-        return Err(Error::usage(format!(
-            "window of {} bytes is too large (at most {MAX_WINDOW_BYTES})",
-            opts.window_bytes
-        )));
-    }
-    let target = if opts.window_bytes == 0 {
-        default_window_bytes(opts.backend)
-    } else {
-        opts.window_bytes
-    };
-    let mut n = (target / seg).max(1);
-    let threads = thread::available_parallelism().map_or(1, |p| p.get());
-    if n < threads && threads.saturating_mul(seg) <= 256 << 20 {
-        n = threads;
-    }
-    if let Some(size) = opts.size_hint {
-        let need = layout.segment_count(size).saturating_add(1);
-        n = n.min(usize::try_from(need).unwrap_or(usize::MAX));
-    }
-    Ok(n.clamp(1, MAX_WINDOW_SEGMENTS))
-}
-
-struct Seg {
-    /// Offset of the segment's ciphertext in the window buffer.
-    off: usize,
-    /// Ciphertext length, tag included.
-    len: usize,
-    last: bool,
-}
-
-struct Window {
-    buf: Vec<u8>,
-    /// How much of `buf` was ever filled (wiped on drop).
-    high_water: usize,
-    segs: Vec<Seg>,
-    first_index: u64,
-    bytes_in: u64,
-}
-
-impl Window {
-    fn end(&self) -> usize {
-        self.segs.last().map_or(0, |s| s.off + s.len)
-    }
-}
-
-impl Drop for Window {
-    fn drop(&mut self) {
-        // Windows hold plaintext: wipe what was used before giving the memory back.
-        let used = self.high_water.min(self.buf.len());
-        self.buf[..used].zeroize();
-    }
-}
-
-/// Reads until `buf` is full or the input ends; returns the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
-/// Grows `buf` to `len` bytes, failing cleanly when the memory cannot be had. The old
-/// buffer is wiped (it may hold plaintext), not left to the allocator.
-fn grow(buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
-    if buf.len() >= len {
-        return Ok(());
-    }
-    let mut new = Vec::new();
-    new.try_reserve_exact(len).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::OutOfMemory,
-            format!("cannot allocate {} MiB for a window", len.div_ceil(1 << 20)),
-        )
-    })?;
-    new.extend_from_slice(buf);
-    new.resize(len, 0);
-    buf.zeroize();
-    *buf = new;
-    Ok(())
-}
-
-/// Reads up to `want` bytes into `buf[off..]`, growing `buf` (by doubling) only as data
-/// arrives: windows start small when the input is small, whatever the segment size.
-fn read_growing(
-    r: &mut impl Read,
-    buf: &mut Vec<u8>,
-    off: usize,
-    want: usize,
-) -> io::Result<usize> {
-    let end = off + want;
-    let mut n = 0;
-    while n < want {
-        if buf.len() <= off + n {
-            let grown = buf
-                .len()
-                .saturating_mul(2)
-                .max(off + n + (64 << 10))
-                .min(end);
-            grow(buf, grown)?;
-        }
-        let stop = buf.len().min(end);
-        match r.read(&mut buf[off + n..stop]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 fn at_eof(r: &mut impl BufRead) -> io::Result<bool> {
@@ -262,6 +120,16 @@ pub enum Input {
     /// terminal, a socket): reads wait for data in slices of at most 100 ms, so that the run
     /// can stop promptly when it ends early.
     Pipe(File),
+}
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Input::Stream(_) => f.write_str("Input::Stream(..)"),
+            Input::File(file) => f.debug_tuple("Input::File").field(file).finish(),
+            Input::Pipe(file) => f.debug_tuple("Input::Pipe").field(file).finish(),
+        }
+    }
 }
 
 impl Input {
@@ -351,7 +219,7 @@ impl Read for PollReader {
 
 /// Where the reader thread reads from.
 enum Feed {
-    Stream(BufReader<Stream>),
+    Stream(WipingBufReader<Stream>),
     /// A regular file of `len` bytes (when opened), read from `base` on.
     #[cfg(unix)]
     File {
@@ -641,7 +509,7 @@ fn file_reader_loop(
 /// The reader thread: fills windows from the free pool and sends them on.
 #[allow(clippy::too_many_arguments)]
 fn reader_loop(
-    mut input: BufReader<Stream>,
+    mut input: WipingBufReader<Stream>,
     layout: Layout,
     mode: Mode,
     per_window: usize,
@@ -728,7 +596,8 @@ fn writer_loop<W: Write>(
     free: SyncSender<Window>,
     trace: Arc<Trace>,
 ) -> io::Result<(W, u64)> {
-    let mut out = BufWriter::with_capacity(1 << 20, output);
+    // Its buffer holds plaintext when decrypting: wiped when it is dropped, on every path.
+    let mut out = WipingBufWriter::with_capacity(1 << 20, output);
     out.write_all(&prefix)?;
     let mut written = prefix.len() as u64;
     for w in windows {
@@ -770,102 +639,8 @@ fn writer_loop<W: Write>(
         // The reader may be gone (it finished); then the window is simply dropped.
         let _ = free.send(w);
     }
-    out.flush()?;
-    let inner = out.into_inner().map_err(|e| e.into_error())?;
+    let inner = out.finish()?;
     Ok((inner, written))
-}
-
-fn nonces(prefix: &[u8; 7], w: &Window) -> Vec<[u8; NONCE_LEN]> {
-    w.segs
-        .iter()
-        .enumerate()
-        // The reader refuses indexes past u32::MAX, so the conversion is exact.
-        .map(|(i, s)| segment_nonce(prefix, (w.first_index + i as u64) as u32, s.last))
-        .collect()
-}
-
-fn seal_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
-    let nonces = nonces(prefix, w);
-    let end = w.end();
-    let mut rest = &mut w.buf[..end];
-    let mut jobs = Vec::with_capacity(w.segs.len());
-    for (s, nonce) in w.segs.iter().zip(&nonces) {
-        let (chunk, tail) = rest.split_at_mut(s.len);
-        rest = tail;
-        let (buf, tag) = chunk.split_at_mut(s.len - TAG_LEN);
-        jobs.push(SealJob {
-            nonce: nonce.as_slice(),
-            aad: &[],
-            buf,
-            tag,
-        });
-    }
-    gcm.seal_batch(&mut jobs)
-}
-
-/// The index of the first segment of `w` that does not authenticate. A failed batch gives every
-/// buffer back as its ciphertext, so the segments are opened again one by one, each from a copy
-/// (the window's own bytes keep no plaintext); `None` if every segment opens (cannot happen
-/// after a failed batch of the same bytes, but is not trusted).
-fn failing_segment(gcm: &Engine, prefix: &[u8; 7], w: &Window) -> Option<u64> {
-    let nonces = nonces(prefix, w);
-    let mut scratch = Zeroizing::new(Vec::new());
-    for (j, (s, nonce)) in w.segs.iter().zip(&nonces).enumerate() {
-        scratch.clear();
-        scratch.extend_from_slice(&w.buf[s.off..s.off + s.len]);
-        let (ct, tag) = scratch.split_at_mut(s.len - TAG_LEN);
-        if !gcm.open(nonce, ct, tag).ok()? {
-            return Some(w.first_index + j as u64);
-        }
-    }
-    None
-}
-
-fn open_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
-    let nonces = nonces(prefix, w);
-    let end = w.end();
-    let mut rest = &mut w.buf[..end];
-    let mut jobs = Vec::with_capacity(w.segs.len());
-    for (s, nonce) in w.segs.iter().zip(&nonces) {
-        let (chunk, tail) = rest.split_at_mut(s.len);
-        rest = tail;
-        let (buf, tag) = chunk.split_at_mut(s.len - TAG_LEN);
-        jobs.push(OpenJob {
-            nonce: nonce.as_slice(),
-            aad: &[],
-            buf,
-            tag,
-        });
-    }
-    match gcm.open_batch(&mut jobs) {
-        Ok(()) => Ok(()),
-        Err(OpenError::Other(e)) => Err(e),
-        Err(OpenError::Authentication) => {
-            let first = w.first_index;
-            let count = w.segs.len() as u64;
-            Err(match failing_segment(gcm, prefix, w) {
-                Some(i) => auth_error(i, 1),
-                None => auth_error(first, count),
-            })
-        }
-    }
-}
-
-fn auth_error(first: u64, count: u64) -> Error {
-    let which = if count == 1 {
-        format!("segment {first}")
-    } else {
-        format!("one of segments {first}..{}", first + count - 1)
-    };
-    let why = if first == 0 {
-        "wrong key or associated data, or the file is corrupted, truncated or reordered"
-    } else {
-        "the file is corrupted, truncated or reordered"
-    };
-    Error::new(
-        ErrorKind::Authentication,
-        format!("decryption failed: {which} did not authenticate ({why})"),
-    )
 }
 
 /// Runs the three-thread pipeline. `crypt` runs on the calling thread for every window.
@@ -878,23 +653,15 @@ fn run_pipeline<W: Write + Send + 'static>(
     prefix: Vec<u8>,
     layout: Layout,
     mode: Mode,
-    opts: &Options,
+    per_window: usize,
     progress: &dyn Fn(u64),
     mut crypt: impl FnMut(&mut Window) -> Result<()>,
 ) -> Result<(W, Stats)> {
-    let per_window = window_segments(&layout, opts)?;
     // Windows start empty and grow with the data (at most one window of segments each).
     let (free_tx, free_rx) = sync_channel::<Window>(POOL);
     for _ in 0..POOL {
-        let w = Window {
-            buf: Vec::new(),
-            high_water: 0,
-            segs: Vec::new(),
-            first_index: 0,
-            bytes_in: 0,
-        };
         // The channel has room for the whole pool.
-        let _ = free_tx.send(w);
+        let _ = free_tx.send(Window::new());
     }
     let trace = Arc::new(Trace::default());
     let (reader_trace, writer_trace) = (trace.clone(), trace.clone());
@@ -1033,32 +800,28 @@ pub fn encrypt<W: Write + Send + 'static>(
 ) -> Result<(W, Stats)> {
     let stop = Stop::default();
     let (feed, size) = feed_from(input.into(), 0, &stop);
-    let opts = &Options {
-        size_hint: opts.size_hint.or(size),
-        ..*opts
-    };
     let key = keyset.primary();
-    let layout = Layout::of(key);
+    let layout = key.layout();
+    let per_window = opts.window_segments(&layout, size, Use::Bulk)?;
     let header = Header::random(&layout)?;
-    let file_key = file_key(key, &header, aad)?;
-    let gcm = make_engine(&file_key, opts.backend)?;
+    let file_key = key.stream_key(&header, aad)?;
+    let gcm = make_engine(&file_key, opts.backend())?;
     drop(file_key);
-    let opts = &Options {
-        backend: gcm.backend(),
-        ..*opts
-    };
     let prefix = header.nonce_prefix;
-    run_pipeline(
+    let result = run_pipeline(
         feed,
         stop,
         output,
         header.to_bytes(),
         layout,
         Mode::Seal,
-        opts,
+        per_window,
         progress,
         |w| seal_window(&gcm, &prefix, w),
-    )
+    );
+    drop(gcm);
+    wipe_stacks();
+    result
 }
 
 /// A regular file as a positioned feed from `base`, anything else as a buffered stream that
@@ -1069,84 +832,14 @@ fn feed_from(input: Input, base: u64, stop: &Stop) -> (Feed, Option<u64>) {
         Ok((file, len)) => (Feed::File { file, base, len }, Some(len)),
         #[cfg(not(unix))]
         Ok((file, len)) => (
-            Feed::Stream(BufReader::with_capacity(64 << 10, Box::new(file))),
+            Feed::Stream(WipingBufReader::with_capacity(64 << 10, Box::new(file))),
             Some(len),
         ),
-        Err(s) => (Feed::Stream(BufReader::with_capacity(64 << 10, s)), None),
+        Err(s) => (
+            Feed::Stream(WipingBufReader::with_capacity(64 << 10, s)),
+            None,
+        ),
     }
-}
-
-/// Reads and checks the header, and picks the key: the one key whose header length matches,
-/// or, when several do, the one that opens the first segment (as Tink does). Returns the key,
-/// the header, its length, and the bytes read past the header for that trial.
-fn read_header<'k>(
-    input: &mut impl Read,
-    keyset: &'k Keyset,
-    aad: &[u8],
-) -> Result<(&'k StreamingKey, Header, usize, Option<Vec<u8>>)> {
-    let read_err = |e| Error::io("cannot read input", e);
-    let mut len_byte = [0u8; 1];
-    if read_full(input, &mut len_byte).map_err(read_err)? == 0 {
-        return Err(Error::format("ciphertext is empty: no header"));
-    }
-    let hl = usize::from(len_byte[0]);
-    let candidates: Vec<&StreamingKey> = keyset
-        .decryption_keys()
-        .into_iter()
-        .filter(|k| Layout::of(k).header_len() == hl)
-        .collect();
-    if candidates.is_empty() {
-        let mut expected: Vec<String> = keyset
-            .decryption_keys()
-            .iter()
-            .map(|k| Layout::of(k).header_len().to_string())
-            .collect();
-        expected.dedup();
-        return Err(Error::format(format!(
-            "bad header length byte {hl} (this keyset expects {}): not a ciphertext of this keyset",
-            expected.join(" or ")
-        )));
-    }
-    let mut body = vec![0u8; hl - 1];
-    if read_full(input, &mut body).map_err(read_err)? < body.len() {
-        return Err(Error::format("ciphertext is truncated: incomplete header"));
-    }
-    let header = Header::from_body(&Layout::of(candidates[0]), &body)?;
-    if candidates.len() == 1 {
-        return Ok((candidates[0], header, hl, None));
-    }
-    // Several keys could have written this file: find the one that opens segment 0.
-    let longest = candidates
-        .iter()
-        .map(|k| Layout::of(k).ciphertext_len(0))
-        .max()
-        .unwrap_or(0);
-    let mut head = Vec::new();
-    let n = read_growing(input, &mut head, 0, longest + 1).map_err(read_err)?;
-    head.truncate(n);
-    for k in &candidates {
-        let layout = Layout::of(k);
-        let want = layout.ciphertext_len(0);
-        let last = n <= want;
-        let seg = &head[..n.min(want)];
-        if seg.len() < TAG_LEN {
-            continue;
-        }
-        let fk = file_key(k, &header, aad)?;
-        let gcm = Engine::new(&fk, Backend::Cpu)?;
-        let (ct, tag) = seg.split_at(seg.len() - TAG_LEN);
-        let mut buf = Zeroizing::new(ct.to_vec());
-        let nonce = segment_nonce(&header.nonce_prefix, 0, last);
-        if gcm.open(&nonce, &mut buf, tag)? {
-            return Ok((k, header, hl, Some(head)));
-        }
-    }
-    if n < TAG_LEN {
-        return Err(Error::format(
-            "ciphertext is truncated: first segment is shorter than a tag",
-        ));
-    }
-    Err(auth_error(0, 1))
 }
 
 /// Decrypts `input` to `output`, trying the keyset's enabled keys (primary first) on the
@@ -1177,41 +870,39 @@ pub fn decrypt<W: Write + Send + 'static>(
             (key, header, hl, feed, size.or(Some(len)))
         }
         Err(stream) => {
-            let mut r = BufReader::with_capacity(64 << 10, stream);
+            let mut r = WipingBufReader::with_capacity(64 << 10, stream);
             let (key, header, hl, head) = read_header(&mut r, keyset, aad)?;
             let r = match head {
                 None => r,
                 Some(h) => {
                     let chained: Stream = Box::new(io::Cursor::new(h).chain(r));
-                    BufReader::with_capacity(64 << 10, chained)
+                    WipingBufReader::with_capacity(64 << 10, chained)
                 }
             };
             (key, header, hl, Feed::Stream(r), None)
         }
     };
     progress(hl as u64);
-    let layout = Layout::of(key);
-    let file_key = file_key(key, &header, aad)?;
-    let size_hint = opts.size_hint.or(size);
-    let gcm = make_engine(&file_key, opts.backend)?;
+    let layout = key.layout();
+    let per_window = opts.window_segments(&layout, size, Use::Bulk)?;
+    let file_key = key.stream_key(&header, aad)?;
+    let gcm = make_engine(&file_key, opts.backend())?;
     drop(file_key);
-    let opts = &Options {
-        backend: gcm.backend(),
-        size_hint,
-        ..*opts
-    };
     let prefix = header.nonce_prefix;
-    let (out, mut stats) = run_pipeline(
+    let result = run_pipeline(
         feed,
         stop,
         output,
         Vec::new(),
         layout,
         Mode::Open,
-        opts,
+        per_window,
         progress,
         |w| open_window(&gcm, &prefix, w),
-    )?;
+    );
+    drop(gcm);
+    wipe_stacks();
+    let (out, mut stats) = result?;
     stats.bytes_in += hl as u64;
     Ok((out, stats))
 }
@@ -1219,6 +910,8 @@ pub fn decrypt<W: Write + Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::segment_nonce;
+    use crate::keyset::StreamingKey;
 
     fn keyset(dks: usize, seg: u32) -> Keyset {
         Keyset::single(StreamingKey::new(1, &vec![7u8; dks], dks, seg).unwrap())
@@ -1235,10 +928,7 @@ mod tests {
     }
 
     fn dec_one(ks: &Keyset, aad: &[u8], input: Input, window_bytes: usize) -> Result<Vec<u8>> {
-        let opts = Options {
-            window_bytes,
-            ..Options::default()
-        };
+        let opts = Options::new().with_window_bytes(window_bytes);
         decrypt(ks, aad, input, Vec::new(), &opts, &|_| {}).map(|(v, _)| v)
     }
 
@@ -1269,7 +959,7 @@ mod tests {
     fn dec(ks: &Keyset, aad: &[u8], ct: &[u8]) -> Result<Vec<u8>> {
         let stream = dec_one(ks, aad, Input::reader(io::Cursor::new(ct.to_vec())), 0);
         let seg = ks.primary().segment_size() as usize;
-        for window in [0, (3 * seg).min(MAX_WINDOW_BYTES)] {
+        for window in [0, (3 * seg).min(crate::MAX_WINDOW_BYTES)] {
             let file = dec_one(ks, aad, Input::File(file_with(ct)), window);
             match (&stream, &file) {
                 (Ok(a), Ok(b)) => assert!(a == b, "paths disagree on {} bytes", a.len()),
@@ -1288,7 +978,7 @@ mod tests {
     fn round_trip_sizes_and_windows() {
         for (dks, seg) in [(16usize, 41u32), (16, 64), (32, 100), (32, 4096)] {
             let ks = keyset(dks, seg);
-            let l = Layout::of(ks.primary());
+            let l = ks.primary().layout();
             let p0 = l.plaintext_len(0);
             let p = l.plaintext_len(1);
             for n in [
@@ -1303,11 +993,9 @@ mod tests {
                 10 * p + 7,
             ] {
                 for window_bytes in [1usize, 3 * seg as usize, 1 << 20] {
-                    let opts = Options {
-                        backend: Backend::CpuParallel,
-                        window_bytes,
-                        size_hint: None,
-                    };
+                    let opts = Options::new()
+                        .with_backend(Backend::CpuParallel)
+                        .with_window_bytes(window_bytes);
                     let pt = data(n);
                     let ct = enc(&ks, b"aad", &pt, &opts);
                     assert_eq!(
@@ -1325,7 +1013,7 @@ mod tests {
     #[test]
     fn refusals() {
         let ks = keyset(16, 64);
-        let l = Layout::of(ks.primary());
+        let l = ks.primary().layout();
         let pt = data(200);
         let ct = enc(&ks, b"a", &pt, &Options::default());
         let kind = |r: Result<Vec<u8>>| r.unwrap_err().kind();
@@ -1385,11 +1073,8 @@ mod tests {
         // 2^31 - 1 byte segments: windows start small and grow with the data, so a small
         // input (of known or unknown size) needs little memory.
         let ks = keyset(32, crate::keyset::MAX_SEGMENT_SIZE);
-        for size_hint in [None, Some(300_000)] {
-            let opts = Options {
-                size_hint,
-                ..Options::default()
-            };
+        for window_bytes in [0, 1 << 30] {
+            let opts = Options::new().with_window_bytes(window_bytes);
             let pt = data(300_000);
             let ct = enc(&ks, b"", &pt, &opts);
             assert_eq!(ct.len(), 300_000 + 40 + 16);
@@ -1406,16 +1091,10 @@ mod tests {
     #[test]
     fn a_file_that_changes_size_while_read_is_an_error() {
         let ks = keyset(16, 64);
-        let layout = Layout::of(ks.primary());
+        let layout = ks.primary().layout();
         let file = file_with(&data(1000));
         let fill = |len: u64| {
-            let mut w = Window {
-                buf: Vec::new(),
-                high_water: 0,
-                segs: Vec::new(),
-                first_index: 0,
-                bytes_in: 0,
-            };
+            let mut w = Window::new();
             let (mut pos, mut index) = (0u64, 0u64);
             let mut r = Ok(false);
             while r == Ok(false) {
@@ -1446,9 +1125,9 @@ mod tests {
         // header || full segment 0 (not last) || empty segment 1 (last) by hand.
         let ks = keyset(16, 64);
         let key = ks.primary();
-        let layout = Layout::of(key);
+        let layout = key.layout();
         let header = Header::random(&layout).unwrap();
-        let gcm = Engine::new(&file_key(key, &header, b"x").unwrap(), Backend::Auto).unwrap();
+        let gcm = Engine::new(&key.stream_key(&header, b"x").unwrap(), Backend::Auto).unwrap();
         let pt = data(layout.plaintext_len(0));
         let mut ct = header.to_bytes();
         let mut seg = pt.clone();
@@ -1495,13 +1174,8 @@ mod tests {
     #[test]
     fn no_thread_outlives_a_run_that_failed_early() {
         let ks = keyset(16, 64);
-        let header = Header::random(&Layout::of(ks.primary()))
-            .unwrap()
-            .to_bytes();
-        let opts = Options {
-            window_bytes: 4 * 64,
-            ..Options::default()
-        };
+        let header = Header::random(&ks.primary().layout()).unwrap().to_bytes();
+        let opts = Options::new().with_window_bytes(4 * 64);
         // Decrypt: a good header, then endless garbage (the first window fails).
         let alive = Arc::new(());
         let input = io::Cursor::new(header).chain(Endless(alive.clone()));
@@ -1527,17 +1201,12 @@ mod tests {
         // A bad first segment from a pipe whose writer stays open without writing more: the
         // error comes back and the reader ends without waiting for the writer.
         let ks = keyset(16, 64);
-        let header = Header::random(&Layout::of(ks.primary()))
-            .unwrap()
-            .to_bytes();
+        let header = Header::random(&ks.primary().layout()).unwrap().to_bytes();
         let (rd, wr) = nix::unistd::pipe().unwrap();
         let mut wr = File::from(wr);
         wr.write_all(&header).unwrap();
         wr.write_all(&[0u8; 200]).unwrap();
-        let opts = Options {
-            window_bytes: 64,
-            ..Options::default()
-        };
+        let opts = Options::new().with_window_bytes(64);
         let (tx, rx) = std::sync::mpsc::channel();
         let ks2 = ks.clone();
         thread::spawn(move || {

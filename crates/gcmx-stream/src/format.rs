@@ -17,48 +17,48 @@ use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::keyset::StreamingKey;
 
 /// Length of the random nonce prefix in the header.
-pub const NONCE_PREFIX_LEN: usize = 7;
+pub(crate) const NONCE_PREFIX_LEN: usize = 7;
 /// AES-GCM tag length.
-pub const TAG_LEN: usize = 16;
+pub(crate) const TAG_LEN: usize = 16;
 /// AES-GCM nonce length of each segment.
-pub const NONCE_LEN: usize = 12;
+pub(crate) const NONCE_LEN: usize = 12;
 
 /// Segment sizes of one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     segment_size: usize,
     derived_key_size: usize,
 }
 
 impl Layout {
-    /// The layout of files written with `key`.
-    pub fn of(key: &StreamingKey) -> Layout {
+    /// The layout of streams with ciphertext segments of `segment_size` bytes and derived keys
+    /// of `derived_key_size` bytes (a validated key's: see [`crate::StreamingKey::new`]).
+    pub(crate) fn new(segment_size: usize, derived_key_size: usize) -> Layout {
         Layout {
-            segment_size: key.segment_size() as usize,
-            derived_key_size: key.derived_key_size(),
+            segment_size,
+            derived_key_size,
         }
     }
 
     /// Derived key size (also the salt length).
-    pub fn derived_key_size(&self) -> usize {
+    pub(crate) fn derived_key_size(&self) -> usize {
         self.derived_key_size
     }
 
     /// Header length: `1 + derived_key_size + 7`, also the header's first byte.
-    pub fn header_len(&self) -> usize {
+    pub(crate) fn header_len(&self) -> usize {
         1 + self.derived_key_size + NONCE_PREFIX_LEN
     }
 
     /// Ciphertext segment size (tag included).
-    pub fn segment_size(&self) -> usize {
+    pub(crate) fn segment_size(&self) -> usize {
         self.segment_size
     }
 
     /// Ciphertext bytes of segment `index` when full (the first is shorter by the header).
-    pub fn ciphertext_len(&self, index: u64) -> usize {
+    pub(crate) fn ciphertext_len(&self, index: u64) -> usize {
         if index == 0 {
             self.segment_size - self.header_len()
         } else {
@@ -67,12 +67,12 @@ impl Layout {
     }
 
     /// Plaintext bytes of segment `index` when full.
-    pub fn plaintext_len(&self, index: u64) -> usize {
+    pub(crate) fn plaintext_len(&self, index: u64) -> usize {
         self.ciphertext_len(index) - TAG_LEN
     }
 
     /// Number of segments of a plaintext of `len` bytes (at least one).
-    pub fn segment_count(&self, len: u64) -> u64 {
+    pub(crate) fn segment_count(&self, len: u64) -> u64 {
         let first = self.plaintext_len(0) as u64;
         if len <= first {
             1
@@ -83,7 +83,7 @@ impl Layout {
 
     /// Size of the ciphertext file for a plaintext of `len` bytes, if it has at most 2^32
     /// segments (Tink's limit).
-    pub fn ciphertext_size(&self, len: u64) -> Option<u64> {
+    pub(crate) fn ciphertext_size(&self, len: u64) -> Option<u64> {
         let n = self.segment_count(len);
         if n > 1 << 32 {
             return None;
@@ -95,16 +95,16 @@ impl Layout {
 
 /// A ciphertext header: the salt and the nonce prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// HKDF salt, `derived_key_size` bytes.
-    pub salt: Vec<u8>,
+    pub(crate) salt: Vec<u8>,
     /// Nonce prefix of every segment.
-    pub nonce_prefix: [u8; NONCE_PREFIX_LEN],
+    pub(crate) nonce_prefix: [u8; NONCE_PREFIX_LEN],
 }
 
 impl Header {
     /// A fresh header with a random salt and nonce prefix.
-    pub fn random(layout: &Layout) -> Result<Header> {
+    pub(crate) fn random(layout: &Layout) -> Result<Header> {
         let mut salt = vec![0u8; layout.derived_key_size()];
         crate::random::fill(&mut salt)?;
         let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
@@ -113,7 +113,7 @@ impl Header {
     }
 
     /// The header's bytes: length byte, salt, nonce prefix.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(1 + self.salt.len() + NONCE_PREFIX_LEN);
         out.push((1 + self.salt.len() + NONCE_PREFIX_LEN) as u8);
         out.extend_from_slice(&self.salt);
@@ -123,7 +123,7 @@ impl Header {
 
     /// Parses the `header_len - 1` bytes that follow a header length byte that matched
     /// `layout`.
-    pub fn from_body(layout: &Layout, body: &[u8]) -> Result<Header> {
+    pub(crate) fn from_body(layout: &Layout, body: &[u8]) -> Result<Header> {
         let dks = layout.derived_key_size();
         if body.len() != dks + NONCE_PREFIX_LEN {
             return Err(Error::format("ciphertext is too short: truncated header"));
@@ -138,7 +138,11 @@ impl Header {
 }
 
 /// The nonce of segment `index`: prefix, big-endian index, last-segment flag.
-pub fn segment_nonce(prefix: &[u8; NONCE_PREFIX_LEN], index: u32, last: bool) -> [u8; NONCE_LEN] {
+pub(crate) fn segment_nonce(
+    prefix: &[u8; NONCE_PREFIX_LEN],
+    index: u32,
+    last: bool,
+) -> [u8; NONCE_LEN] {
     let mut n = [0u8; NONCE_LEN];
     n[..NONCE_PREFIX_LEN].copy_from_slice(prefix);
     n[NONCE_PREFIX_LEN..NONCE_PREFIX_LEN + 4].copy_from_slice(&index.to_be_bytes());
@@ -155,7 +159,12 @@ const HASH_LEN: usize = 32;
 /// every key-derived value is wiped: the HMAC states (the `zeroize` features of `hmac` and
 /// `sha2`), the pseudorandom key and each output block (`CtOutput` wipes itself), the chaining
 /// block and the result (`Zeroizing`).
-pub fn hkdf_sha256(ikm: &[u8], salt: &[u8], info: &[u8], len: usize) -> Result<Zeroizing<Vec<u8>>> {
+pub(crate) fn hkdf_sha256(
+    ikm: &[u8],
+    salt: &[u8],
+    info: &[u8],
+    len: usize,
+) -> Result<Zeroizing<Vec<u8>>> {
     if len > 255 * HASH_LEN {
         return Err(Error::new(
             ErrorKind::Crypto,
@@ -188,15 +197,10 @@ pub fn hkdf_sha256(ikm: &[u8], salt: &[u8], info: &[u8], len: usize) -> Result<Z
     Ok(okm)
 }
 
-/// The per-file AES key: HKDF-SHA256 of the key material, with the header's salt and the
-/// associated data as info.
-pub fn file_key(key: &StreamingKey, header: &Header, aad: &[u8]) -> Result<Zeroizing<Vec<u8>>> {
-    hkdf_sha256(key.ikm(), &header.salt, aad, key.derived_key_size())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StreamingKey;
 
     #[test]
     fn hkdf_matches_rfc5869_case_1() {
@@ -246,7 +250,7 @@ mod tests {
     #[test]
     fn layout_sizes() {
         let k = StreamingKey::new(1, &[0; 32], 32, 4096).unwrap();
-        let l = Layout::of(&k);
+        let l = k.layout();
         assert_eq!(l.header_len(), 40);
         assert_eq!(l.plaintext_len(0), 4096 - 40 - 16);
         assert_eq!(l.plaintext_len(1), 4080);
@@ -260,10 +264,10 @@ mod tests {
         assert_eq!(l.ciphertext_size(4040 + 4080), Some(8192));
         // Tink 1.16.1: 100 bytes with segment size 57, dks 32 gave 204 bytes
         let k = StreamingKey::new(1, &[0; 32], 32, 57).unwrap();
-        assert_eq!(Layout::of(&k).ciphertext_size(100), Some(204));
+        assert_eq!(k.layout().ciphertext_size(100), Some(204));
         // 2^32 segments is the most
         let k = StreamingKey::new(1, &[0; 16], 16, 41).unwrap();
-        let l = Layout::of(&k);
+        let l = k.layout();
         assert_eq!(l.header_len(), 24);
         let max = 1 + ((1u64 << 32) - 1) * 25;
         assert!(l.ciphertext_size(max).is_some());
@@ -273,7 +277,7 @@ mod tests {
     #[test]
     fn header_round_trip() {
         let k = StreamingKey::new(1, &[0; 16], 16, 4096).unwrap();
-        let l = Layout::of(&k);
+        let l = k.layout();
         let h = Header::random(&l).unwrap();
         let b = h.to_bytes();
         assert_eq!(b.len(), 24);

@@ -1,0 +1,295 @@
+//! The std::io adapters beside their peer, `gcmx::Gcm` sealing and opening the same bytes as
+//! independent segment-sized messages in one batch call, measured in one run.
+//!
+//! ```text
+//! cargo bench -p gcmx-stream --bench adapters
+//! cargo bench -p gcmx-stream --bench adapters -- --mib 1024 --segment 1MiB --rounds 11
+//! cargo bench -p gcmx-stream --features cuda --bench adapters -- --backend cuda
+//! ```
+//!
+//! Rows (plaintext bytes per second, median of `--rounds` rounds; in each round every row is
+//! measured once, one after the other, so that the rows share the machine's state):
+//! - `Gcm::encrypt_batch`: the peer; the buffer cut into the stream's segment sizes, sealed in
+//!   place with one call.
+//! - `encrypting_writer -> sink`: the same plaintext, in memory, written in 1 MiB pieces
+//!   through the adapter into `io::sink()` (the adapter copies into its window, seals, writes).
+//! - `Gcm::decrypt_batch`: the peer of the readers, opening the segments in place.
+//! - `decrypting_reader -> 1 MiB reads`: the stream, in memory, read to its end.
+//! - `seekable_reader`, 4 KiB at random offsets: reads per second, and ciphertext bytes
+//!   fetched per read (at most two segments).
+//!
+//! `--backend` is `cpu-parallel` by default (the peer's and the adapters'); `cuda` needs the
+//! `cuda` feature and a GPU.
+
+use std::hint::black_box;
+use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
+use std::time::Instant;
+
+use gcmx::{Gcm, OpenJob, SealJob};
+use gcmx_stream::{Backend, KeySize, Keyset, Options};
+
+struct Args {
+    mib: usize,
+    segment: usize,
+    rounds: usize,
+    backend: Backend,
+}
+
+fn parse_size(s: &str) -> usize {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mult) = if let Some(n) = t.strip_suffix("mib").or(t.strip_suffix('m')) {
+        (n, 1 << 20)
+    } else if let Some(n) = t.strip_suffix("kib").or(t.strip_suffix('k')) {
+        (n, 1 << 10)
+    } else {
+        (t.as_str(), 1)
+    };
+    num.parse::<usize>().expect("a size such as 1MiB") * mult
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        mib: 256,
+        segment: 1 << 20,
+        rounds: 7,
+        backend: Backend::CpuParallel,
+    };
+    let v: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < v.len() {
+        let val = v.get(i + 1).cloned().unwrap_or_default();
+        match v[i].as_str() {
+            "--mib" => a.mib = val.parse().expect("--mib N"),
+            "--segment" => a.segment = parse_size(&val),
+            "--rounds" => a.rounds = val.parse().expect("--rounds N"),
+            "--backend" => a.backend = val.parse().expect("--backend auto|cpu|cpu-parallel|cuda"),
+            // `cargo bench` passes `--bench`; other flags are not ours.
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    a
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn gib_s(bytes: usize, secs: f64) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64 / secs
+}
+
+/// The stream's plaintext segment lengths for `len` bytes.
+fn segment_lengths(len: usize, segment: usize, header: usize) -> Vec<usize> {
+    let first = segment - header - 16;
+    let rest = segment - 16;
+    let mut v = vec![first.min(len)];
+    let mut left = len - v[0];
+    while left > 0 {
+        let n = rest.min(left);
+        v.push(n);
+        left -= n;
+    }
+    v
+}
+
+/// `work` cut into the segments' plaintexts.
+fn split<'a>(work: &'a mut [u8], lens: &[usize]) -> Vec<&'a mut [u8]> {
+    let mut out = Vec::with_capacity(lens.len());
+    let mut rest = work;
+    for &n in lens {
+        let (h, t) = rest.split_at_mut(n);
+        out.push(h);
+        rest = t;
+    }
+    out
+}
+
+fn nonce(i: usize) -> [u8; 12] {
+    let mut n = [0u8; 12];
+    n[7..11].copy_from_slice(&(i as u32).to_be_bytes());
+    n
+}
+
+fn main() {
+    let a = args();
+    let bytes = a.mib << 20;
+    let keyset = Keyset::generate(KeySize::Aes256, a.segment as u32).expect("keyset");
+    let opts = Options::new().with_backend(a.backend);
+    let gcm = Gcm::with_backend(&[0x42; 32], a.backend).expect("backend");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "gcmx-stream adapters: {} MiB, AES-256, segments of {} KiB, backend {}, {threads} threads, median of {} rounds",
+        a.mib,
+        a.segment >> 10,
+        a.backend,
+        a.rounds
+    );
+
+    let mut plain = vec![0u8; bytes];
+    let mut s: u64 = 0x243f_6a88_85a3_08d3;
+    for w in plain.chunks_mut(8) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        w.copy_from_slice(&s.to_le_bytes()[..w.len()]);
+    }
+    let lens = segment_lengths(bytes, a.segment, 1 + 32 + 7);
+    let mut work = plain.clone();
+    let mut tags = vec![[0u8; 16]; lens.len()];
+    let nonces: Vec<[u8; 12]> = (0..lens.len()).map(nonce).collect();
+
+    // The stream the readers read.
+    let mut w = keyset
+        .encrypting_writer_with(Vec::with_capacity(bytes + (bytes >> 10)), b"bench", &opts)
+        .expect("writer");
+    w.write_all(&plain).expect("write");
+    let ct = w.finish().expect("finish");
+    let mut check = Vec::with_capacity(bytes);
+    keyset
+        .decrypting_reader_with(&ct[..], b"bench", &opts)
+        .expect("reader")
+        .read_to_end(&mut check)
+        .expect("read");
+    assert!(check == plain, "the stream round trips");
+    drop(check);
+
+    let (mut seal, mut writer, mut open, mut reader) = (vec![], vec![], vec![], vec![]);
+    let mut piece = vec![0u8; 1 << 20];
+    for _ in 0..a.rounds {
+        // Peer: seal the segments in place, one batch.
+        work.copy_from_slice(&plain);
+        let t = Instant::now();
+        {
+            let mut jobs: Vec<SealJob<'_>> = split(&mut work, &lens)
+                .into_iter()
+                .zip(tags.iter_mut())
+                .zip(&nonces)
+                .map(|((buf, tag), nonce)| SealJob {
+                    nonce,
+                    aad: &[],
+                    buf,
+                    tag,
+                })
+                .collect();
+            gcm.encrypt_batch(&mut jobs).expect("seal");
+        }
+        seal.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+
+        // encrypting_writer into io::sink(), 1 MiB writes.
+        let t = Instant::now();
+        let mut w = keyset
+            .encrypting_writer_with(io::sink(), b"bench", &opts)
+            .expect("writer");
+        for c in plain.chunks(1 << 20) {
+            w.write_all(c).expect("write");
+        }
+        black_box(w.finish().expect("finish"));
+        writer.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+
+        // Peer: open the sealed segments in place, one batch.
+        let t = Instant::now();
+        {
+            let mut jobs: Vec<OpenJob<'_>> = split(&mut work, &lens)
+                .into_iter()
+                .zip(tags.iter())
+                .zip(&nonces)
+                .map(|((buf, tag), nonce)| OpenJob {
+                    nonce,
+                    aad: &[],
+                    buf,
+                    tag,
+                })
+                .collect();
+            gcm.decrypt_batch(&mut jobs).expect("open");
+        }
+        open.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+
+        // decrypting_reader over the in-memory stream, 1 MiB reads.
+        let t = Instant::now();
+        let mut r = keyset
+            .decrypting_reader_with(&ct[..], b"bench", &opts)
+            .expect("reader");
+        let mut total = 0;
+        loop {
+            let n = r.read(&mut piece).expect("read");
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        black_box(&piece);
+        assert_eq!(total, bytes);
+        reader.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+    }
+    assert!(work == plain, "the peer round trips");
+
+    let row = |name: &str, v: f64, peer: Option<f64>| match peer {
+        Some(p) => println!(
+            "  {name:<44}{v:>8.2} GiB/s  {:>5.1} % of the peer",
+            100.0 * v / p
+        ),
+        None => println!("  {name:<44}{v:>8.2} GiB/s  (peer)"),
+    };
+    let (seal, writer, open, reader) = (median(seal), median(writer), median(open), median(reader));
+    row("Gcm::encrypt_batch, segments in place", seal, None);
+    row(
+        "encrypting_writer -> io::sink(), 1 MiB writes",
+        writer,
+        Some(seal),
+    );
+    row("Gcm::decrypt_batch, segments in place", open, None);
+    row("decrypting_reader, 1 MiB reads", reader, Some(open));
+
+    // Random 4 KiB reads through the seekable reader, counting the ciphertext fetched.
+    struct Counting<'a> {
+        inner: Cursor<&'a [u8]>,
+        fetched: u64,
+    }
+    impl Read for Counting<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.fetched += n as u64;
+            Ok(n)
+        }
+    }
+    impl Seek for Counting<'_> {
+        fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+            self.inner.seek(to)
+        }
+    }
+    let counting = Counting {
+        inner: Cursor::new(&ct[..]),
+        fetched: 0,
+    };
+    let mut r = keyset
+        .seekable_reader_with(counting, b"bench", &opts)
+        .expect("seekable");
+    let start = r.get_ref().fetched;
+    let reads = 2000;
+    let mut buf = [0u8; 4096];
+    let mut most = 0u64;
+    let t = Instant::now();
+    for _ in 0..reads {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        let at = s % (bytes as u64 - 4096);
+        r.seek(SeekFrom::Start(at)).expect("seek");
+        let before = r.get_ref().fetched;
+        r.read_exact(&mut buf).expect("read");
+        most = most.max(r.get_ref().fetched - before);
+        assert!(buf[..] == plain[at as usize..at as usize + 4096]);
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "  seekable_reader, 4 KiB at random offsets: {:.0} reads/s, {:.2} segments fetched per read on average, {:.2} at most",
+        reads as f64 / secs,
+        (r.get_ref().fetched - start) as f64 / reads as f64 / a.segment as f64,
+        most as f64 / a.segment as f64
+    );
+}

@@ -1,0 +1,394 @@
+//! The adapters for tokio: [`AsyncEncryptingWriter`] (`AsyncWrite`) and
+//! [`AsyncDecryptingReader`] (`AsyncRead`), on the same cores as the std::io ones.
+//!
+//! Sealing or opening a window runs in the task's `poll` call (a window of 8 MiB takes about
+//! a millisecond on a few cores); give a smaller window ([`Options::with_window_bytes`]) to keep
+//! polls shorter.
+
+use std::fmt;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::header::read_header;
+use crate::keyset::Keyset;
+use crate::options::{Options, Use};
+use crate::reader::Opener;
+use crate::wipe::wipe_stacks;
+use crate::writer::Sealer;
+
+impl Keyset {
+    /// The async form of [`Keyset::encrypting_writer`]: encrypts what is written into `w`.
+    /// Shut it down (`AsyncWriteExt::shutdown`) to write the last segment and shut `w` down;
+    /// a writer dropped before that leaves a stream that does not decrypt.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// let keyset = gcmx_stream::Keyset::generate(gcmx_stream::KeySize::Aes256, 4096)?;
+    /// let mut w = keyset.encrypting_async_writer(Vec::new(), b"aad")?;
+    /// w.write_all(&[7u8; 10_000]).await?;
+    /// w.shutdown().await?;
+    /// let ciphertext = w.into_inner();
+    ///
+    /// let mut r = keyset.decrypting_async_reader(&ciphertext[..], b"aad")?;
+    /// let mut plain = Vec::new();
+    /// r.read_to_end(&mut plain).await?;
+    /// assert_eq!(plain, [7u8; 10_000]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub fn encrypting_async_writer<W: AsyncWrite + Unpin>(
+        &self,
+        w: W,
+        aad: &[u8],
+    ) -> Result<AsyncEncryptingWriter<W>> {
+        self.encrypting_async_writer_with(w, aad, &Options::default())
+    }
+
+    /// [`Keyset::encrypting_async_writer`] with a backend and window size.
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub fn encrypting_async_writer_with<W: AsyncWrite + Unpin>(
+        &self,
+        w: W,
+        aad: &[u8],
+        opts: &Options,
+    ) -> Result<AsyncEncryptingWriter<W>> {
+        let (sealer, header) = Sealer::new(self, aad, opts, false)?;
+        Ok(AsyncEncryptingWriter {
+            inner: Some(w),
+            header,
+            header_sent: 0,
+            sealer,
+            finished: false,
+        })
+    }
+
+    /// The async form of [`Keyset::decrypting_reader`]: reads the plaintext of the Tink
+    /// stream `r`, only authenticated, failing with [`io::ErrorKind::InvalidData`] on a wrong
+    /// key or AAD, tampering, truncation, reordering or an extension. The header is read at
+    /// the first poll.
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub fn decrypting_async_reader<R: AsyncRead + Unpin>(
+        &self,
+        r: R,
+        aad: &[u8],
+    ) -> Result<AsyncDecryptingReader<R>> {
+        self.decrypting_async_reader_with(r, aad, &Options::default())
+    }
+
+    /// [`Keyset::decrypting_async_reader`] with a backend and window size.
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub fn decrypting_async_reader_with<R: AsyncRead + Unpin>(
+        &self,
+        r: R,
+        aad: &[u8],
+        opts: &Options,
+    ) -> Result<AsyncDecryptingReader<R>> {
+        // Checked now rather than at the first poll.
+        for k in self.decryption_keys() {
+            opts.window_segments(&k.layout(), None, Use::Adapter)?;
+        }
+        Ok(AsyncDecryptingReader {
+            inner: r,
+            state: ReadState::Header {
+                keyset: self.clone(),
+                aad: aad.to_vec(),
+                opts: *opts,
+                bytes: Vec::new(),
+            },
+        })
+    }
+}
+
+/// Encrypts what is written to it into Tink's AES-GCM-HKDF streaming format, into an inner
+/// `AsyncWrite`. Made by [`Keyset::encrypting_async_writer`]; `poll_shutdown` writes the
+/// last segment. Its window, which holds plaintext, is wiped on drop.
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub struct AsyncEncryptingWriter<W> {
+    inner: Option<W>,
+    header: Vec<u8>,
+    header_sent: usize,
+    sealer: Sealer,
+    finished: bool,
+}
+
+fn gone() -> io::Error {
+    io::Error::other("the writer was taken apart")
+}
+
+impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
+    /// The inner writer (after `shutdown`, the complete stream has been written to it).
+    pub fn into_inner(mut self) -> W {
+        // Present until here: only this method takes it, and it consumes `self`.
+        self.inner.take().expect("the inner writer")
+    }
+
+    /// The inner writer.
+    pub fn get_ref(&self) -> Option<&W> {
+        self.inner.as_ref()
+    }
+
+    /// Writes the header and every sealed byte.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let inner = self.inner.as_mut().ok_or_else(gone)?;
+        while self.header_sent < self.header.len() {
+            let n = ready!(Pin::new(&mut *inner).poll_write(cx, &self.header[self.header_sent..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.header_sent += n;
+        }
+        while !self.sealer.pending().is_empty() {
+            let n = ready!(Pin::new(&mut *inner).poll_write(cx, self.sealer.pending()))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.sealer.advance(n);
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.sealer.check()?;
+        if this.finished {
+            return Poll::Ready(Err(io::Error::other("the stream is finished")));
+        }
+        let mut done = 0;
+        while done < buf.len() {
+            match this.poll_drain(cx) {
+                Poll::Ready(Ok(())) => {}
+                // Bytes already taken stay taken; a failure comes at the next call.
+                Poll::Pending | Poll::Ready(Err(_)) if done > 0 => return Poll::Ready(Ok(done)),
+                other => return other.map(|r| r.map(|()| 0)),
+            }
+            done += this.sealer.absorb(&buf[done..])?;
+        }
+        Poll::Ready(Ok(done))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.sealer.check()?;
+        ready!(this.poll_drain(cx))?;
+        Pin::new(this.inner.as_mut().ok_or_else(gone)?).poll_flush(cx)
+    }
+
+    /// Seals the last segment, writes everything and shuts the inner writer down.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.sealer.check()?;
+        if !this.finished {
+            ready!(this.poll_drain(cx))?;
+            this.sealer.seal(true)?;
+            this.finished = true;
+        }
+        ready!(this.poll_drain(cx))?;
+        Pin::new(this.inner.as_mut().ok_or_else(gone)?).poll_shutdown(cx)
+    }
+}
+
+impl<W> Drop for AsyncEncryptingWriter<W> {
+    fn drop(&mut self) {
+        // The window wipes itself and the engine its key; the kernels' stack leftovers are
+        // wiped here.
+        wipe_stacks();
+    }
+}
+
+impl<W: fmt::Debug> fmt::Debug for AsyncEncryptingWriter<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AsyncEncryptingWriter")
+            .field("inner", &self.inner)
+            .field("segments_sealed", &self.sealer.segments_sealed())
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where an [`AsyncDecryptingReader`] is.
+enum ReadState {
+    /// Collecting the header (and, when several keys could have written the stream, the
+    /// first segment too) before the key is known.
+    Header {
+        keyset: Keyset,
+        aad: Vec<u8>,
+        opts: Options,
+        bytes: Vec<u8>,
+    },
+    /// Reading segments: `head[pos..]` (bytes read with the header) comes before the inner
+    /// reader's.
+    Body {
+        opener: Box<Opener>,
+        head: Vec<u8>,
+        pos: usize,
+    },
+    /// The header was refused.
+    Failed(Error),
+}
+
+/// Decrypts a Tink AES-GCM-HKDF stream read from an inner `AsyncRead`, handing out only
+/// authenticated plaintext. Made by [`Keyset::decrypting_async_reader`]. Its window, which
+/// holds plaintext, is wiped on drop.
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub struct AsyncDecryptingReader<R> {
+    inner: R,
+    state: ReadState,
+}
+
+impl<R> AsyncDecryptingReader<R> {
+    /// The inner reader.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+}
+
+/// How many bytes [`read_header`] reads for a stream whose header length byte is `hl`: the
+/// header, and when several keys have that header length, the longest first segment plus a
+/// byte (to try each key on it).
+fn header_need(keyset: &Keyset, hl: usize) -> usize {
+    let candidates: Vec<usize> = keyset
+        .decryption_keys()
+        .iter()
+        .filter(|k| k.layout().header_len() == hl)
+        .map(|k| k.layout().ciphertext_len(0))
+        .collect();
+    if candidates.len() > 1 {
+        hl + candidates.iter().max().copied().unwrap_or(0) + 1
+    } else {
+        hl
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
+    /// Reads the header; moves to `Body` (or `Failed`).
+    fn poll_header(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let ReadState::Header {
+            keyset,
+            aad,
+            opts,
+            bytes,
+        } = &mut self.state
+        else {
+            return Poll::Ready(Ok(()));
+        };
+        loop {
+            let need = match bytes.first() {
+                None => 1,
+                Some(&hl) => header_need(keyset, usize::from(hl)),
+            };
+            if bytes.len() >= need {
+                break;
+            }
+            let start = bytes.len();
+            bytes.resize(need, 0);
+            let mut rb = ReadBuf::new(&mut bytes[start..]);
+            let r = Pin::new(&mut self.inner).poll_read(cx, &mut rb);
+            let n = rb.filled().len();
+            bytes.truncate(start + n);
+            match r {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) if n == 0 => break,
+                Poll::Ready(Ok(())) => {}
+            }
+        }
+        let mut cursor = io::Cursor::new(&bytes[..]);
+        let parsed = read_header(&mut cursor, keyset, aad).and_then(|(key, header, _, head)| {
+            let layout = key.layout();
+            let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
+            let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
+            let mut rest = head.unwrap_or_default();
+            rest.extend_from_slice(&bytes[cursor.position() as usize..]);
+            Ok((
+                Opener::new(gcm, header.nonce_prefix, layout, per_window),
+                rest,
+            ))
+        });
+        self.state = match parsed {
+            Ok((opener, head)) => ReadState::Body {
+                opener: Box::new(opener),
+                head,
+                pos: 0,
+            },
+            Err(e) => ReadState::Failed(e),
+        };
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for AsyncDecryptingReader<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_header(cx))?;
+        let (opener, head, pos) = match &mut this.state {
+            ReadState::Body { opener, head, pos } => (opener, head, pos),
+            ReadState::Failed(e) => return Poll::Ready(Err(e.clone().into())),
+            ReadState::Header { .. } => return Poll::Pending,
+        };
+        loop {
+            opener.check()?;
+            let p = opener.plaintext();
+            if !p.is_empty() || out.remaining() == 0 {
+                let n = p.len().min(out.remaining());
+                out.put_slice(&p[..n]);
+                opener.consume(n);
+                return Poll::Ready(Ok(()));
+            }
+            if opener.is_done() {
+                return Poll::Ready(Ok(()));
+            }
+            if let Some(buf) = opener.want()? {
+                let n = if *pos < head.len() {
+                    let n = (head.len() - *pos).min(buf.len());
+                    buf[..n].copy_from_slice(&head[*pos..*pos + n]);
+                    *pos += n;
+                    n
+                } else {
+                    let mut rb = ReadBuf::new(buf);
+                    ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+                    rb.filled().len()
+                };
+                opener.filled(n)?;
+            }
+        }
+    }
+}
+
+impl<R> Drop for AsyncDecryptingReader<R> {
+    fn drop(&mut self) {
+        // The window wipes itself and the engine its key; the kernels' stack leftovers are
+        // wiped here.
+        wipe_stacks();
+    }
+}
+
+impl<R: fmt::Debug> fmt::Debug for AsyncDecryptingReader<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            ReadState::Header { .. } => "header",
+            ReadState::Body { .. } => "segments",
+            ReadState::Failed(_) => "failed",
+        };
+        f.debug_struct("AsyncDecryptingReader")
+            .field("inner", &self.inner)
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}

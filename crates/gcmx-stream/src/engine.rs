@@ -1,0 +1,88 @@
+//! Every use of the `gcmx` library by this crate, in one place: the engine for a file key,
+//! batch sealing and opening, one-segment sealing and opening.
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub(crate) use gcmx::{Backend, OpenJob, SealJob};
+
+/// An AES-GCM engine for one file key.
+pub(crate) struct Engine(gcmx::Gcm);
+
+/// Why opening failed.
+pub(crate) enum OpenError {
+    /// A tag did not match.
+    Authentication,
+    /// Anything else (a device failure, a bad length).
+    Other(Error),
+}
+
+/// The library's error, as this crate's.
+fn lib_error(e: gcmx::GcmError) -> Error {
+    match e {
+        gcmx::GcmError::BackendUnavailable(why) => {
+            Error::new(ErrorKind::Crypto, format!("backend unavailable: {why}"))
+        }
+        other => Error::new(ErrorKind::Crypto, format!("AES-GCM failed: {other}")),
+    }
+}
+
+impl Engine {
+    /// An engine for `key` on `backend`. `Backend::Auto` is the library's own rule (the CPU,
+    /// serial or on all cores by message size, and the GPU where the library finds it pays).
+    pub(crate) fn new(key: &[u8], backend: Backend) -> Result<Engine> {
+        gcmx::Gcm::with_backend(key, backend)
+            .map(Engine)
+            .map_err(lib_error)
+    }
+
+    /// The library's name of the engine that runs (for `GCMX_TRACE`).
+    pub(crate) fn engine_name(&self) -> &'static str {
+        self.0.engine_name()
+    }
+
+    /// Seals every job (in parallel or as one GPU batch).
+    pub(crate) fn seal_batch(&self, jobs: &mut [SealJob<'_>]) -> Result<()> {
+        self.0.encrypt_batch(jobs).map_err(lib_error)
+    }
+
+    /// Opens every job, all or nothing. On a wrong tag every buffer holds its ciphertext again
+    /// (so single jobs can be opened again to find the one that failed); on any other failure
+    /// the buffers are zeroed.
+    pub(crate) fn open_batch(
+        &self,
+        jobs: &mut [OpenJob<'_>],
+    ) -> std::result::Result<(), OpenError> {
+        self.0.decrypt_batch(jobs).map_err(|e| match e {
+            gcmx::GcmError::Authentication => OpenError::Authentication,
+            other => OpenError::Other(lib_error(other)),
+        })
+    }
+
+    /// Opens one message in place; `Ok(false)` when the tag does not match (the buffer then
+    /// holds its ciphertext again).
+    pub(crate) fn open(&self, nonce: &[u8], buf: &mut [u8], tag: &[u8]) -> Result<bool> {
+        match self.0.decrypt_detached(nonce, &[], buf, tag) {
+            Ok(()) => Ok(true),
+            Err(gcmx::GcmError::Authentication) => Ok(false),
+            Err(other) => Err(lib_error(other)),
+        }
+    }
+
+    /// Seals one message in place.
+    #[cfg(test)]
+    pub(crate) fn seal(&self, nonce: &[u8], buf: &mut [u8], tag: &mut [u8]) -> Result<()> {
+        self.0
+            .encrypt_detached(nonce, &[], buf, tag)
+            .map_err(lib_error)
+    }
+}
+
+/// Whether `b` is the GPU (it wants larger batches).
+pub(crate) fn is_gpu(b: Backend) -> bool {
+    #[cfg(feature = "cuda")]
+    if b == Backend::Cuda {
+        return true;
+    }
+    let _ = b;
+    false
+}

@@ -1,0 +1,144 @@
+//! Tuning shared by the adapters and the bulk pipeline: the backend and the window size.
+
+use std::thread;
+
+use gcmx::Backend;
+
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::format::Layout;
+
+/// Largest window (ciphertext bytes of one batch) that [`Options::with_window_bytes`] may ask for.
+pub const MAX_WINDOW_BYTES: usize = 1 << 30;
+
+/// Most segments in one window, whatever the segment size (bounds the bookkeeping).
+const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
+
+/// How streams are sealed and opened: the `gcmx` backend, and how many bytes of segments go
+/// to it in one batch (the window). Memory is one or two windows per adapter (the writer
+/// fills one while the other is sealed and written out), four in the bulk pipeline,
+/// whatever the stream's length.
+///
+/// ```
+/// use gcmx_stream::{Backend, Options};
+/// let opts = Options::new().with_backend(Backend::Cpu).with_window_bytes(4 << 20);
+/// assert_eq!(opts.backend(), Backend::Cpu);
+/// assert_eq!(Options::default().backend(), Backend::Auto);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    backend: Backend,
+    window_bytes: usize,
+}
+
+impl Options {
+    /// The defaults: [`Backend::Auto`] and the backend's default window: on the CPU 8 MiB for
+    /// the adapters (it stays in the last-level cache between the copy and the crypto) and
+    /// 32 MiB for [`bulk`](crate::bulk) (larger reads and writes), at least a segment per
+    /// core; 256 MiB on the GPU.
+    pub fn new() -> Options {
+        Options::default()
+    }
+
+    /// The `gcmx` backend that seals and opens the segments.
+    pub fn with_backend(self, backend: Backend) -> Options {
+        Options { backend, ..self }
+    }
+
+    /// Target ciphertext bytes per window (one batch call): at least one segment, at most
+    /// [`MAX_WINDOW_BYTES`] (a larger value makes the adapters' constructors fail with
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)); 0 picks the backend's
+    /// default.
+    pub fn with_window_bytes(self, window_bytes: usize) -> Options {
+        Options {
+            window_bytes,
+            ..self
+        }
+    }
+
+    /// The backend asked for.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The window asked for (0: the backend's default).
+    pub fn window_bytes(&self) -> usize {
+        self.window_bytes
+    }
+
+    fn tarwindow_bytes(&self, use_: Use) -> usize {
+        if self.window_bytes != 0 {
+            self.window_bytes
+        } else if engine::is_gpu(self.backend) {
+            // GPUs want large batches.
+            256 << 20
+        } else {
+            match use_ {
+                Use::Adapter => 8 << 20,
+                Use::Bulk => 32 << 20,
+            }
+        }
+    }
+
+    /// How many segments one window holds; `size_hint` (the stream's size when known) keeps
+    /// windows from being planned larger than the whole stream.
+    pub(crate) fn window_segments(
+        &self,
+        layout: &Layout,
+        size_hint: Option<u64>,
+        use_: Use,
+    ) -> Result<usize> {
+        let seg = layout.segment_size();
+        if self.window_bytes > MAX_WINDOW_BYTES {
+            return Err(Error::invalid(format!(
+                "window of {} bytes is too large (at most {MAX_WINDOW_BYTES})",
+                self.window_bytes
+            )));
+        }
+        let mut n = (self.tarwindow_bytes(use_) / seg).max(1);
+        // Every core gets a segment when segments are small enough for that.
+        let threads = thread::available_parallelism().map_or(1, |p| p.get());
+        if n < threads && threads.saturating_mul(seg) <= 256 << 20 {
+            n = threads;
+        }
+        if let Some(size) = size_hint {
+            let need = layout.segment_count(size).saturating_add(1);
+            n = n.min(usize::try_from(need).unwrap_or(usize::MAX));
+        }
+        Ok(n.clamp(1, MAX_WINDOW_SEGMENTS))
+    }
+}
+
+/// Who asks for a window (their defaults differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// A `Read`/`Write` adapter: the window is copied in or out and then processed, so it
+    /// should stay in cache.
+    Adapter,
+    /// The bulk pipeline: four windows in flight, filled by large reads.
+    Bulk,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_hold_whole_segments_within_bounds() {
+        let l = Layout::new(1 << 20, 32);
+        let o = Options::new().with_window_bytes(8 << 20);
+        assert!(o.window_segments(&l, None, Use::Bulk).unwrap() >= 8);
+        assert_eq!(o.window_segments(&l, Some(10), Use::Bulk).unwrap(), 2);
+        let one = Options::new().with_window_bytes(1);
+        assert!(one.window_segments(&l, Some(0), Use::Adapter).unwrap() >= 1);
+        let big = Options::new().with_window_bytes(MAX_WINDOW_BYTES + 1);
+        assert!(big.window_segments(&l, None, Use::Bulk).is_err());
+        let tiny = Layout::new(41, 16);
+        assert_eq!(
+            Options::new()
+                .window_segments(&tiny, None, Use::Bulk)
+                .unwrap(),
+            MAX_WINDOW_SEGMENTS
+        );
+    }
+}

@@ -1,0 +1,280 @@
+//! A window: whole segments back to back in one buffer, sealed or opened with one batch call
+//! (segments in parallel on CPU threads, or as one GPU batch). Every adapter and the bulk
+//! pipeline work in windows, so memory is bounded by the window whatever the stream length.
+
+use std::io::{self, Read};
+
+use zeroize::{Zeroize, Zeroizing};
+
+use crate::engine::{Engine, OpenError, OpenJob, SealJob};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{NONCE_LEN, TAG_LEN, segment_nonce};
+
+/// One segment of a window.
+pub(crate) struct Seg {
+    /// Offset of the segment's ciphertext in the window buffer.
+    pub(crate) off: usize,
+    /// Ciphertext length, tag included.
+    pub(crate) len: usize,
+    /// Sealed or opened as the stream's last segment.
+    pub(crate) last: bool,
+}
+
+/// Segments back to back, each followed by its tag.
+pub(crate) struct Window {
+    pub(crate) buf: Vec<u8>,
+    /// How much of `buf` was ever filled (wiped on drop).
+    pub(crate) high_water: usize,
+    pub(crate) segs: Vec<Seg>,
+    /// Index of the first segment in the stream.
+    pub(crate) first_index: u64,
+    pub(crate) bytes_in: u64,
+    /// Allocated whole by [`reserve_window`]: all zeros once wiped, kept for the next stream.
+    reusable: bool,
+}
+
+impl Window {
+    /// An empty window: its buffer grows with the data.
+    pub(crate) fn new() -> Window {
+        Window {
+            buf: Vec::new(),
+            high_water: 0,
+            segs: Vec::new(),
+            first_index: 0,
+            bytes_in: 0,
+            reusable: false,
+        }
+    }
+
+    /// The end of the last segment in the buffer.
+    pub(crate) fn end(&self) -> usize {
+        self.segs.last().map_or(0, |s| s.off + s.len)
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        // Windows hold plaintext: wipe what was used before giving the memory back.
+        let used = self.high_water.min(self.buf.len());
+        self.buf[..used].zeroize();
+        if self.reusable {
+            spare::give(std::mem::take(&mut self.buf));
+        }
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Grows `buf` to `len` bytes, failing cleanly when the memory cannot be had. The old
+/// buffer is wiped (it may hold plaintext), not left to the allocator.
+pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
+    if buf.len() >= len {
+        return Ok(());
+    }
+    let mut new = Vec::new();
+    new.try_reserve_exact(len).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!("cannot allocate {} MiB for a window", len.div_ceil(1 << 20)),
+        )
+    })?;
+    new.extend_from_slice(buf);
+    new.resize(len, 0);
+    buf.zeroize();
+    *buf = new;
+    Ok(())
+}
+
+/// Windows of up to this many bytes are allocated whole at their first use.
+const WHOLE_WINDOW_MAX: usize = 64 << 20;
+
+/// Makes the window's buffer at least `needed` bytes long, for a window of at most `cap`
+/// bytes. The first allocation takes the whole window (up to 64 MiB): a wiped window of that
+/// size that an earlier stream left (see [`spare`]), or zeroed pages from the system, which
+/// are mapped only as they are first written (a short stream touches little memory). A long
+/// stream never copies its window to a larger one. Beyond 64 MiB it grows by doubling, the
+/// old buffer wiped.
+pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::Result<()> {
+    if w.buf.len() >= needed {
+        return Ok(());
+    }
+    if w.buf.is_empty() {
+        let len = needed.max(cap.min(WHOLE_WINDOW_MAX));
+        w.buf = spare::take(len).unwrap_or_else(|| vec![0u8; len]);
+        w.reusable = true;
+        return Ok(());
+    }
+    w.reusable = false;
+    let want = w.buf.len().saturating_mul(2).min(cap).max(needed);
+    grow(&mut w.buf, want)
+}
+
+/// Wiped window buffers kept between streams. A fresh buffer costs a page fault and the
+/// zeroing of every page at its first write (benches/adapters.rs: about a fifth of the
+/// writer's time for streams of 256 MiB on two cores); a stream that follows another reuses
+/// its buffer. At most [`spare::KEEP`] buffers of at most 64 MiB are kept, each all zeros.
+pub(crate) mod spare {
+    use std::sync::Mutex;
+
+    /// Buffers kept at most.
+    pub(crate) const KEEP: usize = 4;
+
+    static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+    /// A kept buffer of exactly `len` bytes, all zeros.
+    pub(crate) fn take(len: usize) -> Option<Vec<u8>> {
+        let mut kept = SPARE.lock().ok()?;
+        let i = kept.iter().position(|b| b.len() == len)?;
+        Some(kept.swap_remove(i))
+    }
+
+    /// Keeps `buf` (wiped: all zeros) for a later stream, if there is room.
+    pub(crate) fn give(buf: Vec<u8>) {
+        if buf.is_empty() || buf.len() > super::WHOLE_WINDOW_MAX {
+            return;
+        }
+        if let Ok(mut kept) = SPARE.lock()
+            && kept.len() < KEEP
+        {
+            kept.push(buf);
+        }
+    }
+}
+
+/// Reads up to `want` bytes into `buf[off..]`, growing `buf` (by doubling) only as data
+/// arrives: windows start small when the input is small, whatever the segment size.
+pub(crate) fn read_growing(
+    r: &mut impl Read,
+    buf: &mut Vec<u8>,
+    off: usize,
+    want: usize,
+) -> io::Result<usize> {
+    let end = off + want;
+    let mut n = 0;
+    while n < want {
+        if buf.len() <= off + n {
+            let grown = buf
+                .len()
+                .saturating_mul(2)
+                .max(off + n + (64 << 10))
+                .min(end);
+            grow(buf, grown)?;
+        }
+        let stop = buf.len().min(end);
+        match r.read(&mut buf[off + n..stop]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+fn nonces(prefix: &[u8; 7], w: &Window) -> Vec<[u8; NONCE_LEN]> {
+    w.segs
+        .iter()
+        .enumerate()
+        // The reader refuses indexes past u32::MAX, so the conversion is exact.
+        .map(|(i, s)| segment_nonce(prefix, (w.first_index + i as u64) as u32, s.last))
+        .collect()
+}
+
+/// Seals every segment of `w` in place.
+pub(crate) fn seal_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
+    let nonces = nonces(prefix, w);
+    let end = w.end();
+    let mut rest = &mut w.buf[..end];
+    let mut jobs = Vec::with_capacity(w.segs.len());
+    for (s, nonce) in w.segs.iter().zip(&nonces) {
+        let (chunk, tail) = rest.split_at_mut(s.len);
+        rest = tail;
+        let (buf, tag) = chunk.split_at_mut(s.len - TAG_LEN);
+        jobs.push(SealJob {
+            nonce: nonce.as_slice(),
+            aad: &[],
+            buf,
+            tag,
+        });
+    }
+    gcm.seal_batch(&mut jobs)
+}
+
+/// The index of the first segment of `w` that does not authenticate. A failed batch gives every
+/// buffer back as its ciphertext, so the segments are opened again one by one, each from a copy
+/// (the window's own bytes keep no plaintext); `None` if every segment opens (cannot happen
+/// after a failed batch of the same bytes, but is not trusted).
+fn failing_segment(gcm: &Engine, prefix: &[u8; 7], w: &Window) -> Option<u64> {
+    let nonces = nonces(prefix, w);
+    let mut scratch = Zeroizing::new(Vec::new());
+    for (j, (s, nonce)) in w.segs.iter().zip(&nonces).enumerate() {
+        scratch.clear();
+        scratch.extend_from_slice(&w.buf[s.off..s.off + s.len]);
+        let (ct, tag) = scratch.split_at_mut(s.len - TAG_LEN);
+        if !gcm.open(nonce, ct, tag).ok()? {
+            return Some(w.first_index + j as u64);
+        }
+    }
+    None
+}
+
+/// Opens every segment of `w` in place, all or nothing: on failure no buffer holds
+/// plaintext, and the error names the first segment that did not authenticate.
+pub(crate) fn open_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
+    let nonces = nonces(prefix, w);
+    let end = w.end();
+    let mut rest = &mut w.buf[..end];
+    let mut jobs = Vec::with_capacity(w.segs.len());
+    for (s, nonce) in w.segs.iter().zip(&nonces) {
+        let (chunk, tail) = rest.split_at_mut(s.len);
+        rest = tail;
+        let (buf, tag) = chunk.split_at_mut(s.len - TAG_LEN);
+        jobs.push(OpenJob {
+            nonce: nonce.as_slice(),
+            aad: &[],
+            buf,
+            tag,
+        });
+    }
+    match gcm.open_batch(&mut jobs) {
+        Ok(()) => Ok(()),
+        Err(OpenError::Other(e)) => Err(e),
+        Err(OpenError::Authentication) => {
+            let first = w.first_index;
+            let count = w.segs.len() as u64;
+            Err(match failing_segment(gcm, prefix, w) {
+                Some(i) => auth_error(i, 1),
+                None => auth_error(first, count),
+            })
+        }
+    }
+}
+
+pub(crate) fn auth_error(first: u64, count: u64) -> Error {
+    let which = if count == 1 {
+        format!("segment {first}")
+    } else {
+        format!("one of segments {first}..{}", first + count - 1)
+    };
+    let why = if first == 0 {
+        "wrong key or associated data, or the file is corrupted, truncated or reordered"
+    } else {
+        "the file is corrupted, truncated or reordered"
+    };
+    Error::new(
+        ErrorKind::Authentication,
+        format!("decryption failed: {which} did not authenticate ({why})"),
+    )
+}

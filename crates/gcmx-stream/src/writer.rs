@@ -1,0 +1,403 @@
+//! [`EncryptingWriter`]: plaintext in through [`Write`], Tink ciphertext out.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
+
+use crate::engine::Engine;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{Header, Layout, TAG_LEN};
+use crate::keyset::Keyset;
+use crate::options::{Options, Use};
+use crate::window::{Seg, Window, grow, reserve_window, seal_window};
+use crate::wipe::wipe_stacks;
+
+impl Keyset {
+    /// A writer that encrypts what is written to it into `w` with the primary key, bound to
+    /// `aad` (the associated data: decrypting needs the same bytes). Call
+    /// [`EncryptingWriter::finish`] at the end: it writes the last segment.
+    ///
+    /// The header is written to `w` at once; segments are sealed a window at a time on
+    /// [`Backend::Auto`](crate::Backend::Auto). See [`Keyset::encrypting_writer_with`] for
+    /// the options.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// let keyset = gcmx_stream::Keyset::generate(gcmx_stream::KeySize::Aes256, 4096)?;
+    /// let mut w = keyset.encrypting_writer(Vec::new(), b"file 1")?;
+    /// w.write_all(b"attack at dawn")?;
+    /// let ciphertext = w.finish()?;
+    /// assert_eq!(ciphertext.len(), 40 + 14 + 16); // header, plaintext, one tag
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn encrypting_writer<W: Write>(&self, w: W, aad: &[u8]) -> Result<EncryptingWriter<W>> {
+        self.encrypting_writer_with(w, aad, &Options::default())
+    }
+
+    /// [`Keyset::encrypting_writer`] with a backend and window size.
+    pub fn encrypting_writer_with<W: Write>(
+        &self,
+        mut w: W,
+        aad: &[u8],
+        opts: &Options,
+    ) -> Result<EncryptingWriter<W>> {
+        let (sealer, header) = Sealer::new(self, aad, opts, rayon::current_num_threads() >= 4)?;
+        w.write_all(&header)
+            .map_err(|e| Error::io("cannot write the header", e))?;
+        Ok(EncryptingWriter {
+            inner: Some(w),
+            sealer,
+        })
+    }
+}
+
+/// Encrypts what is written to it into Tink's AES-GCM-HKDF streaming format, a window of
+/// segments at a time (sealed in parallel), into an inner writer. Made by
+/// [`Keyset::encrypting_writer`].
+///
+/// [`finish`](EncryptingWriter::finish) writes the last segment and gives the inner writer
+/// back. A writer dropped without `finish` leaves a stream without its last segment, which
+/// every reader refuses as truncated. Its buffer, which holds plaintext, is wiped on drop.
+///
+/// Writes are buffered: bytes written reach the inner writer a window at a time, each window
+/// sealed on rayon's pool while the next one fills; [`flush`](Write::flush) writes every
+/// sealed window and flushes the inner writer, but cannot seal a partial window (its last
+/// segment could not be continued).
+pub struct EncryptingWriter<W: Write> {
+    inner: Option<W>,
+    sealer: Sealer,
+}
+
+/// The sans-I/O core shared with the async writer: plaintext into a window, sealed windows
+/// out.
+pub(crate) struct Sealer {
+    gcm: Arc<Engine>,
+    prefix: [u8; 7],
+    layout: Layout,
+    per_window: usize,
+    /// Seal full windows on rayon's pool while the next one fills, or in the call that fills
+    /// them (on small machines, and in the async writer, which must not block on a channel).
+    background: bool,
+    /// Plaintext of the segments being collected, each followed by room for its tag.
+    window: Window,
+    /// A window being sealed on the pool: its result comes back on this channel.
+    in_flight: Option<Receiver<(Window, Result<()>)>>,
+    /// The sealed window being written out, and a drained one ready to be filled again.
+    sealed: Option<Window>,
+    spare: Option<Window>,
+    /// Full segments in the window.
+    full: usize,
+    /// Plaintext bytes in the segment being filled (after the full ones).
+    fill: usize,
+    /// Offset in the window of the segment being filled.
+    fill_off: usize,
+    /// Stream index of the window's first segment.
+    next_index: u64,
+    /// Bytes of `sealed` still to write.
+    out: std::ops::Range<usize>,
+    /// A failure that ends the stream (it cannot be continued consistently).
+    failed: Option<Error>,
+}
+
+impl Sealer {
+    /// A sealer for a new stream under the keyset's primary key, and the stream's header.
+    /// `background`: seal full windows on rayon's pool while the next one fills. That
+    /// overlaps the caller's copying with the crypto, which pays only when a core is left for
+    /// the copying: with fewer than four threads the two compete for the same cores and the
+    /// hand-over costs more than it saves (measured with benches/adapters.rs on two cores).
+    pub(crate) fn new(
+        keyset: &Keyset,
+        aad: &[u8],
+        opts: &Options,
+        background: bool,
+    ) -> Result<(Sealer, Vec<u8>)> {
+        let key = keyset.primary();
+        let layout = key.layout();
+        let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
+        let header = Header::random(&layout)?;
+        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
+        let sealer = Sealer {
+            gcm: Arc::new(gcm),
+            prefix: header.nonce_prefix,
+            layout,
+            per_window,
+            background,
+            window: Window::new(),
+            in_flight: None,
+            sealed: None,
+            spare: None,
+            full: 0,
+            fill: 0,
+            fill_off: 0,
+            next_index: 0,
+            out: 0..0,
+            failed: None,
+        };
+        Ok((sealer, header.to_bytes()))
+    }
+
+    /// Segments sealed so far.
+    pub(crate) fn segments_sealed(&self) -> u64 {
+        self.next_index
+    }
+
+    pub(crate) fn check(&self) -> io::Result<()> {
+        match &self.failed {
+            Some(e) => Err(e.clone().into()),
+            None => Ok(()),
+        }
+    }
+
+    /// The sealed bytes still to write.
+    pub(crate) fn pending(&self) -> &[u8] {
+        match &self.sealed {
+            Some(w) => &w.buf[self.out.clone()],
+            None => &[],
+        }
+    }
+
+    /// `n` pending bytes were written.
+    pub(crate) fn advance(&mut self, n: usize) {
+        self.out.start = (self.out.start + n).min(self.out.end);
+        if self.out.is_empty() {
+            self.out = 0..0;
+            // Drained: it holds ciphertext only, and is filled again next.
+            self.spare = self.sealed.take();
+        }
+    }
+
+    /// Whether a window is being sealed on the pool.
+    pub(crate) fn sealing(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Waits for the window being sealed on the pool; it becomes the pending output.
+    pub(crate) fn collect(&mut self) -> io::Result<()> {
+        let Some(rx) = self.in_flight.take() else {
+            return Ok(());
+        };
+        let r = match rx.recv() {
+            Ok((w, r)) => r.map(|()| w),
+            Err(_) => Err(Error::new(
+                ErrorKind::Crypto,
+                "the thread sealing a window ended without a result",
+            )),
+        };
+        match r {
+            Ok(w) => {
+                self.out = 0..w.end();
+                self.sealed = Some(w);
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = Some(e.clone());
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Copies as much of `data` as fits into the window; returns how much. Seals a full
+    /// window first when `data` brings more (so the window's segments are not the last). Only
+    /// call with nothing pending.
+    pub(crate) fn absorb(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.check()?;
+        if data.is_empty() {
+            return Ok(0);
+        }
+        if self.full == self.per_window {
+            // More data follows, so none of these segments is the last. One window is sealed
+            // at a time, and written out before the next is sealed.
+            if self.sealing() {
+                self.collect()?;
+                return Ok(0);
+            }
+            if !self.pending().is_empty() {
+                return Ok(0);
+            }
+            self.seal(false)?;
+        }
+        let mut used = 0;
+        let mut off = self.fill_off;
+        while used < data.len() && self.full < self.per_window {
+            let index = self.next_index + self.full as u64;
+            let room = self.layout.plaintext_len(index);
+            let n = (room - self.fill).min(data.len() - used);
+            let end = off + self.fill + n;
+            let cap = self.per_window * self.layout.segment_size();
+            reserve_window(&mut self.window, end + TAG_LEN, cap)?;
+            self.window.buf[off + self.fill..end].copy_from_slice(&data[used..used + n]);
+            self.window.high_water = self.window.high_water.max(end);
+            used += n;
+            self.fill += n;
+            if self.fill == room {
+                self.full += 1;
+                self.fill = 0;
+                off += room + TAG_LEN;
+            }
+        }
+        self.fill_off = off;
+        Ok(used)
+    }
+
+    /// Seals the window's segments, the last of them as the stream's last when `last`: on
+    /// the pool when sealing in the background and not `last` (then [`Sealer::collect`]
+    /// makes the ciphertext pending), else here (then it is pending at once). Only call with
+    /// nothing pending or in flight.
+    pub(crate) fn seal(&mut self, last: bool) -> io::Result<()> {
+        self.check()?;
+        let r = self.seal_inner(last);
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+        }
+        r.map_err(Into::into)
+    }
+
+    fn seal_inner(&mut self, last: bool) -> Result<()> {
+        let next = self.spare.take().unwrap_or_else(Window::new);
+        let mut w = std::mem::replace(&mut self.window, next);
+        w.segs.clear();
+        w.first_index = self.next_index;
+        let mut off = 0;
+        for j in 0..self.full {
+            let len = self.layout.plaintext_len(self.next_index + j as u64) + TAG_LEN;
+            w.segs.push(Seg {
+                off,
+                len,
+                last: false,
+            });
+            off += len;
+        }
+        // At the end, a partial segment, or an empty one when the stream is empty, is the
+        // last; a full segment ending the stream is itself the last, as Tink writes it.
+        if last && (self.fill > 0 || self.full == 0) {
+            let len = self.fill + TAG_LEN;
+            grow(&mut w.buf, off + len).map_err(|e| Error::io("cannot encrypt", e))?;
+            w.segs.push(Seg {
+                off,
+                len,
+                last: true,
+            });
+            off += len;
+        } else if let Some(s) = w.segs.last_mut() {
+            s.last = last;
+        }
+        let count = w.segs.len() as u64;
+        if self.next_index + count - 1 > u64::from(u32::MAX) {
+            return Err(Error::invalid(
+                "input too large: it needs more than 2^32 segments of this size",
+            ));
+        }
+        w.high_water = w.high_water.max(off);
+        self.next_index += count;
+        self.full = 0;
+        self.fill = 0;
+        self.fill_off = 0;
+        if self.background && !last {
+            let (tx, rx) = sync_channel(1);
+            let (gcm, prefix) = (self.gcm.clone(), self.prefix);
+            rayon::spawn(move || {
+                let r = seal_window(&gcm, &prefix, &mut w);
+                // A dropped writer no longer waits: the window is dropped (and wiped) here.
+                let _ = tx.send((w, r));
+            });
+            self.in_flight = Some(rx);
+        } else {
+            seal_window(&self.gcm, &self.prefix, &mut w)?;
+            self.out = 0..off;
+            self.sealed = Some(w);
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> EncryptingWriter<W> {
+    fn inner(&mut self) -> io::Result<&mut W> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the stream is finished"))
+    }
+
+    /// Writes every pending sealed byte.
+    fn drain(&mut self) -> io::Result<()> {
+        while !self.sealer.pending().is_empty() {
+            let w = self
+                .inner
+                .as_mut()
+                .ok_or_else(|| io::Error::other("finished"))?;
+            match w.write(self.sealer.pending()) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "the inner writer accepts no more bytes",
+                    ));
+                }
+                Ok(n) => self.sealer.advance(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Seals the last segment, writes everything, flushes the inner writer and gives it back.
+    /// Until this returns `Ok`, the stream is not complete: readers refuse it as truncated.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.sealer.check()?;
+        self.drain()?;
+        self.sealer.collect()?;
+        self.drain()?;
+        self.sealer.seal(true)?;
+        self.drain()?;
+        self.inner()?.flush()?;
+        self.inner
+            .take()
+            .ok_or_else(|| io::Error::other("the stream is finished"))
+    }
+
+    /// The inner writer.
+    pub fn get_ref(&self) -> Option<&W> {
+        self.inner.as_ref()
+    }
+}
+
+impl<W: Write> Write for EncryptingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sealer.check()?;
+        self.inner()?;
+        let mut done = 0;
+        while done < buf.len() {
+            if let Err(e) = self.drain() {
+                // Bytes already taken stay taken; the error comes at the next call.
+                return if done > 0 { Ok(done) } else { Err(e) };
+            }
+            done += self.sealer.absorb(&buf[done..])?;
+        }
+        Ok(done)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.sealer.check()?;
+        self.drain()?;
+        self.sealer.collect()?;
+        self.drain()?;
+        self.inner()?.flush()
+    }
+}
+
+impl<W: Write> Drop for EncryptingWriter<W> {
+    fn drop(&mut self) {
+        // The window wipes itself and the engine its key; the kernels' stack leftovers are
+        // wiped here.
+        wipe_stacks();
+    }
+}
+
+impl<W: Write + fmt::Debug> fmt::Debug for EncryptingWriter<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EncryptingWriter")
+            .field("inner", &self.inner)
+            .field("segments_sealed", &self.sealer.segments_sealed())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,398 @@
+//! The std::io adapters: round trips through every path (writer, reader, seekable reader and
+//! the bulk pipeline read each other's output), refusals of damaged streams, random access,
+//! and what a read costs.
+
+use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
+
+use gcmx_stream::{Backend, ErrorKind, KeySize, Keyset, Options, StreamingKey, bulk};
+
+fn keyset(dks: usize, seg: u32) -> Keyset {
+    Keyset::single(StreamingKey::new(1, &vec![7u8; dks], dks, seg).unwrap())
+}
+
+fn data(n: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect()
+}
+
+/// Plaintext bytes of the first segment and of the others.
+fn seg_plain(ks: &Keyset) -> (usize, usize) {
+    let k = ks.primary();
+    let seg = k.segment_size() as usize;
+    (seg - (1 + k.derived_key_size() + 7) - 16, seg - 16)
+}
+
+fn encrypt_in_pieces(ks: &Keyset, aad: &[u8], pt: &[u8], piece: usize, opts: &Options) -> Vec<u8> {
+    let mut w = ks.encrypting_writer_with(Vec::new(), aad, opts).unwrap();
+    for c in pt.chunks(piece.max(1)) {
+        w.write_all(c).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn read_all(ks: &Keyset, aad: &[u8], ct: &[u8], opts: &Options) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    ks.decrypting_reader_with(ct, aad, opts)
+        .map_err(io::Error::from)?
+        .read_to_end(&mut out)?;
+    Ok(out)
+}
+
+fn read_all_seekable(ks: &Keyset, aad: &[u8], ct: &[u8], opts: &Options) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    ks.seekable_reader_with(Cursor::new(ct), aad, opts)
+        .map_err(io::Error::from)?
+        .read_to_end(&mut out)?;
+    Ok(out)
+}
+
+fn bulk_decrypt(ks: &Keyset, aad: &[u8], ct: &[u8]) -> gcmx_stream::Result<Vec<u8>> {
+    let input = bulk::Input::reader(Cursor::new(ct.to_vec()));
+    bulk::decrypt(ks, aad, input, Vec::new(), &Options::new(), &|_| {}).map(|(v, _)| v)
+}
+
+fn bulk_encrypt(ks: &Keyset, aad: &[u8], pt: &[u8]) -> Vec<u8> {
+    let input = bulk::Input::reader(Cursor::new(pt.to_vec()));
+    bulk::encrypt(ks, aad, input, Vec::new(), &Options::new(), &|_| {})
+        .unwrap()
+        .0
+}
+
+#[test]
+fn every_path_reads_every_other_paths_output() {
+    for (dks, seg) in [(16usize, 41u32), (16, 64), (32, 100), (32, 4096)] {
+        let ks = keyset(dks, seg);
+        let (p0, p) = seg_plain(&ks);
+        for n in [
+            0,
+            1,
+            p0 - 1,
+            p0,
+            p0 + 1,
+            p0 + p,
+            p0 + 2 * p,
+            p0 + 2 * p + 1,
+            9 * p + 5,
+        ] {
+            let pt = data(n, n as u64);
+            for window in [1usize, 3 * seg as usize, 0] {
+                let opts = Options::new()
+                    .with_window_bytes(window)
+                    .with_backend(Backend::Auto);
+                for piece in [1usize, 7, p, n.max(1)] {
+                    let ct = encrypt_in_pieces(&ks, b"aad", &pt, piece, &opts);
+                    assert_eq!(
+                        ct.len() as u64,
+                        ks.primary().ciphertext_size(n as u64).unwrap(),
+                        "seg {seg} n {n}"
+                    );
+                    assert_eq!(read_all(&ks, b"aad", &ct, &opts).unwrap(), pt);
+                    if piece == 1 {
+                        assert_eq!(read_all_seekable(&ks, b"aad", &ct, &opts).unwrap(), pt);
+                        assert_eq!(bulk_decrypt(&ks, b"aad", &ct).unwrap(), pt);
+                    }
+                }
+            }
+            let from_bulk = bulk_encrypt(&ks, b"aad", &pt);
+            let opts = Options::new();
+            assert_eq!(read_all(&ks, b"aad", &from_bulk, &opts).unwrap(), pt);
+            assert_eq!(
+                read_all_seekable(&ks, b"aad", &from_bulk, &opts).unwrap(),
+                pt
+            );
+        }
+    }
+}
+
+#[test]
+fn backends_agree() {
+    let ks = keyset(32, 4096);
+    let pt = data(100_000, 3);
+    for b in [Backend::Cpu, Backend::CpuParallel, Backend::Auto] {
+        let opts = Options::new().with_backend(b).with_window_bytes(5 * 4096);
+        let ct = encrypt_in_pieces(&ks, b"", &pt, 1000, &opts);
+        for r in [Backend::Cpu, Backend::CpuParallel, Backend::Auto] {
+            let ro = Options::new().with_backend(r);
+            assert_eq!(read_all(&ks, b"", &ct, &ro).unwrap(), pt);
+        }
+    }
+}
+
+fn refused(r: io::Result<Vec<u8>>) -> io::Error {
+    match r {
+        Ok(v) => panic!("accepted a damaged stream ({} bytes)", v.len()),
+        Err(e) => e,
+    }
+}
+
+/// Reads with both readers and checks that each fails with InvalidData, after handing out
+/// at most a prefix of the plaintext.
+fn assert_refused(ks: &Keyset, aad: &[u8], ct: &[u8], pt: &[u8], what: &str) -> Vec<ErrorKind> {
+    let opts = Options::new().with_window_bytes(3 * ks.primary().segment_size() as usize);
+    let mut kinds = Vec::new();
+    // The decrypting reader, read in small pieces, to see what comes out before the error.
+    match ks.decrypting_reader_with(ct, aad, &opts) {
+        Err(e) => {
+            assert_eq!(
+                io::Error::from(e.clone()).kind(),
+                io::ErrorKind::InvalidData,
+                "{what}"
+            );
+            kinds.push(e.kind());
+        }
+        Ok(mut r) => {
+            let mut got = Vec::new();
+            // Small reads go through the window, reads of whole segments straight to `buf`.
+            let mut buf = vec![
+                0u8;
+                if what.len().is_multiple_of(2) {
+                    50
+                } else {
+                    1000
+                }
+            ];
+            let err = loop {
+                match r.read(&mut buf) {
+                    Ok(0) => panic!("{what}: the reader accepted it"),
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{what}: {err}");
+            assert!(
+                pt.starts_with(&got),
+                "{what}: output is not a prefix of the plaintext"
+            );
+            let inner = gcmx_stream::Error::from_io(&err).expect("carries the reason");
+            kinds.push(inner.kind());
+            // The failure is final.
+            assert!(r.read(&mut buf).is_err(), "{what}: read after a failure");
+        }
+    }
+    let err = refused(read_all_seekable(ks, aad, ct, &opts));
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{what}: {err}");
+    kinds
+}
+
+#[test]
+fn damaged_streams_are_refused() {
+    let ks = keyset(16, 64);
+    let (p0, p) = seg_plain(&ks);
+    let pt = data(p0 + 4 * p + 10, 9);
+    let ct = encrypt_in_pieces(&ks, b"a", &pt, 33, &Options::new());
+    let hl = 24;
+    assert_refused(&ks, b"b", &ct, &pt, "wrong aad");
+    let other = Keyset::single(StreamingKey::new(1, &[9u8; 16], 16, 64).unwrap());
+    assert_refused(&other, b"a", &ct, &pt, "wrong key");
+    // truncation at each segment boundary and inside segments
+    for cut in [0, 1, hl, hl + 10, 64, 64 + 64, 64 + 64 + 20, ct.len() - 1] {
+        assert_refused(&ks, b"a", &ct[..cut], &pt, &format!("cut at {cut}"));
+    }
+    // extension
+    for extra in [1usize, 15, 16, 64, 200] {
+        let mut longer = ct.clone();
+        longer.extend(std::iter::repeat_n(0u8, extra));
+        assert_refused(&ks, b"a", &longer, &pt, &format!("{extra} extra bytes"));
+    }
+    // reordering: swap segments 1 and 2
+    let mut sw = ct.clone();
+    let (a, b) = sw[64..192].split_at_mut(64);
+    a.swap_with_slice(b);
+    assert_refused(&ks, b"a", &sw, &pt, "segments swapped");
+    // every single-bit change
+    for i in 0..ct.len() {
+        let mut t = ct.clone();
+        t[i] ^= 0x80;
+        assert_refused(&ks, b"a", &t, &pt, &format!("bit flipped at {i}"));
+    }
+}
+
+#[test]
+fn a_writer_dropped_without_finish_leaves_a_stream_that_does_not_decrypt() {
+    let ks = keyset(32, 100);
+    let pt = data(1000, 1);
+    let mut out = Vec::new();
+    {
+        let mut w = ks.encrypting_writer(&mut out, b"").unwrap();
+        w.write_all(&pt).unwrap();
+        w.flush().unwrap();
+    }
+    assert!(!out.is_empty(), "full windows were written");
+    let kinds = assert_refused(&ks, b"", &out, &pt, "unfinished");
+    assert!(
+        kinds
+            .iter()
+            .all(|k| matches!(k, ErrorKind::Authentication | ErrorKind::Format)),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn several_keys_the_reader_finds_the_one_that_wrote() {
+    let a = StreamingKey::new(11, &[1u8; 16], 16, 64).unwrap();
+    let b = StreamingKey::new(12, &[2u8; 16], 16, 200).unwrap();
+    let c = StreamingKey::new(13, &[3u8; 32], 32, 100).unwrap();
+    let pt = data(700, 5);
+    let ct_a = encrypt_in_pieces(&Keyset::single(a.clone()), b"x", &pt, 50, &Options::new());
+    let ks = Keyset::new(1, vec![a, b, c]).unwrap();
+    let opts = Options::new();
+    assert_eq!(read_all(&ks, b"x", &ct_a, &opts).unwrap(), pt);
+    assert_eq!(read_all_seekable(&ks, b"x", &ct_a, &opts).unwrap(), pt);
+    assert!(read_all(&ks, b"y", &ct_a, &opts).is_err());
+}
+
+#[test]
+fn seekable_reads_equal_the_plaintext_at_random_ranges() {
+    let ks = keyset(16, 256);
+    let pt = data(50_000, 4);
+    let ct = encrypt_in_pieces(&ks, b"", &pt, 4096, &Options::new());
+    let mut r = ks
+        .seekable_reader_with(
+            Cursor::new(&ct),
+            b"",
+            &Options::new().with_window_bytes(1024),
+        )
+        .unwrap();
+    assert_eq!(r.plaintext_len(), pt.len() as u64);
+    let mut s: u64 = 12345;
+    let mut next = |m: u64| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s % m
+    };
+    for _ in 0..1000 {
+        let start = next(pt.len() as u64 + 100);
+        let len = next(3000) as usize;
+        let from_end = next(2) == 0;
+        if from_end {
+            let back = pt.len() as i64 - start as i64;
+            assert_eq!(r.seek(SeekFrom::End(-back)).unwrap(), start);
+        } else {
+            assert_eq!(r.seek(SeekFrom::Start(start)).unwrap(), start);
+        }
+        let mut buf = vec![0u8; len];
+        let mut got = 0;
+        while got < len {
+            let n = r.read(&mut buf[got..]).unwrap();
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        let s0 = (start as usize).min(pt.len());
+        let want = &pt[s0..(s0 + len).min(pt.len())];
+        assert_eq!(&buf[..got], want, "at {start} len {len}");
+        assert_eq!(r.stream_position().unwrap(), start + got as u64);
+    }
+    assert!(r.seek(SeekFrom::Current(-(1 << 40))).is_err());
+    assert_eq!(
+        r.seek(SeekFrom::Current(5)).unwrap(),
+        r.stream_position().unwrap()
+    );
+}
+
+#[test]
+fn seekable_rejects_a_stream_whose_last_segment_is_cut() {
+    let ks = keyset(16, 64);
+    let pt = data(1000, 2);
+    let ct = encrypt_in_pieces(&ks, b"", &pt, 1000, &Options::new());
+    // Cut at a segment boundary: the plaintext before the cut still opens (those segments
+    // are not the last), but the new last segment fails and the end is never reached.
+    let cut = &ct[..64 * 5];
+    let mut r = ks.seekable_reader(Cursor::new(cut), b"").unwrap();
+    let mut buf = [0u8; 10];
+    r.read_exact(&mut buf).unwrap();
+    assert_eq!(buf, pt[..10]);
+    r.seek(SeekFrom::End(0)).unwrap();
+    assert_eq!(
+        r.read(&mut buf).unwrap_err().kind(),
+        io::ErrorKind::InvalidData
+    );
+    r.seek(SeekFrom::End(-1)).unwrap();
+    assert!(r.read(&mut buf).is_err());
+}
+
+/// Counts what passes through a reader.
+struct Counting<R> {
+    inner: R,
+    bytes: u64,
+    reads_at: Vec<u64>,
+}
+
+impl<R: Read + Seek> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let at = self.inner.stream_position()?;
+        self.reads_at.push(at);
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: Seek> Seek for Counting<R> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        self.inner.seek(to)
+    }
+}
+
+#[test]
+fn a_small_read_at_a_random_offset_fetches_at_most_two_segments() {
+    // 1 GiB of plaintext with 1 MiB segments (64 MiB in debug builds, where AES is slow).
+    let size: u64 = if cfg!(debug_assertions) {
+        64 << 20
+    } else {
+        1 << 30
+    };
+    let seg = 1u32 << 20;
+    let ks = Keyset::generate(KeySize::Aes256, seg).unwrap();
+    let file = tempfile::tempfile().unwrap();
+    let mut w = ks
+        .encrypting_writer(io::BufWriter::new(file), b"big")
+        .unwrap();
+    let chunk = data(1 << 20, 8);
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        w.write_all(&chunk[..n]).unwrap();
+        left -= n as u64;
+    }
+    let file = w.finish().unwrap().into_inner().unwrap();
+    let counting = Counting {
+        inner: file,
+        bytes: 0,
+        reads_at: Vec::new(),
+    };
+    let mut r = ks.seekable_reader(counting, b"big").unwrap();
+    assert_eq!(r.plaintext_len(), size);
+    let header_cost = r.get_ref().bytes;
+    let mut s: u64 = 99;
+    let mut buf = vec![0u8; 4096];
+    for _ in 0..200 {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        let at = s % (size - 4096);
+        // The plaintext is `chunk` repeated from offset 0 (1 MiB pieces).
+        r.seek(SeekFrom::Start(at)).unwrap();
+        let before = r.get_ref().bytes;
+        r.read_exact(&mut buf).unwrap();
+        let cost = r.get_ref().bytes - before;
+        for (k, b) in buf.iter().enumerate() {
+            let off = (at as usize + k) % chunk.len();
+            assert_eq!(*b, chunk[off], "byte {} of the read at {at}", k);
+        }
+        assert!(
+            cost <= 2 * u64::from(seg),
+            "a 4 KiB read at {at} fetched {cost} bytes of ciphertext"
+        );
+    }
+    assert!(header_cost < u64::from(seg));
+}

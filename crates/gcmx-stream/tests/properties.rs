@@ -1,0 +1,174 @@
+//! Properties of the adapters over arbitrary inputs: any split of the writes, any sequence
+//! of seeks and reads gives the plaintext back; any change of the ciphertext never makes a
+//! reader hand out a byte that is not the plaintext's at that offset.
+
+use std::io::{Cursor, Read, Seek, SeekFrom, Write};
+
+use gcmx_stream::{Backend, Keyset, Options, StreamingKey};
+use proptest::prelude::*;
+
+fn keyset(dks: usize, seg: u32) -> Keyset {
+    Keyset::single(StreamingKey::new(1, &vec![3u8; dks], dks, seg).unwrap())
+}
+
+fn encrypt(ks: &Keyset, pt: &[u8], splits: &[usize], window: usize) -> Vec<u8> {
+    let opts = Options::new()
+        .with_window_bytes(window)
+        .with_backend(Backend::Cpu);
+    let mut w = ks.encrypting_writer_with(Vec::new(), b"p", &opts).unwrap();
+    let mut rest = pt;
+    let mut k = 0;
+    while !rest.is_empty() {
+        let n = splits
+            .get(k)
+            .copied()
+            .unwrap_or(rest.len())
+            .clamp(1, rest.len());
+        w.write_all(&rest[..n]).unwrap();
+        rest = &rest[n..];
+        k += 1;
+    }
+    w.finish().unwrap()
+}
+
+/// Reads through the decrypting reader in pieces of `piece` bytes until the end or an
+/// error; returns what came out and whether it ended cleanly.
+fn read_stream(ks: &Keyset, ct: &[u8], piece: usize, window: usize) -> (Vec<u8>, bool) {
+    let opts = Options::new()
+        .with_window_bytes(window)
+        .with_backend(Backend::Cpu);
+    let Ok(mut r) = ks.decrypting_reader_with(ct, b"p", &opts) else {
+        return (Vec::new(), false);
+    };
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; piece.max(1)];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return (out, true),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+                return (out, false);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Start(u64),
+    End(i64),
+    Current(i64),
+    Read(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0u64..4000).prop_map(Op::Start),
+        (-4000i64..100).prop_map(Op::End),
+        (-2000i64..2000).prop_map(Op::Current),
+        (0usize..1500).prop_map(Op::Read),
+    ]
+}
+
+fn geometry() -> impl Strategy<Value = (usize, u32)> {
+    prop_oneof![Just(16usize), Just(32usize)]
+        .prop_flat_map(|dks| (Just(dks), (dks as u32 + 25)..300u32))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn any_writes_any_seeks_and_reads_give_the_plaintext(
+        (dks, seg) in geometry(),
+        pt in prop::collection::vec(any::<u8>(), 0..3000),
+        splits in prop::collection::vec(1usize..700, 0..20),
+        window in 0usize..2000,
+        piece in 1usize..2500,
+        ops in prop::collection::vec(op(), 0..40),
+    ) {
+        let ks = keyset(dks, seg);
+        let ct = encrypt(&ks, &pt, &splits, window);
+        prop_assert_eq!(ct.len() as u64, ks.primary().ciphertext_size(pt.len() as u64).unwrap());
+        let (back, clean) = read_stream(&ks, &ct, piece, window);
+        prop_assert!(clean);
+        prop_assert_eq!(&back, &pt);
+
+        let opts = Options::new().with_window_bytes(window).with_backend(Backend::Cpu);
+        let mut r = ks.seekable_reader_with(Cursor::new(&ct), b"p", &opts).unwrap();
+        let mut pos: u64 = 0;
+        for op in ops {
+            match op {
+                Op::Start(n) => { pos = r.seek(SeekFrom::Start(n)).unwrap(); prop_assert_eq!(pos, n); }
+                Op::End(d) => match r.seek(SeekFrom::End(d)) {
+                    Ok(p) => { prop_assert_eq!(p as i64, pt.len() as i64 + d); pos = p; }
+                    Err(_) => prop_assert!(pt.len() as i64 + d < 0),
+                },
+                Op::Current(d) => match r.seek(SeekFrom::Current(d)) {
+                    Ok(p) => { prop_assert_eq!(p as i64, pos as i64 + d); pos = p; }
+                    Err(_) => prop_assert!((pos as i64) + d < 0),
+                },
+                Op::Read(n) => {
+                    let mut buf = vec![0u8; n];
+                    let got = r.read(&mut buf).unwrap();
+                    let s = (pos as usize).min(pt.len());
+                    let want = &pt[s..(s + n).min(pt.len())];
+                    prop_assert!(got <= want.len());
+                    prop_assert!(n == 0 || want.is_empty() || got > 0, "a short read of nothing");
+                    prop_assert_eq!(&buf[..got], &want[..got]);
+                    pos += got as u64;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn changed_ciphertexts_never_yield_a_byte_that_is_not_the_plaintexts(
+        (dks, seg) in geometry(),
+        pt in prop::collection::vec(any::<u8>(), 0..2000),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 0..4),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+        extra in prop::collection::vec(any::<u8>(), 0..80),
+        window in 0usize..1500,
+        piece in 1usize..1500,
+        reads in prop::collection::vec((0u64..2500, 1usize..600), 0..12),
+    ) {
+        let ks = keyset(dks, seg);
+        let good = encrypt(&ks, &pt, &[], window);
+        let mut ct = good.clone();
+        for (i, x) in &flips {
+            let at = i.index(ct.len());
+            ct[at] ^= x;
+        }
+        if let Some(c) = cut {
+            ct.truncate(c.index(ct.len() + 1));
+        }
+        ct.extend_from_slice(&extra);
+        let changed = ct != good;
+
+        let (out, clean) = read_stream(&ks, &ct, piece, window);
+        prop_assert!(pt.starts_with(&out), "the stream reader handed out other bytes");
+        prop_assert_eq!(clean, !changed, "a clean end must mean an unchanged stream");
+
+        let opts = Options::new().with_window_bytes(window).with_backend(Backend::Cpu);
+        if let Ok(mut r) = ks.seekable_reader_with(Cursor::new(&ct), b"p", &opts) {
+            for (at, n) in reads {
+                r.seek(SeekFrom::Start(at)).unwrap();
+                let mut buf = vec![0u8; n];
+                if let Ok(got) = r.read(&mut buf) {
+                    let s = (at as usize).min(pt.len());
+                    let want = &pt[s..(s + n).min(pt.len())];
+                    prop_assert!(got <= want.len(), "bytes past the plaintext's end");
+                    prop_assert_eq!(&buf[..got], &want[..got]);
+                }
+            }
+            if changed {
+                // A changed stream never reads to its end.
+                r.seek(SeekFrom::Start(0)).unwrap();
+                let mut all = Vec::new();
+                prop_assert!(r.read_to_end(&mut all).is_err());
+            }
+        }
+    }
+}
