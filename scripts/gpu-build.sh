@@ -2,7 +2,8 @@
 # Build, on any x86-64 Linux machine (no GPU needed), a self-contained bundle that runs gcmx's GPU tests
 # and benchmark on any x86-64 machine with an NVIDIA driver (and nothing else installed):
 #   <bundle>/bins.tar.xz     gcmx-cuda-test and gcmx-cuda-bench (crates/gcmx-cuda/examples, release,
-#                            features `bench`), gcmx's integration tests built with `--features cuda`
+#                            features `bench`), gcmx-stream-adapters (the streaming adapters' benchmark
+#                            with `cuda`), gcmx's integration tests built with `--features cuda`
 #                            (nist_cavp, wycheproof, spec_vectors, ...; they cover Backend::Cuda when a
 #                            device is present), and gcmx-cuda's fault-injection tests (faults,
 #                            fault_startup; `--features fault-injection`), and gcmx-consumer: a project
@@ -74,6 +75,18 @@ if [[ ${TESTS} == 1 ]]; then
     cargo test --release -p gcmx-cuda --features fault-injection --test faults --test fault_startup --no-run \
         --message-format=json 2>/dev/null | copy_tests faults
 fi
+# The streaming adapters' benchmark, with the GPU backend available (`--backend cuda`).
+cargo bench -p gcmx-stream --features cuda --bench adapters --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "adapters":
+        shutil.copy(m["executable"], sys.argv[1])
+' "${OUTDIR}/bin/gcmx-stream-adapters"
 if [[ ${TESTS} == 1 ]]; then
     # Built in env -i (no nvcc, no CUDA variables), as a registry user would; runs here on the CPU first.
     scripts/consumer-check.sh --out "${OUTDIR}/bin"

@@ -6,7 +6,8 @@
 #                      + gcmx-consumer (a registry user's binary built without CUDA) with --require-gpu
 #   gpu-run.sh faults  gcmx-cuda's fault-injection tests alone (every GPU API through every kind of driver
 #                      failure, results checked against the CPU; out of memory; 64 concurrent engines)
-#   gpu-run.sh bench   gcmx-cuda-bench (full)
+#   gpu-run.sh bench   gcmx-cuda-bench (full), then the streaming adapters' benchmark on all CPU
+#                      cores and on the GPU (gcmx-stream-adapters --backend cpu-parallel / cuda)
 #   gpu-run.sh full    tests, then bench
 #   gpu-run.sh testbench  gcmx-cuda-test, then gcmx-cuda-bench (no integration tests)
 #   gpu-run.sh cpu     the CPU benchmark and gcmx-x86 tests that scripts/cpu-bench-build.sh put in <bundle>/cpu
@@ -103,6 +104,16 @@ run_bench() {
     local rc=${PIPESTATUS[0]}
     [[ $rc == 0 ]] || status=1
     echo "gcmx-cuda-bench exit ${rc}"
+    run_stream
+}
+
+run_stream() {
+    local b
+    for b in cpu-parallel cuda; do
+        timeout "${GCMX_RUN_TIMEOUT:-1800}" "${WORK}/bin/gcmx-stream-adapters" --backend "$b" \
+            ${GCMX_STREAM_ARGS:---mib 1024 --rounds 7} 2>&1 | tee "${LOG}/stream-${b}.log"
+        [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+    done
 }
 
 run_cpu() {
@@ -126,6 +137,7 @@ case "${MODE}" in
     smoke) run_tests --quick ;;
     tests) run_tests ${GCMX_TEST_ARGS:-}; run_consumer; run_integration; run_faults ;;
     consumer) run_consumer ;;
+    stream) run_stream ;;
     integration) run_integration ;;
     faults) run_faults ;;
     bench) run_bench ;;
