@@ -84,13 +84,15 @@ cargo fmt --all --check
 cargo clippy -q --all-targets -- -D warnings
 cargo clippy -q -p gcmx --all-targets --features hazmat -- -D warnings
 if [[ ${CPU_ONLY} == 0 ]]; then
-    cargo clippy -q --workspace --all-targets --features gcmx/cuda,gcmx-cli/cuda,gcmx-cuda/bench,gcmx-cuda/fault-injection -- -D warnings
+    cargo clippy -q --workspace --all-targets \
+        --features gcmx/cuda,gcmx-cli/cuda,gcmx-cuda/bench,gcmx-cuda/fault-injection,gcmx-stream/tokio -- -D warnings
 fi
 RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps
-RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p gcmx -p gcmx-cuda --all-features
+RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p gcmx -p gcmx-cuda -p gcmx-stream --all-features
 if cargo +nightly --version >/dev/null 2>&1; then
     # As docs.rs renders them: feature-gated items marked with their feature.
-    RUSTDOCFLAGS="-D warnings --cfg docsrs" cargo +nightly doc -q --no-deps -p gcmx -p gcmx-cuda --all-features \
+    RUSTDOCFLAGS="-D warnings --cfg docsrs" cargo +nightly doc -q --no-deps -p gcmx -p gcmx-cuda -p gcmx-stream \
+        --all-features \
         --target-dir target/docsrs
 fi
 MSRV=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
