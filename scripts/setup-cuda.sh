@@ -7,10 +7,11 @@
 #    we wait for the marker (up to GCMX_SETUP_WAIT_S seconds, default 900), then verify the install
 #    ourselves and finish it if needed.
 # 2. A stub libcuda.so (soname libcuda.so.1, plus the two symlinks) in .toolchain/cuda-stub/, built from
-#    crates/gcmx-cuda/stub/libcuda_stub.c (with cuda/gcmx_abi.h). It exports every cu* entry point that cust 0.3.2
-#    links; each returns CUDA_ERROR_NO_DEVICE (100). A binary linked against it starts and reports "no CUDA device"
-#    where no driver is installed (CI, build machines). On a GPU machine the real driver's libcuda.so.1 is found
-#    first. gcmx-cuda's fault-injection tests switch the stub into emulating a device (see the stub's header).
+#    crates/gcmx-cuda/stub/libcuda_stub.c (with cuda/gcmx_abi.h). It exports every cu* entry point that gcmx-cuda
+#    loads and that cust 0.3.2 (the tests' "other CUDA library") links; each returns CUDA_ERROR_NO_DEVICE (100).
+#    gcmx-cuda opens it through LD_LIBRARY_PATH as it would the driver's, and reports "no CUDA device"
+#    (CI, build machines). On a GPU machine the real driver's libcuda.so.1 is found first. gcmx-cuda's
+#    fault-injection tests switch the stub into emulating a device (see the stub's header).
 # 3. Prints the environment to export.
 #
 # Idempotent: re-running after success only re-checks and re-prints the environment.
