@@ -27,6 +27,8 @@ done
 # `cargo package` builds each crate from its package alone (verification), with every crate of the
 # workspace available to the others as if published.
 if [[ ${PACKAGE} == 1 ]]; then
+    # Packages of an earlier run with the same version would stand in for the workspace's crates.
+    rm -rf target/package
     cargo package --workspace --allow-dirty 2>&1 | grep -E "^ *(Packaged|Verifying|Finished|error|warning)" || true
     [[ ${PIPESTATUS[0]} == 0 ]] || { echo "consumer-check: cargo package --workspace failed" >&2; exit 1; }
 fi
