@@ -9,7 +9,7 @@
 #                                         not link libcuda
 #   scripts/consumer-check.sh --out DIR   also copy the consumer binary to DIR (to run it elsewhere:
 #                                         `gcmx-consumer --require-gpu` on a machine with a driver)
-#   scripts/consumer-check.sh --no-package   reuse the .crate files of an earlier run (target/package)
+#   scripts/consumer-check.sh --no-package   reuse the .crate files of an earlier run (target/consumer-check)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -26,10 +26,17 @@ done
 
 # `cargo package` builds each crate from its package alone (verification), with every crate of the
 # workspace available to the others as if published.
+# A target folder of its own, emptied first: cargo takes crates of a registry as immutable, so the
+# compiled packages of an earlier run with the same version would stand in for the workspace's crates
+# (and so would the sources it unpacked from that run's temporary registry, in CARGO_HOME).
+PKG="target/consumer-check"
 if [[ ${PACKAGE} == 1 ]]; then
-    # Packages of an earlier run with the same version would stand in for the workspace's crates.
-    rm -rf target/package
-    cargo package --workspace --allow-dirty 2>&1 | grep -E "^ *(Packaged|Verifying|Finished|error|warning)" || true
+    rm -rf "${PKG}"
+    for d in "${CARGO_HOME:-${HOME}/.cargo}"/registry/src/-*/gcmx*-* "${CARGO_HOME:-${HOME}/.cargo}"/registry/cache/-*/gcmx*-*; do
+        [[ -e "$d" ]] && rm -rf "$d"
+    done
+    cargo package --workspace --allow-dirty --target-dir "${PKG}" 2>&1 |
+        grep -E "^ *(Packaged|Verifying|Finished|error|warning: [^i])" || true
     [[ ${PIPESTATUS[0]} == 0 ]] || { echo "consumer-check: cargo package --workspace failed" >&2; exit 1; }
 fi
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
@@ -39,7 +46,7 @@ trap 'rm -rf "${WORK}"' EXIT
 mkdir -p "${WORK}/crates" "${WORK}/app/src"
 patch=""
 for c in gcmx gcmx-core gcmx-x86 gcmx-cuda; do
-    f="target/package/${c}-${VERSION}.crate"
+    f="${PKG}/package/${c}-${VERSION}.crate"
     [[ -f "$f" ]] || { echo "consumer-check: $f is missing" >&2; exit 1; }
     tar -xzf "$f" -C "${WORK}/crates"
     patch+="${c} = { path = \"${WORK}/crates/${c}-${VERSION}\" }"$'\n'
