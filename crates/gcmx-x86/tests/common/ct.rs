@@ -276,6 +276,23 @@ fn trace(pid: libc::pid_t, cache: &mut HashMap<u64, Instruction>) -> Vec<Step> {
     }
 }
 
+/// In the child between fork and exec: ask to be traced by the parent.
+fn trace_me() -> std::io::Result<()> {
+    // SAFETY: PTRACE_TRACEME reads no pointer arguments.
+    let r = unsafe {
+        libc::ptrace(
+            libc::PTRACE_TRACEME,
+            0,
+            std::ptr::null_mut::<libc::c_void>(),
+            0usize,
+        )
+    };
+    if r == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// What the parent found.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -298,22 +315,9 @@ pub fn trace_self() -> Outcome {
     let exe = std::env::current_exe().expect("own path");
     let mut cmd = Command::new(exe);
     cmd.env(CHILD_ENV, "1").stdout(Stdio::piped());
-    // SAFETY: between fork and exec the closure only calls ptrace(PTRACE_TRACEME), which is
+    // SAFETY: `trace_me` runs between fork and exec and only calls ptrace, which is
     // async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            let r = libc::ptrace(
-                libc::PTRACE_TRACEME,
-                0,
-                std::ptr::null_mut::<libc::c_void>(),
-                0usize,
-            );
-            if r == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
+    unsafe { cmd.pre_exec(trace_me) };
     let mut child = cmd.spawn().expect("start the traced child");
     let pid = child.id() as libc::pid_t;
     // The child's announcements are read on another thread while this one traces: a child
