@@ -298,6 +298,8 @@ fn trace_me() -> std::io::Result<()> {
 pub struct Outcome {
     /// The cases' descriptions, in the child's order.
     pub cases: Vec<String>,
+    /// Their expectations as announced (one character per run after the reference).
+    pub expects: Vec<String>,
     /// Cases whose traces did not meet their expectation.
     pub failed: usize,
     /// Traced runs, the references included.
@@ -367,6 +369,7 @@ pub fn trace_self() -> Outcome {
         let (runs, r) = rest.split_at(n);
         rest = r;
         o.cases.push(name.to_string());
+        o.expects.push(expect.to_string());
         o.runs += n;
         let reference = &runs[0];
         // a run that traced almost nothing would prove nothing
