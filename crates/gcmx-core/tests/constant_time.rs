@@ -195,9 +195,8 @@ mod cases {
     }
 }
 
-/// The child: every case, warm-up once unbracketed (lazy initialisation: CPU feature caches,
-/// rayon's pool, which a failed open's restore consults), then the reference and every other
-/// secret set each between two `SIGSTOP`s.
+/// The child: every case, warm-up once unbracketed (lazy initialisation: CPU feature caches),
+/// then the reference and every other secret set each between two `SIGSTOP`s.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod tracee {
     use super::cases::{self, Case, Op};
@@ -441,6 +440,10 @@ mod tracee {
     }
 
     pub fn run() {
+        // rayon's global pool (a failed open's restore consults it) started, and every worker
+        // past its start-up, before the first stop: a `SIGSTOP` stops every thread of the child,
+        // and a worker stopped inside the allocator would hold a lock the traced thread needs.
+        rayon::broadcast(|_| ());
         let mut rng = Rng(0xc0e5);
         let mut bufs = Bufs {
             buf: vec![0u8; 512],
