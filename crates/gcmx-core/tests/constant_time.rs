@@ -15,8 +15,8 @@
 //! Secrets: the key, the nonce, the AAD and the data, and for the comparison the received tag's
 //! bytes. The secret sets are those of gcmx-x86's test: a reference `R`, an independent random
 //! set, and `R` with every secret byte XORed with `0xFF`, `0x55`, `0x33` and `0x0F`, so that every
-//! secret bit differs from the reference in some run. Whether an open succeeds is public (the
-//! caller learns it), and a failing open does more work than a passing one (it restores the
+//! bit of these inputs differs from the reference in some run. Whether an open succeeds is public
+//! (the caller learns it), and a failing open does more work than a passing one (it restores the
 //! ciphertext), so opens are compared only with opens of the same outcome: every run of a
 //! wrong-tag case fails, every run of a right-tag case succeeds (both asserted). A wrong tag of the
 //! reference differs from the right one in its last byte alone, of the masked sets in every byte:

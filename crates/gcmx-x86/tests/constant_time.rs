@@ -11,9 +11,12 @@
 //!
 //! The secret sets of a case: the reference `R` (random key, counter and GHASH state; zero data
 //! and AAD), an independent random set, and `R` with every secret byte XORed with `0xFF`, `0x55`,
-//! `0x33` and `0x0F`. Against `R ^ 0xFF` every secret bit differs, so code that branches on (or
-//! indexes memory by) any single bit of the key, H, the counter, the GHASH state or the data is
-//! caught on every run, whatever the random reference is. The three other masks give each bit
+//! `0x33` and `0x0F`. Against `R ^ 0xFF` every secret input bit differs, so code that branches on
+//! (or indexes memory by) any single bit of the key, the counter, the GHASH state or the data is
+//! caught on every run, whatever the random reference is. (Values derived through AES, the round
+//! keys and H, differ from the reference's in each bit with probability 1/2 per set: one of their
+//! bits escapes all five comparisons of a case with probability 1/32, and every entry point runs
+//! in many cases.) The three other masks give each bit
 //! position within a byte its own pattern of flips (bit `b` is flipped by `0x55` iff `b` is even,
 //! by `0x33` iff `b & 2 == 0`, by `0x0F` iff `b < 4`), so a leak of the XOR of two bits at
 //! different positions within their bytes, which `R ^ 0xFF` leaves unchanged, is caught too. The
