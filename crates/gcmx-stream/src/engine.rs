@@ -35,6 +35,11 @@ impl Engine {
             .map_err(lib_error)
     }
 
+    /// Whether the engine is the GPU's (whose every call costs a transfer and a wait).
+    pub(crate) fn on_gpu(&self) -> bool {
+        is_gpu(self.0.backend())
+    }
+
     /// The library's name of the engine that runs (for `GCMX_TRACE`).
     pub(crate) fn engine_name(&self) -> &'static str {
         self.0.engine_name()
