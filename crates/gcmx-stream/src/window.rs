@@ -192,23 +192,33 @@ fn nonces(prefix: &[u8; 7], w: &Window) -> Vec<[u8; NONCE_LEN]> {
         .collect()
 }
 
+/// Cuts the window's buffer into its segments: each one's data and tag, in order (with
+/// [`nonces`]'s nonce of the same index).
+fn segment_parts(w: &mut Window) -> Vec<(&mut [u8], &mut [u8])> {
+    let end = w.end();
+    let mut rest = &mut w.buf[..end];
+    let mut parts = Vec::with_capacity(w.segs.len());
+    for s in &w.segs {
+        let (chunk, tail) = rest.split_at_mut(s.len);
+        rest = tail;
+        parts.push(chunk.split_at_mut(s.len - TAG_LEN));
+    }
+    parts
+}
+
 /// Seals every segment of `w` in place.
 pub(crate) fn seal_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
     let nonces = nonces(prefix, w);
-    let end = w.end();
-    let mut rest = &mut w.buf[..end];
-    let mut jobs = Vec::with_capacity(w.segs.len());
-    for (s, nonce) in w.segs.iter().zip(&nonces) {
-        let (chunk, tail) = rest.split_at_mut(s.len);
-        rest = tail;
-        let (buf, tag) = chunk.split_at_mut(s.len - TAG_LEN);
-        jobs.push(SealJob {
+    let mut jobs: Vec<SealJob<'_>> = segment_parts(w)
+        .into_iter()
+        .zip(&nonces)
+        .map(|((buf, tag), nonce)| SealJob {
             nonce: nonce.as_slice(),
             aad: &[],
             buf,
             tag,
-        });
-    }
+        })
+        .collect();
     gcm.seal_batch(&mut jobs)
 }
 
@@ -234,20 +244,16 @@ fn failing_segment(gcm: &Engine, prefix: &[u8; 7], w: &Window) -> Option<u64> {
 /// plaintext, and the error names the first segment that did not authenticate.
 pub(crate) fn open_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Result<()> {
     let nonces = nonces(prefix, w);
-    let end = w.end();
-    let mut rest = &mut w.buf[..end];
-    let mut jobs = Vec::with_capacity(w.segs.len());
-    for (s, nonce) in w.segs.iter().zip(&nonces) {
-        let (chunk, tail) = rest.split_at_mut(s.len);
-        rest = tail;
-        let (buf, tag) = chunk.split_at_mut(s.len - TAG_LEN);
-        jobs.push(OpenJob {
+    let mut jobs: Vec<OpenJob<'_>> = segment_parts(w)
+        .into_iter()
+        .zip(&nonces)
+        .map(|((buf, tag), nonce)| OpenJob {
             nonce: nonce.as_slice(),
             aad: &[],
             buf,
-            tag,
-        });
-    }
+            tag: &*tag,
+        })
+        .collect();
     match gcm.open_batch(&mut jobs) {
         Ok(()) => Ok(()),
         Err(OpenError::Other(e)) => Err(e),
