@@ -11,10 +11,21 @@
 //! measured once, one after the other, so that the rows share the machine's state):
 //! - `Gcm::encrypt_batch`: the peer; the buffer cut into the stream's segment sizes, sealed in
 //!   place with one call.
-//! - `encrypting_writer -> sink`: the same plaintext, in memory, written in 1 MiB pieces
-//!   through the adapter into `io::sink()` (the adapter copies into its window, seals, writes).
+//! - `encrypting_writer <- io::copy`: the same plaintext, in memory, copied with `io::copy`
+//!   through the adapter into `io::sink()` (for a slice, `io::copy` makes one `write`: whole
+//!   segments are copied into the window by the tasks that seal them, on every core).
+//! - `encrypting_writer, 1 MiB writes`: the same in 1 MiB `write_all`s (each straddles a
+//!   segment boundary, so the caller's thread copies them into the window, which is then sealed
+//!   in parallel).
 //! - `Gcm::decrypt_batch`: the peer of the readers, opening the segments in place.
-//! - `decrypting_reader -> 1 MiB reads`: the stream, in memory, read to its end.
+//! - `decrypting_reader -> read_to_end`: the stream, in memory, read to its end into a `Vec`
+//!   whose capacity is reserved (large reads: whole segments are read into the caller's
+//!   buffer and opened there).
+//! - `decrypting_reader, 1 MiB reads`: the same in 1 MiB reads (served from the window).
+//! - `memcpy, one thread`: the ciphertext copied once by one thread. A `Read` source hands its
+//!   bytes over by copying them into the reader's buffer on the caller's thread (the peer opens
+//!   them where they lie), so a reader cannot beat one such copy followed by the batch: the
+//!   `bound` row is that sum, measured in the same round.
 //! - `seekable_reader`, 4 KiB at random offsets: reads per second, and ciphertext bytes
 //!   fetched per read (at most two segments).
 //!
@@ -159,6 +170,9 @@ fn main() {
     drop(check);
 
     let (mut seal, mut writer, mut open, mut reader) = (vec![], vec![], vec![], vec![]);
+    let (mut writer_copy, mut reader_all, mut memcpy, mut bound) = (vec![], vec![], vec![], vec![]);
+    let mut all = Vec::with_capacity(bytes);
+    let mut copy_dst = vec![0u8; ct.len()];
     let mut piece = vec![0u8; 1 << 20];
     for _ in 0..a.rounds {
         // Peer: seal the segments in place, one batch.
@@ -179,6 +193,15 @@ fn main() {
             gcm.encrypt_batch(&mut jobs).expect("seal");
         }
         seal.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+
+        // encrypting_writer into io::sink(), the in-memory source through io::copy.
+        let t = Instant::now();
+        let mut w = keyset
+            .encrypting_writer_with(io::sink(), b"bench", &opts)
+            .expect("writer");
+        io::copy(&mut &plain[..], &mut w).expect("copy");
+        black_box(w.finish().expect("finish"));
+        writer_copy.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
         // encrypting_writer into io::sink(), 1 MiB writes.
         let t = Instant::now();
@@ -207,7 +230,27 @@ fn main() {
                 .collect();
             gcm.decrypt_batch(&mut jobs).expect("open");
         }
-        open.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+        let open_secs = t.elapsed().as_secs_f64();
+        open.push(gib_s(bytes, open_secs));
+
+        // One thread copying the ciphertext: what a `Read` source costs at least.
+        let t = Instant::now();
+        copy_dst.copy_from_slice(black_box(&ct[..]));
+        black_box(&copy_dst);
+        let copy_secs = t.elapsed().as_secs_f64();
+        memcpy.push(gib_s(ct.len(), copy_secs));
+        bound.push(gib_s(bytes, copy_secs + open_secs));
+
+        // decrypting_reader over the in-memory stream, read_to_end.
+        all.clear();
+        let t = Instant::now();
+        let mut r = keyset
+            .decrypting_reader_with(&ct[..], b"bench", &opts)
+            .expect("reader");
+        r.read_to_end(&mut all).expect("read");
+        black_box(&all);
+        reader_all.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+        assert_eq!(all.len(), bytes);
 
         // decrypting_reader over the in-memory stream, 1 MiB reads.
         let t = Instant::now();
@@ -238,12 +281,27 @@ fn main() {
     let (seal, writer, open, reader) = (median(seal), median(writer), median(open), median(reader));
     row("Gcm::encrypt_batch, segments in place", seal, None);
     row(
-        "encrypting_writer -> io::sink(), 1 MiB writes",
-        writer,
+        "encrypting_writer <- io::copy from memory",
+        median(writer_copy),
         Some(seal),
     );
+    row("encrypting_writer, 1 MiB writes", writer, Some(seal));
     row("Gcm::decrypt_batch, segments in place", open, None);
+    row(
+        "decrypting_reader -> read_to_end",
+        median(reader_all),
+        Some(open),
+    );
     row("decrypting_reader, 1 MiB reads", reader, Some(open));
+    row(
+        "bound: memcpy + Gcm::decrypt_batch",
+        median(bound),
+        Some(open),
+    );
+    println!(
+        "  memcpy of the ciphertext, one thread          {:>8.2} GiB/s",
+        median(memcpy)
+    );
 
     // Random 4 KiB reads through the seekable reader, counting the ciphertext fetched.
     struct Counting<'a> {

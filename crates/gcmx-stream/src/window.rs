@@ -6,7 +6,7 @@ use std::io::{self, Read};
 
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::engine::{Engine, OpenError, OpenJob, SealJob};
+use crate::engine::{CopySeal, Engine, OpenError, OpenJob, SealJob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{NONCE_LEN, TAG_LEN, segment_nonce};
 
@@ -220,6 +220,50 @@ pub(crate) fn seal_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Res
         })
         .collect();
     gcm.seal_batch(&mut jobs)
+}
+
+/// Seals every segment of `w` on rayon's pool, segments `copied..` copied from `src` (their
+/// plaintexts back to back) in the tasks that seal them; segments before `copied` already hold
+/// their plaintext. Only where [`Engine::can_seal_copying`]. On failure the used part of the
+/// buffer is wiped.
+pub(crate) fn seal_window_copying(
+    gcm: &Engine,
+    prefix: &[u8; 7],
+    w: &mut Window,
+    copied: usize,
+    src: &[u8],
+) -> Result<()> {
+    let nonces = nonces(prefix, w);
+    let mut rest = src;
+    let mut jobs: Vec<CopySeal<'_>> = segment_parts(w)
+        .into_iter()
+        .zip(&nonces)
+        .enumerate()
+        .map(|(j, ((buf, tag), nonce))| {
+            let src = (j >= copied).then(|| {
+                let (head, tail) = rest.split_at(buf.len());
+                rest = tail;
+                head
+            });
+            CopySeal {
+                nonce: nonce.as_slice(),
+                src,
+                buf,
+                tag,
+            }
+        })
+        .collect();
+    debug_assert!(
+        rest.is_empty(),
+        "the source is the copied segments' plaintext"
+    );
+    let r = gcm.seal_copying(&mut jobs);
+    drop(jobs);
+    if r.is_err() {
+        let end = w.end();
+        w.buf[..end].zeroize();
+    }
+    r
 }
 
 /// The index of the first segment of `w` that does not authenticate. A failed batch gives every

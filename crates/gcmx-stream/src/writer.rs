@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
-use crate::window::{Seg, Window, grow, reserve_window, seal_window};
+use crate::window::{Seg, Window, grow, reserve_window, seal_window, seal_window_copying};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -254,6 +254,28 @@ impl Sealer {
     }
 
     fn seal_inner(&mut self, last: bool) -> Result<()> {
+        let (mut w, end) = self.cut(last)?;
+        if self.background && !last {
+            let (tx, rx) = sync_channel(1);
+            let (gcm, prefix) = (self.gcm.clone(), self.prefix);
+            rayon::spawn(move || {
+                let r = seal_window(&gcm, &prefix, &mut w);
+                // A dropped writer no longer waits: the window is dropped (and wiped) here.
+                let _ = tx.send((w, r));
+            });
+            self.in_flight = Some(rx);
+        } else {
+            seal_window(&self.gcm, &self.prefix, &mut w)?;
+            self.out = 0..end;
+            self.sealed = Some(w);
+        }
+        Ok(())
+    }
+
+    /// Takes the window being filled, its segments cut (the last of them the stream's last
+    /// when `last`), and puts a fresh one in its place; returns it with the end of its last
+    /// segment.
+    fn cut(&mut self, last: bool) -> Result<(Window, usize)> {
         let next = self.spare.take().unwrap_or_else(Window::new);
         let mut w = std::mem::replace(&mut self.window, next);
         w.segs.clear();
@@ -293,21 +315,67 @@ impl Sealer {
         self.full = 0;
         self.fill = 0;
         self.fill_off = 0;
-        if self.background && !last {
-            let (tx, rx) = sync_channel(1);
-            let (gcm, prefix) = (self.gcm.clone(), self.prefix);
-            rayon::spawn(move || {
-                let r = seal_window(&gcm, &prefix, &mut w);
-                // A dropped writer no longer waits: the window is dropped (and wiped) here.
-                let _ = tx.send((w, r));
-            });
-            self.in_flight = Some(rx);
+        Ok((w, off))
+    }
+
+    /// How many bytes [`Sealer::absorb`] should take at most before [`Sealer::absorb_sealing`]
+    /// is tried again: the rest of a partly filled segment where the engine seals from copies
+    /// (so that the whole segments after it can go that way), else any amount.
+    pub(crate) fn copy_limit(&self) -> usize {
+        if self.fill > 0 && self.gcm.can_seal_copying() {
+            self.layout
+                .plaintext_len(self.next_index + self.full as u64)
+                - self.fill
         } else {
-            seal_window(&self.gcm, &self.prefix, &mut w)?;
-            self.out = 0..off;
-            self.sealed = Some(w);
+            usize::MAX
         }
-        Ok(())
+    }
+
+    /// Seals the window's full segments together with the whole segments at the start of
+    /// `data` that follow them, each of those copied into the window in the task that seals
+    /// it (the caller's thread copies nothing): only at a segment boundary, with nothing
+    /// pending or in flight, on the CPU, and only segments that at least one more byte of
+    /// `data` follows (so none of them is the stream's last). Returns the bytes of `data`
+    /// taken: 0 when none of that applies (then [`Sealer::absorb`] copies).
+    pub(crate) fn absorb_sealing(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.check()?;
+        if self.fill != 0
+            || self.sealing()
+            || !self.pending().is_empty()
+            || !self.gcm.can_seal_copying()
+        {
+            return Ok(0);
+        }
+        let (mut k, mut taken, mut end) = (0, 0, self.fill_off);
+        while self.full + k < self.per_window {
+            let index = self.next_index + (self.full + k) as u64;
+            let p = self.layout.plaintext_len(index);
+            if index > u64::from(u32::MAX) || taken + p >= data.len() {
+                break;
+            }
+            taken += p;
+            end += p + TAG_LEN;
+            k += 1;
+        }
+        // One segment alone would run on one core: let the window fill instead.
+        if k == 0 || (self.full + k < 2 && self.per_window > 1) {
+            return Ok(0);
+        }
+        let cap = self.per_window * self.layout.segment_size();
+        reserve_window(&mut self.window, end, cap)?;
+        let copied = self.full;
+        self.full += k;
+        let r = self.cut(false).and_then(|(mut w, end)| {
+            seal_window_copying(&self.gcm, &self.prefix, &mut w, copied, &data[..taken])?;
+            self.out = 0..end;
+            self.sealed = Some(w);
+            Ok(())
+        });
+        if let Err(e) = r {
+            self.failed = Some(e.clone());
+            return Err(e.into());
+        }
+        Ok(taken)
     }
 }
 
@@ -371,7 +439,13 @@ impl<W: Write> Write for EncryptingWriter<W> {
                 // Bytes already taken stay taken; the error comes at the next call.
                 return if done > 0 { Ok(done) } else { Err(e) };
             }
-            done += self.sealer.absorb(&buf[done..])?;
+            let rest = &buf[done..];
+            done += match self.sealer.absorb_sealing(rest)? {
+                0 => self
+                    .sealer
+                    .absorb(&rest[..rest.len().min(self.sealer.copy_limit())])?,
+                n => n,
+            };
         }
         Ok(done)
     }
