@@ -29,7 +29,12 @@ pub(crate) struct Window {
     /// Index of the first segment in the stream.
     pub(crate) first_index: u64,
     pub(crate) bytes_in: u64,
-    /// Allocated whole by [`reserve_window`]: all zeros once wiped, kept for the next stream.
+    /// Whether the buffer may hold plaintext: then it is wiped on drop. Cleared when every
+    /// segment has been sealed (the writer's windows then hold ciphertext only), set again when
+    /// plaintext is copied in.
+    pub(crate) plain: bool,
+    /// Allocated whole by [`reserve_window`]: kept for the next stream once it holds no
+    /// plaintext.
     reusable: bool,
 }
 
@@ -42,6 +47,7 @@ impl Window {
             segs: Vec::new(),
             first_index: 0,
             bytes_in: 0,
+            plain: true,
             reusable: false,
         }
     }
@@ -54,12 +60,32 @@ impl Window {
 
 impl Drop for Window {
     fn drop(&mut self) {
-        // Windows hold plaintext: wipe what was used before giving the memory back.
-        let used = self.high_water.min(self.buf.len());
-        self.buf[..used].zeroize();
+        // A window that may hold plaintext is wiped where it was used before its memory is
+        // given back or kept.
+        if self.plain {
+            let used = self.high_water.min(self.buf.len());
+            wipe(&mut self.buf[..used]);
+        }
         if self.reusable {
             spare::give(std::mem::take(&mut self.buf));
         }
+    }
+}
+
+/// Overwrites `buf` with zeros, on rayon's pool when it is large. A bulk fill, kept from being
+/// dropped as a dead store by `black_box` (zeroize's byte-wise volatile writes run at a
+/// fraction of memory speed, and a window is megabytes).
+pub(crate) fn wipe(buf: &mut [u8]) {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 20;
+    if buf.len() >= 4 * PIECE {
+        buf.par_chunks_mut(PIECE).for_each(|c| {
+            c.fill(0);
+            std::hint::black_box(c);
+        });
+    } else {
+        buf.fill(0);
+        std::hint::black_box(buf);
     }
 }
 
@@ -121,10 +147,11 @@ pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::R
     grow(&mut w.buf, want)
 }
 
-/// Wiped window buffers kept between streams. A fresh buffer costs a page fault and the
-/// zeroing of every page at its first write (benches/adapters.rs: about a fifth of the
-/// writer's time for streams of 256 MiB on two cores); a stream that follows another reuses
-/// its buffer. At most [`spare::KEEP`] buffers of at most 64 MiB are kept, each all zeros.
+/// Window buffers kept between streams, holding no plaintext (wiped, or holding ciphertext
+/// only). A fresh buffer costs a page fault and the zeroing of every page at its first write
+/// (benches/adapters.rs: about a fifth of the writer's time for streams of 256 MiB on two
+/// cores); a stream that follows another reuses its buffer. At most [`spare::KEEP`] buffers of
+/// at most 64 MiB are kept.
 pub(crate) mod spare {
     use std::sync::Mutex;
 
@@ -133,14 +160,14 @@ pub(crate) mod spare {
 
     static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 
-    /// A kept buffer of exactly `len` bytes, all zeros.
+    /// A kept buffer of exactly `len` bytes (its contents are no plaintext).
     pub(crate) fn take(len: usize) -> Option<Vec<u8>> {
         let mut kept = SPARE.lock().ok()?;
         let i = kept.iter().position(|b| b.len() == len)?;
         Some(kept.swap_remove(i))
     }
 
-    /// Keeps `buf` (wiped: all zeros) for a later stream, if there is room.
+    /// Keeps `buf` (holding no plaintext) for a later stream, if there is room.
     pub(crate) fn give(buf: Vec<u8>) {
         if buf.is_empty() || buf.len() > super::WHOLE_WINDOW_MAX {
             return;
@@ -219,7 +246,16 @@ pub(crate) fn seal_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Res
             tag,
         })
         .collect();
-    gcm.seal_batch(&mut jobs)
+    gcm.seal_batch(&mut jobs)?;
+    drop(jobs);
+    sealed(w);
+    Ok(())
+}
+
+/// After every segment of `w` was sealed: it holds no plaintext unless bytes past its last
+/// segment were ever filled (a look-ahead, a larger earlier window), which stay wiped on drop.
+fn sealed(w: &mut Window) {
+    w.plain = w.high_water.min(w.buf.len()) > w.end();
 }
 
 /// Seals every segment of `w` on rayon's pool, segments `copied..` copied from `src` (their
@@ -233,6 +269,7 @@ pub(crate) fn seal_window_copying(
     copied: usize,
     src: &[u8],
 ) -> Result<()> {
+    w.plain = true;
     let nonces = nonces(prefix, w);
     let mut rest = src;
     let mut jobs: Vec<CopySeal<'_>> = segment_parts(w)
@@ -259,9 +296,12 @@ pub(crate) fn seal_window_copying(
     );
     let r = gcm.seal_copying(&mut jobs);
     drop(jobs);
-    if r.is_err() {
-        let end = w.end();
-        w.buf[..end].zeroize();
+    match r {
+        Ok(()) => sealed(w),
+        Err(_) => {
+            let end = w.end();
+            wipe(&mut w.buf[..end]);
+        }
     }
     r
 }

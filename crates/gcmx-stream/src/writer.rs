@@ -226,6 +226,7 @@ impl Sealer {
             let end = off + self.fill + n;
             let cap = self.per_window * self.layout.segment_size();
             reserve_window(&mut self.window, end + TAG_LEN, cap)?;
+            self.window.plain = true;
             self.window.buf[off + self.fill..end].copy_from_slice(&data[used..used + n]);
             self.window.high_water = self.window.high_water.max(end);
             used += n;
