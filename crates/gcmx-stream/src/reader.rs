@@ -9,7 +9,7 @@ use crate::format::{Layout, TAG_LEN, segment_nonce};
 use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
-use crate::window::{Seg, Window, auth_error, open_window, reserve_window};
+use crate::window::{Seg, Window, auth_error, copy, open_window, reserve_window};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -478,7 +478,7 @@ impl<R: Read> Read for DecryptingReader<R> {
             let p = self.opener.plaintext();
             if !p.is_empty() || out.is_empty() {
                 let n = p.len().min(out.len());
-                out[..n].copy_from_slice(&p[..n]);
+                copy(&mut out[..n], &p[..n]);
                 self.opener.consume(n);
                 return Ok(n);
             }

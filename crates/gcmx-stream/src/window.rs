@@ -4,7 +4,7 @@
 
 use std::io::{self, Read};
 
-use zeroize::{Zeroize, Zeroizing};
+use zeroize::Zeroizing;
 
 use crate::engine::{CopySeal, Engine, OpenError, OpenJob, SealJob};
 use crate::error::{Error, ErrorKind, Result};
@@ -89,6 +89,21 @@ pub(crate) fn wipe(buf: &mut [u8]) {
     }
 }
 
+/// Copies `src` into `dst` (of the same length), on rayon's pool when it is large: one thread
+/// copies at a fraction of the memory's bandwidth, and the adapters' copies between the
+/// caller's buffers and their windows are what a copying adapter waits for.
+pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    const PIECE: usize = 128 << 10;
+    if src.len() >= 4 * PIECE && rayon::current_num_threads() > 1 {
+        dst.par_chunks_mut(PIECE)
+            .zip(src.par_chunks(PIECE))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    } else {
+        dst.copy_from_slice(src);
+    }
+}
+
 /// Reads until `buf` is full or the input ends; returns the bytes read.
 pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
@@ -118,19 +133,23 @@ pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
     })?;
     new.extend_from_slice(buf);
     new.resize(len, 0);
-    buf.zeroize();
+    wipe(buf);
     *buf = new;
     Ok(())
 }
 
-/// Windows of up to this many bytes are allocated whole at their first use.
-const WHOLE_WINDOW_MAX: usize = 64 << 20;
+/// Windows of up to this many bytes (the GPU's default window) are allocated whole at their
+/// first use.
+const WHOLE_WINDOW_MAX: usize = 256 << 20;
+
+/// Window buffers of up to this many bytes are kept between streams ([`spare`]).
+const SPARE_MAX: usize = 64 << 20;
 
 /// Makes the window's buffer at least `needed` bytes long, for a window of at most `cap`
-/// bytes. The first allocation takes the whole window (up to 64 MiB): a wiped window of that
-/// size that an earlier stream left (see [`spare`]), or zeroed pages from the system, which
-/// are mapped only as they are first written (a short stream touches little memory). A long
-/// stream never copies its window to a larger one. Beyond 64 MiB it grows by doubling, the
+/// bytes. The first allocation takes the whole window (up to 256 MiB): a window of that size
+/// that an earlier stream left (see [`spare`]), or zeroed pages from the system, which are
+/// mapped only as they are first written (a short stream touches little memory). A long
+/// stream never copies its window to a larger one. Beyond 256 MiB it grows by doubling, the
 /// old buffer wiped.
 pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::Result<()> {
     if w.buf.len() >= needed {
@@ -169,7 +188,7 @@ pub(crate) mod spare {
 
     /// Keeps `buf` (holding no plaintext) for a later stream, if there is room.
     pub(crate) fn give(buf: Vec<u8>) {
-        if buf.is_empty() || buf.len() > super::WHOLE_WINDOW_MAX {
+        if buf.is_empty() || buf.len() > super::SPARE_MAX {
             return;
         }
         if let Ok(mut kept) = SPARE.lock()

@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
-use crate::window::{Seg, Window, grow, reserve_window, seal_window, seal_window_copying};
+use crate::window::{Seg, Window, copy, grow, reserve_window, seal_window, seal_window_copying};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -227,7 +227,10 @@ impl Sealer {
             let cap = self.per_window * self.layout.segment_size();
             reserve_window(&mut self.window, end + TAG_LEN, cap)?;
             self.window.plain = true;
-            self.window.buf[off + self.fill..end].copy_from_slice(&data[used..used + n]);
+            copy(
+                &mut self.window.buf[off + self.fill..end],
+                &data[used..used + n],
+            );
             self.window.high_water = self.window.high_water.max(end);
             used += n;
             self.fill += n;
