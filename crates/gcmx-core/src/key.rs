@@ -13,12 +13,12 @@ use crate::field::HashKey;
 /// It is made only from the raw key and gives no key bytes, no AES block and no H back to its
 /// holder: the values backends need ([`KeyMaterial::j0`], [`KeyMaterial::tag_from_partials`],
 /// the powers of H through [`KeyMaterial::hash_key`]) are functions a holder of the raw key could
-/// compute anyway, and no public gcmx type hands out its `KeyMaterial`.
+/// compute anyway, and no type of the `gcmx` crate hands out its `KeyMaterial`.
 ///
 /// ```
-/// let k = gcmx_core::KeyMaterial::new(&[1u8; 32]).unwrap();
+/// let k = gcmx_core::backend::KeyMaterial::new(&[1u8; 32]).unwrap();
 /// assert_eq!(k.key_len(), 32);
-/// assert!(gcmx_core::KeyMaterial::new(&[1u8; 20]).is_err());
+/// assert!(gcmx_core::backend::KeyMaterial::new(&[1u8; 20]).is_err());
 /// ```
 pub struct KeyMaterial {
     cipher: AnyCipher,
@@ -129,7 +129,7 @@ impl KeyMaterial {
     }
 
     /// Join associated data, ciphertext partial hashes and the length block into the full tag
-    /// (the combination every parallel backend shares; see [`crate::combine`]).
+    /// (the combination every parallel backend shares; see [`tree_reduce`](crate::backend::tree_reduce)).
     pub fn tag_from_partials(
         &self,
         j0: &[u8; 16],
@@ -150,7 +150,7 @@ impl core::fmt::Debug for KeyMaterial {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Direction;
+    use crate::direction::Direction;
     use crate::engine::{GcmEngine, Message, ParallelEngine, SerialEngine};
     use std::sync::Arc;
 
