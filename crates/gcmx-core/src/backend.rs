@@ -7,12 +7,11 @@
 //! derives J0 and counters, and joins the GPU's partial hashes into tags). Applications use the
 //! `gcmx` crate instead.
 //!
-//! Nothing here releases key bytes, raw AES blocks or unauthenticated plaintext: key material is
-//! made only from the raw key, and an engine runs only on a [`Message`], which only the framing
-//! ([`seal`], [`open`], [`seal_batch`], [`open_batch`]) makes and which it checks, and whose
-//! tag it compares, before anything is returned. The values a backend gets from
-//! [`KeyMaterial`] (J0, the powers of H, tags) are functions of the raw key its caller already
-//! had.
+//! Nothing here opens without checking the tag: an engine runs only on a [`Message`], which only
+//! the framing ([`seal`], [`open`], [`seal_batch`], [`open_batch`]) makes; it checks the inputs
+//! first and compares the tag before anything is returned. Key material is made only from the
+//! raw key and never gives it back; what a backend gets from [`KeyMaterial`] (J0, the powers of
+//! H, tags joined from partial hashes) are functions of that key its holder could compute anyway.
 //!
 //! A backend seals a message through its [`KeyedEngine`]:
 //!

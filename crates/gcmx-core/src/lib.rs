@@ -11,15 +11,16 @@
 //!   entry points, key material, the counter and the GF(2^128) pieces.
 //!
 //! Applications use the `gcmx` crate, which re-exports the first part. The second carries no
-//! hazard a holder of the raw key could not compute anyway: no key bytes, AES blocks or
-//! unauthenticated plaintext leave it, and engines can only be driven by its framing.
+//! hazard to a holder of the raw key: key material never gives the key back, its other values
+//! are functions of the key that holder could compute anyway, and engines can only be driven by
+//! the framing, which never releases unauthenticated plaintext.
 //!
 //! ## Features
 //!
 //! - `alloc` (default): `aead`'s allocating API.
 //! - `hazmat`: the short tags of SP 800-38D appendix C (4 and 8 bytes) in the typed API and the
-//!   framing, whose usage limits the caller must keep. It exports no raw GHASH, H or keystream
-//!   operation: no backend needs one.
+//!   framing, whose usage limits the caller must keep. It adds no export: no backend needs an
+//!   operation beyond those of [`backend`], which hold no hazard for a holder of the raw key.
 #![forbid(unsafe_code)]
 
 mod aead_impl;
