@@ -31,6 +31,15 @@ pub type BuildEngine = fn(&[u8], &Arc<KeyMaterial>) -> Result<Box<dyn GcmEngine>
 /// assert_eq!(&buf, b"attack at dawn");
 /// # Ok::<(), gcmx_core::Error>(())
 /// ```
+///
+/// An engine keyed from other key material does not go in: `build` cannot capture it.
+///
+/// ```compile_fail,E0308
+/// use gcmx_core::backend::{KeyMaterial, KeyedEngine, SerialEngine};
+/// let other = std::sync::Arc::new(KeyMaterial::new(&[9u8; 16])?);
+/// let keyed = KeyedEngine::new(&[3u8; 16], move |_, _| Ok(Box::new(SerialEngine::new(other.clone()))))?;
+/// # Ok::<(), gcmx_core::Error>(())
+/// ```
 pub struct KeyedEngine {
     key: Arc<KeyMaterial>,
     engine: Box<dyn GcmEngine>,
@@ -45,7 +54,8 @@ impl KeyedEngine {
         Ok(KeyedEngine { key, engine })
     }
 
-    /// The key material.
+    /// The key material, the one the framing derives J0 from (for diagnostics: its key length,
+    /// whether the CPU engines run the stitched kernels).
     pub fn key(&self) -> &KeyMaterial {
         &self.key
     }
