@@ -438,7 +438,7 @@ fn backends(c: &mut Criterion) {
 }
 
 /// Where the parallel backend starts to beat the serial one: the measurement behind `Auto`'s
-/// threshold (`gcmx_core::engine::AUTO_PARALLEL_MIN`).
+/// threshold (`gcmx_core::backend::AUTO_PARALLEL_MIN`).
 fn threshold(c: &mut Criterion) {
     let key = [0x42u8; 32];
     let mut g = c.benchmark_group("auto-threshold");
@@ -477,7 +477,7 @@ fn memory_ceiling(c: &mut Criterion) {
     g.warm_up_time(std::time::Duration::from_millis(500));
     g.measurement_time(std::time::Duration::from_secs(3));
     let size = 64 * 1024 * 1024;
-    let chunk = gcmx_core::cipher::parallel_chunk(size);
+    let chunk = gcmx_core::backend::parallel_chunk(size);
     let mut buf = vec![0x5au8; size];
     g.throughput(Throughput::Bytes(size as u64));
     g.bench_with_input(BenchmarkId::new("xor-1-thread", size), &size, |b, _| {
@@ -507,7 +507,7 @@ fn parallel_ceiling(c: &mut Criterion) {
     g.measurement_time(std::time::Duration::from_secs(3));
     let serial = gcmx_api::key(&key, gcmx_api::Backend::Cpu);
     let size = 64 * 1024 * 1024;
-    let chunk = gcmx_core::cipher::parallel_chunk(size);
+    let chunk = gcmx_core::backend::parallel_chunk(size);
     let mut buf = vec![0x5au8; size];
     g.throughput(Throughput::Bytes(size as u64));
     g.bench_with_input(

@@ -4,8 +4,7 @@ use core::fmt;
 use core::str::FromStr;
 use std::sync::Arc;
 
-use gcmx_core::KeyMaterial;
-use gcmx_core::engine::{AutoCpuEngine, GcmEngine};
+use gcmx_core::backend::{AutoCpuEngine, GcmEngine, KeyMaterial};
 
 use crate::GcmError;
 
@@ -96,16 +95,22 @@ impl FromStr for Backend {
 
 /// `Auto` without the `cuda` feature: the CPU engines.
 #[cfg(not(feature = "cuda"))]
-pub(crate) fn auto_engine(key: &Arc<KeyMaterial>, _raw: &[u8]) -> Box<dyn GcmEngine> {
-    Box::new(AutoCpuEngine::new(key.clone()))
+pub(crate) fn auto_engine(
+    _raw: &[u8],
+    key: &Arc<KeyMaterial>,
+) -> Result<Box<dyn GcmEngine>, GcmError> {
+    Ok(Box::new(AutoCpuEngine::new(key.clone())))
 }
 
 /// `Auto` with the `cuda` feature: the CPU engines, and the GPU for host messages of at least
 /// the library's offload threshold when a device is present and that threshold is finite.
 #[cfg(feature = "cuda")]
-pub(crate) fn auto_engine(key: &Arc<KeyMaterial>, raw: &[u8]) -> Box<dyn GcmEngine> {
+pub(crate) fn auto_engine(
+    raw: &[u8],
+    key: &Arc<KeyMaterial>,
+) -> Result<Box<dyn GcmEngine>, GcmError> {
     let cpu = AutoCpuEngine::new(key.clone());
-    match gcmx_cuda::offload_threshold() {
+    Ok(match gcmx_cuda::offload_threshold() {
         Some(threshold) if threshold != usize::MAX => match gcmx_cuda::CudaEngine::new(raw) {
             Ok(gpu) => Box::new(Offload {
                 cpu,
@@ -115,7 +120,7 @@ pub(crate) fn auto_engine(key: &Arc<KeyMaterial>, raw: &[u8]) -> Box<dyn GcmEngi
             Err(_) => Box::new(cpu),
         },
         _ => Box::new(cpu),
-    }
+    })
 }
 
 /// `Auto` with a GPU: messages of `threshold` bytes or more go to the GPU.
@@ -133,8 +138,8 @@ impl GcmEngine for Offload {
     }
     fn crypt(
         &self,
-        dir: gcmx_core::Direction,
-        msg: &mut gcmx_core::Message<'_>,
+        dir: gcmx_core::backend::Direction,
+        msg: &mut gcmx_core::backend::Message<'_>,
     ) -> Result<[u8; 16], GcmError> {
         if msg.len() >= self.threshold {
             self.gpu.crypt(dir, msg)

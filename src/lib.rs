@@ -63,8 +63,6 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-use std::sync::Arc;
-
 pub use aead::{self, AeadCore, AeadInOut, Error, Key, KeyInit, KeySizeUser};
 #[cfg(feature = "aes")]
 #[cfg_attr(docsrs, doc(cfg(feature = "aes")))]
@@ -78,8 +76,7 @@ pub use gcmx_core::{DeviceError, Error as GcmError, OpenJob, SealJob};
 mod backend;
 pub use backend::Backend;
 
-use gcmx_core::KeyMaterial;
-use gcmx_core::engine::{GcmEngine, ParallelEngine, SerialEngine};
+use gcmx_core::backend::{self as framing, KeyedEngine, ParallelEngine, SerialEngine};
 
 /// The CUDA backend: device information, device-resident buffers, keyrings and batches.
 ///
@@ -108,8 +105,7 @@ pub mod cuda {
 /// Key material is wiped on drop. Decryption compares tags in constant time; on a wrong tag the
 /// buffer is given back holding its ciphertext, never plaintext.
 pub struct Gcm {
-    key: Arc<KeyMaterial>,
-    engine: Box<dyn GcmEngine>,
+    engine: KeyedEngine,
     backend: Backend,
 }
 
@@ -133,20 +129,20 @@ impl Gcm {
     /// assert_eq!(gcm.backend(), Backend::CpuParallel);
     /// ```
     pub fn with_backend(key: &[u8], backend: Backend) -> Result<Gcm, GcmError> {
-        let raw = key;
-        let key = Arc::new(KeyMaterial::new(raw)?);
-        let engine: Box<dyn GcmEngine> = match backend {
-            Backend::Cpu => Box::new(SerialEngine::new(key.clone())),
-            Backend::CpuParallel => Box::new(ParallelEngine::new(key.clone())),
-            Backend::Auto => backend::auto_engine(&key, raw),
+        let engine = match backend {
+            Backend::Cpu => {
+                KeyedEngine::new(key, |_, k| Ok(Box::new(SerialEngine::new(k.clone()))))?
+            }
+            Backend::CpuParallel => {
+                KeyedEngine::new(key, |_, k| Ok(Box::new(ParallelEngine::new(k.clone()))))?
+            }
+            Backend::Auto => KeyedEngine::new(key, backend::auto_engine)?,
             #[cfg(feature = "cuda")]
-            Backend::Cuda => Box::new(gcmx_cuda::CudaEngine::new(raw)?),
+            Backend::Cuda => {
+                KeyedEngine::new(key, |raw, _| Ok(Box::new(gcmx_cuda::CudaEngine::new(raw)?)))?
+            }
         };
-        Ok(Gcm {
-            key,
-            engine,
-            backend,
-        })
+        Ok(Gcm { engine, backend })
     }
 
     /// The backend this `Gcm` was built with.
@@ -172,7 +168,7 @@ impl Gcm {
         buf: &mut [u8],
         tag: &mut [u8],
     ) -> Result<(), GcmError> {
-        gcmx_core::frame::seal(&self.key, self.engine.as_ref(), nonce, aad, buf, tag)
+        framing::seal(&self.engine, nonce, aad, buf, tag)
     }
 
     /// Decrypt `buf` in place after checking `tag` (its length is the tag length).
@@ -198,7 +194,7 @@ impl Gcm {
         buf: &mut [u8],
         tag: &[u8],
     ) -> Result<(), GcmError> {
-        gcmx_core::frame::open(&self.key, self.engine.as_ref(), nonce, aad, buf, tag)
+        framing::open(&self.engine, nonce, aad, buf, tag)
     }
 
     /// Encrypt many independent messages under this key in one call (in parallel on the CPU, as
@@ -216,20 +212,20 @@ impl Gcm {
     /// gcm.encrypt_batch(&mut jobs).unwrap();
     /// ```
     pub fn encrypt_batch(&self, jobs: &mut [SealJob<'_>]) -> Result<(), GcmError> {
-        gcmx_core::frame::seal_batch(&self.key, self.engine.as_ref(), jobs)
+        framing::seal_batch(&self.engine, jobs)
     }
 
     /// Decrypt many messages: all or nothing. If any tag is wrong, every buffer holds its
     /// ciphertext again and the call returns [`GcmError::Authentication`].
     pub fn decrypt_batch(&self, jobs: &mut [OpenJob<'_>]) -> Result<(), GcmError> {
-        gcmx_core::frame::open_batch(&self.key, self.engine.as_ref(), jobs)
+        framing::open_batch(&self.engine, jobs)
     }
 }
 
 impl core::fmt::Debug for Gcm {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Gcm")
-            .field("key", &self.key)
+            .field("key", self.engine.key())
             .field("backend", &self.backend)
             .finish()
     }

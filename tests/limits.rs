@@ -1,15 +1,16 @@
 //! SP 800-38D 5.2.1.1 length limits: plaintext <= 2^36 - 32 bytes, AAD <= 2^61 - 1 bytes.
 //!
 //! Buffers that long cannot be made on an ordinary machine (and the AAD limit is beyond any
-//! address space), so the boundary logic is checked through `gcmx_core::frame::check_lengths`,
-//! the check `Gcm` and the typed API run before any work; the end-to-end plaintext test that
-//! needs a 64 GiB lazily-committed allocation is `#[ignore]`d.
+//! address space), so the boundary logic is checked through
+//! `gcmx_core::backend::check_lengths`, the check `Gcm` and the typed API run before any work; the
+//! end-to-end plaintext test that needs a 64 GiB lazily-committed allocation is `#[ignore]`d.
 
 mod common;
 
 use common::{backends, gcm};
 use gcmx::GcmError;
-use gcmx_core::frame::{A_MAX, P_MAX, check_lengths};
+use gcmx_core::backend::check_lengths;
+use gcmx_core::{A_MAX, P_MAX};
 
 #[test]
 fn limits_are_the_sp800_38d_values() {

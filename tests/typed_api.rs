@@ -33,7 +33,7 @@ fn bytes(rng: &mut StdRng, n: usize) -> Vec<u8> {
 fn lengths(rng: &mut StdRng) -> Vec<usize> {
     let mut v: Vec<usize> = vec![0, 1, 15, 16, 17, 31, 32, 33, 64, 255, 256, 257];
     v.extend((0..6).map(|_| rng.random_range(0..5000)));
-    let t = gcmx_core::engine::AUTO_PARALLEL_MIN;
+    let t = gcmx_core::backend::AUTO_PARALLEL_MIN;
     v.extend([t - 1, t, t + 1, (1 << 20) + 7]);
     v
 }

@@ -134,7 +134,7 @@ where
 }
 
 /// Keyed from the raw key, AES-128/192/256 run the stitched x86-64 kernels where the CPU has
-/// them ([`Cipher::with_key`]); `From<Aes>` (no raw key) runs the given cipher.
+/// them; `From<Aes>` (no raw key) runs the given cipher.
 impl<Aes, N, T> KeyInit for AesGcm<Aes, N, T>
 where
     Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt + KeyInit,

@@ -23,16 +23,17 @@ use crate::field::HashKey;
 
 /// Bytes per step of the serial loop: CTR over a chunk, then GHASH over it while it is in L1/L2
 /// (measured: 8 KiB to 128 KiB are equal within 0.5 %; below 2 KiB the per-chunk setup costs).
-pub const SERIAL_CHUNK: usize = 32 * 1024;
+pub(crate) const SERIAL_CHUNK: usize = 32 * 1024;
 
 /// Smallest chunk the parallel backend hands to one thread.
-pub const MIN_PARALLEL_CHUNK: usize = 16 * 1024;
+pub(crate) const MIN_PARALLEL_CHUNK: usize = 16 * 1024;
 
 /// Whether this CPU runs gcmx-x86's stitched AES-GCM kernels (x86-64 with AES-NI and PCLMULQDQ):
-/// then AES keyed from raw bytes ([`Cipher::with_key`], `KeyMaterial::new`) takes that path.
+/// then AES keyed from raw bytes ([`KeyMaterial::new`](crate::backend::KeyMaterial::new), the
+/// typed API's `KeyInit`) takes that path.
 ///
 /// ```
-/// let _fast = gcmx_core::cipher::stitched_supported();
+/// let _fast = gcmx_core::backend::stitched_supported();
 /// ```
 pub fn stitched_supported() -> bool {
     StitchedKey::cpu_supported()
@@ -42,25 +43,10 @@ pub fn stitched_supported() -> bool {
 /// and the POLYVAL-domain [`HashKey`] that joins partial hashes; for AES keyed through
 /// [`Cipher::with_key`], also the stitched x86-64 kernels.
 ///
-/// ```
-/// use gcmx_core::{cipher::Cipher, Direction};
-/// use aes::cipher::KeyInit;
-/// let key = [0u8; 16];
-/// let c = Cipher::with_key(aes::Aes128::new(&key.into()), &key);
-/// let mut buf = *b"sixteen byte msg";
-/// let j0 = c.j0(&[0u8; 12]);
-/// let tag = c.crypt(Direction::Seal, &j0, b"", &mut buf);
-/// let mut back = buf;
-/// assert_eq!(c.crypt(Direction::Open, &j0, b"", &mut back), tag);
-/// assert_eq!(&back, b"sixteen byte msg");
-/// // the generic path gives the same bytes
-/// let g = Cipher::new(aes::Aes128::new(&key.into()));
-/// let mut again = *b"sixteen byte msg";
-/// assert_eq!(g.crypt(Direction::Seal, &j0, b"", &mut again), tag);
-/// assert_eq!(again, buf);
-/// ```
+/// Private to gcmx-core: it encrypts raw blocks and opens without checking the tag, which only
+/// the typed API and the engines, behind the framing, may do.
 #[derive(Clone)]
-pub struct Cipher<C> {
+pub(crate) struct Cipher<C> {
     cipher: C,
     ghash: GHash,
     hk: HashKey,
@@ -102,7 +88,7 @@ where
 {
     /// Derive `H = E_K(0^128)` and set up both hashers. This cipher runs the generic path only
     /// (the raw key is not known here); [`Cipher::with_key`] can also use the stitched kernels.
-    pub fn new(cipher: C) -> Self {
+    pub(crate) fn new(cipher: C) -> Self {
         Self::build(cipher, None)
     }
 
@@ -110,7 +96,7 @@ where
     /// key `cipher` was made from (16, 24 or 32 bytes), the stitched x86-64 kernels too (see
     /// `gcmx_x86::StitchedKey::new`). The kernels are used only if their AES agrees with
     /// `cipher` on two test blocks, so a cipher that is not AES under `key` keeps the generic path.
-    pub fn with_key(cipher: C, key: &[u8]) -> Self {
+    pub(crate) fn with_key(cipher: C, key: &[u8]) -> Self {
         Self::build(cipher, StitchedKey::new(key))
     }
 
@@ -133,7 +119,7 @@ where
     }
 
     /// Whether this cipher runs the stitched x86-64 kernels (else the generic path).
-    pub fn is_stitched(&self) -> bool {
+    pub(crate) fn is_stitched(&self) -> bool {
         self.stitched.is_some()
     }
 
@@ -147,12 +133,12 @@ where
     }
 
     /// The POLYVAL-domain hash key.
-    pub fn hash_key(&self) -> &HashKey {
+    pub(crate) fn hash_key(&self) -> &HashKey {
         &self.hk
     }
 
     /// `E_K(block)` in place.
-    pub fn encrypt_block(&self, block: &mut [u8; 16]) {
+    pub(crate) fn encrypt_block(&self, block: &mut [u8; 16]) {
         let mut b = Block::<C>::from(*block);
         self.cipher.encrypt_block(&mut b);
         *block = b.into();
@@ -160,7 +146,7 @@ where
 
     /// The pre-counter block J0 of SP 800-38D 7.1: `IV ‖ 0^31 ‖ 1` for 12-byte nonces, else
     /// `GHASH(IV ‖ 0^s ‖ [len(IV)]_64)`. The nonce is public; `nonce` must not be empty (the framing checks).
-    pub fn j0(&self, nonce: &[u8]) -> [u8; 16] {
+    pub(crate) fn j0(&self, nonce: &[u8]) -> [u8; 16] {
         if nonce.len() == 12 {
             let mut j0 = [0u8; 16];
             j0[..12].copy_from_slice(nonce);
@@ -178,7 +164,13 @@ where
     /// Seal or open `buf` in place on one thread; returns the full tag (computed over the
     /// ciphertext written when sealing, over the ciphertext read when opening).
     #[inline]
-    pub fn crypt(&self, dir: Direction, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+    pub(crate) fn crypt(
+        &self,
+        dir: Direction,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: &mut [u8],
+    ) -> [u8; 16] {
         if let Some(k) = &self.stitched {
             // The whole message (AAD, data, length block, mask) in one kernel call.
             return match dir {
@@ -194,7 +186,7 @@ where
 
     /// The full tag of ciphertext `ct` under `j0` and `aad`, without decrypting: what an open
     /// of `ct` expects (for callers whose output is not their input buffer).
-    pub fn tag_of(&self, j0: &[u8; 16], aad: &[u8], ct: &[u8]) -> [u8; 16] {
+    pub(crate) fn tag_of(&self, j0: &[u8; 16], aad: &[u8], ct: &[u8]) -> [u8; 16] {
         let mut g = self.hasher();
         g.update_padded(aad);
         g.update_padded(ct);
@@ -216,7 +208,7 @@ where
     ) {
         let g = match g {
             Hasher::Stitched(k, y) => {
-                let mut ctr = crate::Counter::block(j0, first);
+                let mut ctr = crate::counter::Counter::block(j0, first);
                 match dir {
                     Direction::Seal => k.seal(&ctr, y, buf),
                     Direction::Open => k.open(&ctr, y, buf),
@@ -263,7 +255,7 @@ where
     }
 
     /// The GHASH value of one run of bytes (zero-padded to whole blocks) as a [`Partial`].
-    pub fn hash_run(&self, data: &[u8]) -> Partial {
+    pub(crate) fn hash_run(&self, data: &[u8]) -> Partial {
         let mut g = self.hasher();
         g.update_padded(data);
         Partial {
@@ -274,7 +266,7 @@ where
 
     /// Join the hash of the associated data, the ciphertext runs (in order) and the length
     /// block through [`tree_reduce`], then mask: the full tag. Shared by every parallel backend.
-    pub fn tag_from_partials(
+    pub(crate) fn tag_from_partials(
         &self,
         j0: &[u8; 16],
         aad: &[u8],
@@ -300,7 +292,7 @@ where
 }
 
 /// Chunk size the parallel backend uses for `len` bytes: about four chunks per thread, at
-/// least [`MIN_PARALLEL_CHUNK`], a whole number of blocks.
+/// least 16 KiB, a whole number of blocks.
 pub fn parallel_chunk(len: usize) -> usize {
     let threads = rayon::current_num_threads().max(1);
     let c = len.div_ceil(threads * 4).max(MIN_PARALLEL_CHUNK);
@@ -314,7 +306,7 @@ where
     /// Seal or open over chunks of `chunk` bytes (rounded down to whole blocks, at least one)
     /// on rayon's threads: each chunk is CTR-processed from its own counter offset and hashed
     /// alone; the hashes join by the powers-of-H tree. Same output as [`Cipher::crypt`].
-    pub fn crypt_parallel(
+    pub(crate) fn crypt_parallel(
         &self,
         dir: Direction,
         j0: &[u8; 16],
@@ -365,7 +357,7 @@ where
 }
 
 /// GCM's last GHASH block: `[len(A)]_64 ‖ [len(C)]_64` in bits.
-pub fn length_block(aad_len: usize, ct_len: usize) -> [u8; 16] {
+pub(crate) fn length_block(aad_len: usize, ct_len: usize) -> [u8; 16] {
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&((aad_len as u64) * 8).to_be_bytes());
     b[8..].copy_from_slice(&((ct_len as u64) * 8).to_be_bytes());
@@ -383,6 +375,25 @@ mod tests {
     use super::*;
     use aes::cipher::KeyInit;
     use aes::{Aes128, Aes192, Aes256};
+
+    /// Seal and open one block on the stitched and the generic path: the open gives the
+    /// plaintext and the seal's tag, and both paths give the same bytes.
+    #[test]
+    fn seal_open_and_paths_agree_on_one_block() {
+        let key = [0u8; 16];
+        let c = Cipher::with_key(Aes128::new(&key.into()), &key);
+        let mut buf = *b"sixteen byte msg";
+        let j0 = c.j0(&[0u8; 12]);
+        let tag = c.crypt(Direction::Seal, &j0, b"", &mut buf);
+        let mut back = buf;
+        assert_eq!(c.crypt(Direction::Open, &j0, b"", &mut back), tag);
+        assert_eq!(&back, b"sixteen byte msg");
+        // the generic path gives the same bytes
+        let g = Cipher::new(Aes128::new(&key.into()));
+        let mut again = *b"sixteen byte msg";
+        assert_eq!(g.crypt(Direction::Seal, &j0, b"", &mut again), tag);
+        assert_eq!(again, buf);
+    }
 
     /// splitmix64: deterministic test data.
     struct Rng(u64);

@@ -14,8 +14,7 @@ use crate::field::{HashKey, dot};
 /// The GHASH value of a run of `blocks` consecutive 16-byte blocks.
 ///
 /// ```
-/// use gcmx_core::combine::{Partial, tree_reduce};
-/// use gcmx_core::field::HashKey;
+/// use gcmx_core::backend::{HashKey, Partial, tree_reduce};
 /// let hk = HashKey::new([9u8; 16]);
 /// let xs = [1u128, 2, 3, 4, 5];
 /// let whole = Partial::hash_blocks(&hk, &xs);
@@ -31,7 +30,7 @@ pub struct Partial {
 }
 
 impl Partial {
-    /// The empty run: the identity of [`combine`].
+    /// The empty run: the identity of the join.
     pub const EMPTY: Partial = Partial {
         value: 0,
         blocks: 0,
@@ -47,21 +46,8 @@ impl Partial {
     }
 }
 
-/// Join two consecutive runs: `dot(a.value, Q_len(b)) ^ b.value`.
-pub fn combine(hk: &HashKey, a: Partial, b: Partial) -> Partial {
-    if b.blocks == 0 {
-        return Partial {
-            value: a.value ^ b.value,
-            blocks: a.blocks,
-        };
-    }
-    Partial {
-        value: dot(a.value, hk.power(b.blocks)) ^ b.value,
-        blocks: a.blocks + b.blocks,
-    }
-}
-
-/// Join runs given in message order by a pairwise tree.
+/// Join runs given in message order by a pairwise tree: two consecutive runs A, B join as
+/// `dot(A.value, Q_len(B)) ^ B.value`.
 ///
 /// Each level joins neighbours `(2i, 2i+1)`; the power `Q_len` is computed once per distinct
 /// length in a level, so runs of equal length (the usual case) cost one exponentiation per level.

@@ -7,7 +7,7 @@
 /// bytes, so its `Debug` shows nothing).
 ///
 /// ```
-/// use gcmx_core::Counter;
+/// use gcmx_core::backend::Counter;
 /// let mut j0 = [7u8; 16];
 /// j0[12..].copy_from_slice(&0xffff_fffeu32.to_be_bytes());
 /// let c = Counter::of_j0(&j0);

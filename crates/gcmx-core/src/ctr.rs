@@ -6,7 +6,7 @@ use aes::cipher::{BlockCipherEncrypt, BlockSizeUser, InnerIvInit, StreamCipherCo
 use ctr::CtrCore;
 use ctr::flavors::Ctr32BE;
 
-use crate::Counter;
+use crate::counter::Counter;
 
 /// XOR the GCM keystream into `buf`, whose first byte is at keystream block `first_block`
 /// (block 0 is the one encrypted with counter `ctr0 + 1`). `buf` starts on a block boundary.

@@ -12,9 +12,10 @@ use crate::key::{KeyMaterial, with_cipher};
 /// One message as gcmx-core's framing hands it to an engine: J0 derived from the nonce, the
 /// associated data, and the buffer to transform in place.
 ///
-/// Only the framing ([`crate::frame`]) creates a `Message`: it checks the inputs first, and
-/// after an engine has opened a message it compares the tag and, on a mismatch, turns the
-/// buffer back into the ciphertext before it returns. So no code outside gcmx-core can run an
+/// Only the framing ([`seal`](crate::backend::seal), [`open`](crate::backend::open) and their
+/// batch forms) creates a `Message`: it checks the inputs first, and after an engine has opened
+/// a message it compares the tag and, on a mismatch, turns the buffer back into the ciphertext
+/// before it returns. So no code outside gcmx-core can run an
 /// engine on its own, and no engine can release unauthenticated plaintext. J0 (secret for
 /// nonces that are not 12 bytes) is wiped when the message is dropped.
 ///
@@ -22,7 +23,7 @@ use crate::key::{KeyMaterial, with_cipher};
 ///
 /// ```compile_fail
 /// let mut buf = [0u8; 16];
-/// let msg = gcmx_core::Message::new([0u8; 16], b"", &mut buf);
+/// let msg = gcmx_core::backend::Message::new([0u8; 16], b"", &mut buf);
 /// ```
 pub struct Message<'a> {
     j0: [u8; 16],
@@ -90,8 +91,9 @@ impl core::fmt::Debug for Message<'_> {
 ///
 /// An engine does the bulk work only: CTR and GHASH. The framing (limits, J0, tag truncation,
 /// the constant-time comparison, and what a failed authentication leaves in the buffer) lives
-/// in [`crate::frame`], once for all engines, and only the framing can call an engine (see
-/// [`Message`]).
+/// in the framing ([`seal`](crate::backend::seal) and the others), once for all engines, and only the
+/// framing can call an engine (see [`Message`]). The framing runs an engine through the
+/// [`KeyedEngine`](crate::backend::KeyedEngine) that binds it to its key.
 ///
 /// `crypt` with [`Direction::Seal`] CTR-encrypts the buffer (counter blocks `inc32(J0)`,
 /// `inc32²(J0)`, …) and returns the full tag `GHASH_H(aad, ciphertext) XOR AES_K(J0)`; with
@@ -123,7 +125,8 @@ pub trait GcmEngine: Send + Sync {
     }
 }
 
-/// One thread: the fused CTR+GHASH loop of [`crate::cipher::Cipher`].
+/// One thread: the fused CTR+GHASH loop of the CPU (gcmx-x86's stitched kernels where the CPU
+/// has them, else the `aes` and `ghash` crates).
 #[derive(Debug, Clone)]
 pub struct SerialEngine {
     key: Arc<KeyMaterial>,
@@ -147,7 +150,7 @@ impl GcmEngine for SerialEngine {
 }
 
 /// All cores: chunks on rayon, each CTR-encrypted from its own counter offset and hashed alone,
-/// the chunk hashes joined by the powers-of-H tree ([`crate::combine::tree_reduce`]).
+/// the chunk hashes joined by the powers-of-H tree ([`tree_reduce`](crate::backend::tree_reduce)).
 #[derive(Debug, Clone)]
 pub struct ParallelEngine {
     key: Arc<KeyMaterial>,
@@ -194,7 +197,7 @@ pub struct AutoCpuEngine {
 pub const AUTO_PARALLEL_MIN: usize = 256 * 1024;
 
 /// Whether a message of `len` bytes is worth splitting over rayon's threads.
-pub fn parallel_pays(len: usize) -> bool {
+pub(crate) fn parallel_pays(len: usize) -> bool {
     len >= AUTO_PARALLEL_MIN && rayon::current_num_threads() > 1
 }
 

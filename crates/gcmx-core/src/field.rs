@@ -14,7 +14,7 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 /// `dot(a, b) = a·b·x^-128 mod x^128 + x^127 + x^126 + x^121 + 1`, constant time.
 ///
 /// ```
-/// use gcmx_core::field::{dot, MONT_ONE};
+/// use gcmx_core::backend::{dot, MONT_ONE};
 /// let (a, b, c) = (3u128 << 100, 0x1234u128, 0x9876u128 << 64);
 /// assert_eq!(dot(a ^ b, c), dot(a, c) ^ dot(b, c)); // linear
 /// assert_eq!(dot(a, MONT_ONE), a);                   // x^128 is Montgomery's one
@@ -25,13 +25,8 @@ pub fn dot(a: u128, b: u128) -> u128 {
 }
 
 /// `mulX(v)`: multiply by `x` modulo POLYVAL's polynomial, constant time (RFC 8452, appendix A).
-///
-/// ```
-/// assert_eq!(gcmx_core::field::mulx(1), 2);
-/// assert_eq!(gcmx_core::field::mulx(1 << 127), 0xC2000000000000000000000000000001);
-/// ```
 #[inline]
-pub fn mulx(v: u128) -> u128 {
+pub(crate) fn mulx(v: u128) -> u128 {
     let top = v >> 127;
     (v << 1) ^ (top.wrapping_neg() & 0xC200_0000_0000_0000_0000_0000_0000_0001)
 }
@@ -42,7 +37,7 @@ pub fn mulx(v: u128) -> u128 {
 /// Zeroized on drop.
 ///
 /// ```
-/// use gcmx_core::field::{dot, HashKey};
+/// use gcmx_core::backend::{dot, HashKey};
 /// let hk = HashKey::new([7u8; 16]);
 /// assert_eq!(hk.power(1), hk.h_prime());
 /// assert_eq!(hk.power(5), dot(hk.power(2), hk.power(3)));
@@ -136,6 +131,13 @@ mod tests {
         *state ^= *state >> 7;
         *state ^= *state << 17;
         *state
+    }
+
+    /// `mulX` shifts left and reduces the bit shifted out.
+    #[test]
+    fn mulx_shifts_and_reduces() {
+        assert_eq!(mulx(1), 2);
+        assert_eq!(mulx(1 << 127), 0xC2000000000000000000000000000001);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::chunks::{BATCH_CHUNK, for_each_chunk};
 use crate::direction::Direction;
 use crate::engine::{GcmEngine, Message};
 use crate::key::KeyMaterial;
+use crate::keyed::KeyedEngine;
 
 /// Longest plaintext GCM allows: 2^36 − 32 bytes (2^39 − 256 bits).
 pub const P_MAX: u64 = (1 << 36) - 32;
@@ -32,7 +33,7 @@ pub const TAG_LENGTHS: &[usize] = &[4, 8, 12, 13, 14, 15, 16];
 /// Check the lengths of one message's inputs.
 ///
 /// ```
-/// use gcmx_core::{Error, frame::check};
+/// use gcmx_core::{Error, backend::check};
 /// assert_eq!(check(&[], b"", 0, 16), Err(Error::NonceLength(0)));
 /// assert_eq!(check(&[0; 12], b"", 0, 5), Err(Error::TagLength(5)));
 /// assert_eq!(check(&[0; 12], b"", 0, 17), Err(Error::TagLength(17)));
@@ -64,9 +65,9 @@ pub fn check_lengths(aad_len: usize, msg_len: usize) -> Result<(), Error> {
 ///
 /// ```
 /// let full = [7u8; 16];
-/// assert!(gcmx_core::frame::tag_matches(&full, &[7u8; 12]));
-/// assert!(!gcmx_core::frame::tag_matches(&full, &[7u8; 17]));
-/// assert!(!gcmx_core::frame::tag_matches(&full, &[]));
+/// assert!(gcmx_core::backend::tag_matches(&full, &[7u8; 12]));
+/// assert!(!gcmx_core::backend::tag_matches(&full, &[7u8; 17]));
+/// assert!(!gcmx_core::backend::tag_matches(&full, &[]));
 /// ```
 pub fn tag_matches(expected: &[u8; 16], tag: &[u8]) -> bool {
     let n = tag.len();
@@ -94,9 +95,20 @@ pub fn tag_matches(expected: &[u8; 16], tag: &[u8]) -> bool {
     (lo & hi).into()
 }
 
-/// Seal one message with `engine` under `key`: `buf` becomes the ciphertext, `tag` the tag of
+/// Seal one message with `engine` under its key: `buf` becomes the ciphertext, `tag` the tag of
 /// length `tag.len()`. If the engine fails, `buf` is zeroed (it may hold part-encrypted data).
 pub fn seal(
+    engine: &KeyedEngine,
+    nonce: &[u8],
+    aad: &[u8],
+    buf: &mut [u8],
+    tag: &mut [u8],
+) -> Result<(), Error> {
+    seal_with(engine.key(), engine.engine(), nonce, aad, buf, tag)
+}
+
+/// [`seal`] with the key material and the engine apart.
+fn seal_with(
     key: &KeyMaterial,
     engine: &dyn GcmEngine,
     nonce: &[u8],
@@ -119,10 +131,21 @@ pub fn seal(
     }
 }
 
-/// Open one message: on success `buf` holds the plaintext. On a wrong tag it holds the
-/// ciphertext again and the call returns [`Error::Authentication`]; if the engine fails, `buf`
-/// is zeroed.
+/// Open one message with `engine` under its key: on success `buf` holds the plaintext. On a
+/// wrong tag it holds the ciphertext again and the call returns [`Error::Authentication`]; if the
+/// engine fails, `buf` is zeroed.
 pub fn open(
+    engine: &KeyedEngine,
+    nonce: &[u8],
+    aad: &[u8],
+    buf: &mut [u8],
+    tag: &[u8],
+) -> Result<(), Error> {
+    open_with(engine.key(), engine.engine(), nonce, aad, buf, tag)
+}
+
+/// [`open`] with the key material and the engine apart.
+fn open_with(
     key: &KeyMaterial,
     engine: &dyn GcmEngine,
     nonce: &[u8],
@@ -187,9 +210,14 @@ pub struct OpenJob<'a> {
     pub tag: &'a [u8],
 }
 
-/// Seal a batch. Inputs are all checked before any work; if the engine fails, every buffer is
-/// zeroed and no tag is written.
-pub fn seal_batch(
+/// Seal a batch with `engine` under its key. Inputs are all checked before any work; if the
+/// engine fails, every buffer is zeroed and no tag is written.
+pub fn seal_batch(engine: &KeyedEngine, jobs: &mut [SealJob<'_>]) -> Result<(), Error> {
+    seal_batch_with(engine.key(), engine.engine(), jobs)
+}
+
+/// [`seal_batch`] with the key material and the engine apart.
+fn seal_batch_with(
     key: &KeyMaterial,
     engine: &dyn GcmEngine,
     jobs: &mut [SealJob<'_>],
@@ -240,10 +268,15 @@ fn clear_tags(tags: &mut [[u8; 16]]) {
     core::hint::black_box(tags);
 }
 
-/// Open a batch: all or nothing. If any tag is wrong, every buffer holds its ciphertext again
-/// and the call returns [`Error::Authentication`]; if the engine fails, every buffer is zeroed.
-/// So no unauthenticated plaintext is released.
-pub fn open_batch(
+/// Open a batch with `engine` under its key: all or nothing. If any tag is wrong, every buffer
+/// holds its ciphertext again and the call returns [`Error::Authentication`]; if the engine
+/// fails, every buffer is zeroed. So no unauthenticated plaintext is released.
+pub fn open_batch(engine: &KeyedEngine, jobs: &mut [OpenJob<'_>]) -> Result<(), Error> {
+    open_batch_with(engine.key(), engine.engine(), jobs)
+}
+
+/// [`open_batch`] with the key material and the engine apart.
+fn open_batch_with(
     key: &KeyMaterial,
     engine: &dyn GcmEngine,
     jobs: &mut [OpenJob<'_>],
@@ -385,7 +418,7 @@ mod tests {
                 tag: t,
             })
             .collect();
-        seal_batch(key, eng, &mut jobs)
+        seal_batch_with(key, eng, &mut jobs)
     }
 
     /// `open_batch` over every message with one AAD.
@@ -408,7 +441,7 @@ mod tests {
                 tag: t,
             })
             .collect();
-        open_batch(key, eng, &mut jobs)
+        open_batch_with(key, eng, &mut jobs)
     }
 
     /// `tag_matches` is "`tag` is a non-empty prefix of `expected`" for every length and every
@@ -452,7 +485,7 @@ mod tests {
         for i in [0, 1, BATCH_CHUNK - 1, BATCH_CHUNK, 2 * BATCH_CHUNK + 76] {
             let mut b = plain[i].clone();
             let mut t = [0u8; 16];
-            seal(&key, &one, &nonces[i], b"hdr", &mut b, &mut t).unwrap();
+            seal_with(&key, &one, &nonces[i], b"hdr", &mut b, &mut t).unwrap();
             assert_eq!((&b, &t), (&bufs[i], &tags[i]), "message {i}");
         }
 

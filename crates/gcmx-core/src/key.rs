@@ -10,15 +10,16 @@ use crate::field::HashKey;
 /// An AES key of 16, 24 or 32 bytes expanded, with its GHASH key: what the backends run on.
 /// Zeroized on drop (the AES round keys by the `aes` crate and `gcmx-x86`, H by [`HashKey`]).
 ///
-/// It is made only from the raw key and gives no key bytes, no AES block and no H back to its
-/// holder: the values backends need ([`KeyMaterial::j0`], [`KeyMaterial::tag_from_partials`],
-/// the powers of H through [`KeyMaterial::hash_key`]) are functions a holder of the raw key could
-/// compute anyway, and no public gcmx type hands out its `KeyMaterial`.
+/// It is made only from the raw key and never gives the key bytes back. The values backends
+/// need ([`KeyMaterial::j0`], [`KeyMaterial::tag_from_partials`], the powers of H through
+/// [`KeyMaterial::hash_key`]) are functions of the key that its holder, who had the raw key,
+/// could compute anyway: the first power of H is `H'`, and the tag of an empty message is the
+/// AES block of its J0. No type of the `gcmx` crate hands out its `KeyMaterial`.
 ///
 /// ```
-/// let k = gcmx_core::KeyMaterial::new(&[1u8; 32]).unwrap();
+/// let k = gcmx_core::backend::KeyMaterial::new(&[1u8; 32]).unwrap();
 /// assert_eq!(k.key_len(), 32);
-/// assert!(gcmx_core::KeyMaterial::new(&[1u8; 20]).is_err());
+/// assert!(gcmx_core::backend::KeyMaterial::new(&[1u8; 20]).is_err());
 /// ```
 pub struct KeyMaterial {
     cipher: AnyCipher,
@@ -129,7 +130,7 @@ impl KeyMaterial {
     }
 
     /// Join associated data, ciphertext partial hashes and the length block into the full tag
-    /// (the combination every parallel backend shares; see [`crate::combine`]).
+    /// (the combination every parallel backend shares; see [`tree_reduce`](crate::backend::tree_reduce)).
     pub fn tag_from_partials(
         &self,
         j0: &[u8; 16],
@@ -150,7 +151,7 @@ impl core::fmt::Debug for KeyMaterial {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Direction;
+    use crate::direction::Direction;
     use crate::engine::{GcmEngine, Message, ParallelEngine, SerialEngine};
     use std::sync::Arc;
 

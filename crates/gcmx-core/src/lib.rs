@@ -1,31 +1,45 @@
 //! gcmx-core: the implementation crate of [gcmx](https://crates.io/crates/gcmx): the GF(2^128)
 //! math, GCM framing, the typed `aead` API, the backend trait and the CPU backends.
 //!
-//! Applications use the `gcmx` crate, which re-exports what they need. This crate's other public
-//! items serve gcmx's backend crates (`gcmx-cuda`); they carry no hazard a holder of the raw key
-//! could not compute anyway: no key bytes, AES blocks or H leave a keyed object, and engines can
-//! only be driven by the framing here, which never releases unauthenticated plaintext.
+//! Its public surface has two parts:
+//!
+//! - at the root, what applications see through `gcmx`: the typed API ([`Aes128Gcm`],
+//!   [`Aes192Gcm`], [`Aes256Gcm`], the generic [`AesGcm`], [`Nonce`], [`Tag`], [`TagSize`]), the
+//!   error of the runtime-sized API ([`Error`], [`DeviceError`]), the batch jobs ([`SealJob`],
+//!   [`OpenJob`]), the length limits ([`A_MAX`], [`P_MAX`]), and the [`aead`] and [`aes`] crates;
+//! - [`backend`], what gcmx's backends build on: the engine trait, the CPU engines, the framing
+//!   entry points, key material, the counter and the GF(2^128) pieces.
+//!
+//! Applications use the `gcmx` crate, which re-exports the first part. The second carries no
+//! hazard to a holder of the raw key: key material never gives the key back, its other values
+//! are functions of the key that holder could compute anyway, and engines can only be driven by
+//! the framing, which never releases unauthenticated plaintext.
+//!
+//! ## Features
+//!
+//! - `alloc` (default): `aead`'s allocating API.
+//! - `hazmat`: the short tags of SP 800-38D appendix C (4 and 8 bytes) in the typed API and the
+//!   framing, whose usage limits the caller must keep. It adds no export: no backend needs an
+//!   operation beyond those of [`backend`], which hold no hazard for a holder of the raw key.
 #![forbid(unsafe_code)]
 
-pub mod aead_impl;
+mod aead_impl;
+pub mod backend;
 mod chunks;
-pub mod cipher;
-pub mod combine;
+mod cipher;
+mod combine;
 mod counter;
 mod ctr;
 mod direction;
-pub mod engine;
+mod engine;
 mod error;
-pub mod field;
-pub mod frame;
-pub mod key;
+mod field;
+mod frame;
+mod key;
+mod keyed;
 
 pub use aead;
 pub use aead_impl::{Aes128Gcm, Aes192Gcm, Aes256Gcm, AesGcm, Nonce, Tag, TagSize};
 pub use aes;
-pub use counter::Counter;
-pub use direction::Direction;
-pub use engine::{GcmEngine, Message};
 pub use error::{DeviceError, Error};
 pub use frame::{A_MAX, OpenJob, P_MAX, SealJob};
-pub use key::KeyMaterial;

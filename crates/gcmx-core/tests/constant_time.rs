@@ -7,10 +7,11 @@
 //! What runs: key set-up (`KeyMaterial::new`: the `aes` crate's key schedule, H, the GHASH keys,
 //! the stitched kernels' key and the check that both AES agree; `Aes256Gcm::new`), J0 (a GHASH of
 //! the nonce when it is not 12 bytes, so secret), the tag's computation, truncation and masking,
-//! the comparison `frame::tag_matches`, and the entry points `frame::seal` / `frame::open` through
-//! `SerialEngine` and the typed `Aes256Gcm` (and `AesGcm<Aes128, U16>`, a 16-byte nonce) in place
-//! and out of place. The stitched kernels run inside, at the width `KeyMaterial::new` picks (the
-//! widest this CPU runs; gcmx-x86's test covers every width).
+//! the comparison `backend::tag_matches`, and the entry points `backend::seal` / `backend::open`
+//! through a `KeyedEngine` over `SerialEngine` and the typed `Aes256Gcm` (and
+//! `AesGcm<Aes128, U16>`, a 16-byte nonce) in place and out of place. The stitched kernels run
+//! inside, at the width `KeyMaterial::new` picks (the widest this CPU runs; gcmx-x86's test covers
+//! every width).
 //!
 //! Secrets: the key, the nonce, the AAD and the data, and for the comparison the received tag's
 //! bytes. The secret sets are those of gcmx-x86's test: a reference `R`, an independent random
@@ -59,13 +60,13 @@ mod cases {
     pub enum Op {
         /// `KeyMaterial::new`.
         KeyNew,
-        /// `frame::seal` through `SerialEngine`.
+        /// `backend::seal` through `SerialEngine`.
         Seal,
-        /// `frame::open` with the right tag (succeeds).
+        /// `backend::open` with the right tag (succeeds).
         OpenRight,
-        /// `frame::open` with a wrong tag (fails, restores the ciphertext).
+        /// `backend::open` with a wrong tag (fails, restores the ciphertext).
         OpenWrong,
-        /// `frame::tag_matches` of a secret expected tag and a received tag.
+        /// `backend::tag_matches` of a secret expected tag and a received tag.
         TagRight,
         TagWrong,
         /// The self-check: a comparison that stops at the first differing byte (test code, not
@@ -125,7 +126,7 @@ mod cases {
                 tag_len: 16,
             });
         }
-        // frame::seal/open: every key size, 12-byte nonces and others (1, 16, 60, 33 bytes:
+        // backend::seal/open: every key size, 12-byte nonces and others (1, 16, 60, 33 bytes:
         // shorter than, one and several GHASH blocks, a partial last block), messages empty,
         // shorter than a block, and across the kernels' steps, every tag length the default
         // build accepts
@@ -205,10 +206,9 @@ mod tracee {
     use gcmx_core::aead::consts::{U12, U16};
     use gcmx_core::aead::inout::InOutBuf;
     use gcmx_core::aead::{self, AeadInOut, KeyInit};
-    use gcmx_core::engine::SerialEngine;
-    use gcmx_core::{AesGcm, Error, KeyMaterial, aes, frame};
+    use gcmx_core::backend::{self, KeyMaterial, KeyedEngine, SerialEngine};
+    use gcmx_core::{AesGcm, Error, aes};
     use std::hint::black_box;
-    use std::sync::Arc;
 
     type Typed256 = AesGcm<aes::Aes256, U12>;
     type Typed128N16 = AesGcm<aes::Aes128, U16>;
@@ -339,29 +339,24 @@ mod tracee {
     /// The framing's part of a run; `key` and `engine` are built outside the brackets except
     /// for `KeyNew`.
     #[inline(never)]
-    fn framing(
-        op: Op,
-        key: Option<(&KeyMaterial, &SerialEngine)>,
-        s: &Secrets,
-        bufs: &mut Bufs,
-    ) -> bool {
-        let Some((key, engine)) = key else {
+    fn framing(op: Op, key: Option<&KeyedEngine>, s: &Secrets, bufs: &mut Bufs) -> bool {
+        let Some(engine) = key else {
             drop(black_box(KeyMaterial::new(black_box(s.key()))));
             return true;
         };
         let buf = &mut bufs.buf[..s.len];
         let tag = &mut bufs.tag[..s.tag_len];
         match op {
-            Op::Seal => black_box(frame::seal(key, engine, s.nonce(), s.aad(), buf, tag)).is_ok(),
+            Op::Seal => black_box(backend::seal(engine, s.nonce(), s.aad(), buf, tag)).is_ok(),
             Op::OpenRight | Op::OpenWrong => {
-                let r = black_box(frame::open(key, engine, s.nonce(), s.aad(), buf, tag));
+                let r = black_box(backend::open(engine, s.nonce(), s.aad(), buf, tag));
                 assert!(matches!(r, Ok(()) | Err(Error::Authentication)));
                 r.is_ok()
             }
             Op::TagRight | Op::TagWrong => {
                 let mut expected = [0u8; 16];
                 expected.copy_from_slice(&s.data[..16]);
-                black_box(frame::tag_matches(black_box(&expected), tag))
+                black_box(backend::tag_matches(black_box(&expected), tag))
             }
             Op::LeakyCompare => leaky_compare(black_box(&s.data[..s.tag_len]), tag),
             other => unreachable!("{other:?} is not framing"),
@@ -386,7 +381,7 @@ mod tracee {
 
     /// What one traced run does: everything prepared, one call between the stops.
     enum Prepared<'a> {
-        Framing(Option<(&'a KeyMaterial, &'a SerialEngine)>),
+        Framing(Option<&'a KeyedEngine>),
         Typed256(
             Option<&'a Typed256>,
             aead::Nonce<Typed256>,
@@ -488,23 +483,25 @@ mod tracee {
                     | Op::LeakyCompare => {
                         // Built outside the brackets, at the same addresses for every run
                         // (the allocator hands back the blocks just freed).
-                        let key = (op != Op::KeyNew)
-                            .then(|| Arc::new(KeyMaterial::new(slot.key()).expect("key")));
-                        if let Some(k) = &key {
+                        let engine = (op != Op::KeyNew).then(|| {
+                            KeyedEngine::new(slot.key(), |_, k| {
+                                Ok(Box::new(SerialEngine::new(k.clone())))
+                            })
+                            .expect("key")
+                        });
+                        if let Some(e) = &engine {
                             assert_eq!(
-                                k.is_stitched(),
-                                gcmx_core::cipher::stitched_supported(),
+                                e.key().is_stitched(),
+                                backend::stitched_supported(),
                                 "the stitched kernels wherever the CPU runs them"
                             );
                         }
-                        let engine = key.as_ref().map(|k| SerialEngine::new(k.clone()));
                         match op {
                             Op::OpenRight | Op::OpenWrong => {
-                                let (k, e) = (key.as_deref().unwrap(), engine.as_ref().unwrap());
+                                let e = engine.as_ref().unwrap();
                                 let (buf, tag) =
                                     (&mut bufs.buf[..slot.len], &mut bufs.tag[..slot.tag_len]);
-                                frame::seal(k, e, slot.nonce(), slot.aad(), buf, tag)
-                                    .expect("seal");
+                                backend::seal(e, slot.nonce(), slot.aad(), buf, tag).expect("seal");
                             }
                             Op::TagRight | Op::TagWrong | Op::LeakyCompare => {
                                 bufs.tag.copy_from_slice(&slot.data[..16]);
@@ -515,7 +512,7 @@ mod tracee {
                             .iter_mut()
                             .zip(&slot.diff)
                             .for_each(|(t, d)| *t ^= d);
-                        let p = Prepared::Framing(key.as_deref().zip(engine.as_ref()));
+                        let p = Prepared::Framing(engine.as_ref());
                         if traced {
                             bracketed(op, &p, &slot, &mut bufs)
                         } else {

@@ -401,7 +401,7 @@ fn random_messages(t: &mut Tally, rng: &mut Rng, quick: bool, max_gib: u64) {
 /// (the block whose counter is 0), for some `w` in `lo..hi`. Such nonces exist for any nonce that is not 12
 /// bytes (J0 = GHASH(nonce)); they are found by trying random ones (about 2^32 / (hi - lo) tries).
 fn wrapping_nonce(key: &[u8], lo: u64, hi: u64, seed: u64) -> (Vec<u8>, u64) {
-    let km = gcmx_core::KeyMaterial::new(key).expect("key");
+    let km = gcmx_core::backend::KeyMaterial::new(key).expect("key");
     (0u64..)
         .step_by(1 << 16)
         .find_map(|base| {

@@ -411,8 +411,8 @@ same_values! {
     KEY_POW_LINEAR => GCMX_KEY_POW_LINEAR,
     KEY_POW_POW2 => GCMX_KEY_POW_POW2,
     ABI_INFO_WORDS => GCMX_ABI_INFO_WORDS,
-    gcmx_core::field::MONT_ONE >> 64 => GCMX_Q0_HI,
-    gcmx_core::field::MONT_ONE as u64 => GCMX_Q0_LO,
+    gcmx_core::backend::MONT_ONE >> 64 => GCMX_Q0_HI,
+    gcmx_core::backend::MONT_ONE as u64 => GCMX_Q0_LO,
 }
 #[cfg(any(feature = "bench", test))]
 same_values! {

@@ -28,7 +28,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use gcmx_core::{Direction, Error};
+use gcmx_core::backend::{Direction, Error};
 
 use crate::abi;
 use crate::dbatch::{self, Regions};
@@ -235,7 +235,7 @@ pub(crate) fn run<B: Batch>(
 ) -> Result<(), Error> {
     let n = batch.count();
     for i in 0..n {
-        gcmx_core::frame::check_lengths(batch.aad(i).len(), batch.len(i))?;
+        gcmx_core::backend::check_lengths(batch.aad(i).len(), batch.len(i))?;
         let key = batch.key(i);
         if key >= keys.count {
             return Err(Error::InvalidInput(format!(

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use gcmx_core::{Direction, Error};
+use gcmx_core::backend::{Direction, Error};
 
 use crate::abi;
 use crate::keys::KeySet;
@@ -229,7 +229,7 @@ fn check_count(count: usize, dir: Direction, tag_len: usize) -> Result<u32, Erro
         .ok_or_else(|| {
             Error::InvalidInput(format!("{count} messages: at most 2^31 - 1 per batch"))
         })?;
-    if dir == Direction::Open && !gcmx_core::frame::TAG_LENGTHS.contains(&tag_len) {
+    if dir == Direction::Open && !gcmx_core::backend::TAG_LENGTHS.contains(&tag_len) {
         return Err(Error::TagLength(tag_len));
     }
     Ok(n)
@@ -356,7 +356,7 @@ pub(crate) fn queue_single<'p>(
     tag_len: usize,
     verdict: Option<Region<'_>>,
 ) -> Result<Pending<'p>, Error> {
-    gcmx_core::frame::check(nonce, aad, data.len(), tag_len)?;
+    gcmx_core::backend::check(nonce, aad, data.len(), tag_len)?;
     if tag.len() < 16 {
         return Err(Error::InvalidInput(
             "the tag buffer must hold 16 bytes".into(),

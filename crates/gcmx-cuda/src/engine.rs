@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use gcmx_core::{Direction, Error, GcmEngine, KeyMaterial, Message};
+use gcmx_core::backend::{Direction, Error, GcmEngine, KeyMaterial, Message};
 
 use crate::batch::{self, Batch};
 use crate::dbatch::{self, DeviceBatch, RawBatch, Regions};
@@ -132,7 +132,7 @@ impl CudaEngine {
         buf: &mut DeviceBuf,
         tag: &mut [u8],
     ) -> Result<(), Error> {
-        gcmx_core::frame::check(nonce, aad, buf.len(), tag.len())?;
+        gcmx_core::backend::check(nonce, aad, buf.len(), tag.len())?;
         let mut j0 = self.host.j0(nonce);
         let r = resident::crypt(&self.gpu, self.keyed(), Direction::Seal, &j0, aad, buf);
         zeroize::Zeroize::zeroize(&mut j0);
@@ -155,7 +155,7 @@ impl CudaEngine {
         buf: &mut DeviceBuf,
         tag: &[u8],
     ) -> Result<(), Error> {
-        gcmx_core::frame::check(nonce, aad, buf.len(), tag.len())?;
+        gcmx_core::backend::check(nonce, aad, buf.len(), tag.len())?;
         let mut j0 = self.host.j0(nonce);
         let r = resident::crypt(&self.gpu, self.keyed(), Direction::Open, &j0, aad, buf);
         zeroize::Zeroize::zeroize(&mut j0);

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use gcmx_core::{Direction, Error, KeyMaterial};
+use gcmx_core::backend::{Direction, Error, KeyMaterial};
 use zeroize::Zeroize;
 
 use crate::batch::{self, Batch};
@@ -248,7 +248,7 @@ impl CudaKeyring {
     /// device fails, every buffer is zeroed and no tag is written.
     pub fn seal(&self, jobs: &mut [KeyedSealJob<'_>]) -> Result<(), Error> {
         for j in jobs.iter() {
-            gcmx_core::frame::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
+            gcmx_core::backend::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
             self.key(j.key)?;
         }
         // The full tags, given to the jobs only once every one of them is done.
@@ -278,7 +278,7 @@ impl CudaKeyring {
     /// checked before any work; if the device fails, every buffer is zeroed and the call fails.
     pub fn open(&self, jobs: &mut [KeyedOpenJob<'_>]) -> Result<Vec<bool>, Error> {
         for j in jobs.iter() {
-            gcmx_core::frame::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
+            gcmx_core::backend::check(j.nonce, j.aad, j.buf.len(), j.tag.len())?;
             self.key(j.key)?;
         }
         let mut ok = vec![false; jobs.len()];
@@ -286,7 +286,7 @@ impl CudaKeyring {
             ring: self,
             jobs: &mut *jobs,
             out: &mut ok,
-            take: |j: &KeyedOpenJob<'_>, t| gcmx_core::frame::tag_matches(t, j.tag),
+            take: |j: &KeyedOpenJob<'_>, t| gcmx_core::backend::tag_matches(t, j.tag),
         };
         batch::run(&self.gpu, self.key_set(), &mut b, Direction::Open)?;
         for (j, &good) in jobs.iter_mut().zip(&ok) {

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use gcmx_core::field::HashKey;
-use gcmx_core::{Error, KeyMaterial};
+use gcmx_core::backend::HashKey;
+use gcmx_core::backend::{Error, KeyMaterial};
 use zeroize::Zeroizing;
 
 use crate::abi;
@@ -196,7 +196,7 @@ mod tests {
         let mut pw = vec![0u128; 129];
         pw[1] = q;
         for slot in pw.iter_mut().skip(2) {
-            q = gcmx_core::field::dot(q, hk.h_prime());
+            q = gcmx_core::backend::dot(q, hk.h_prime());
             *slot = q;
         }
         assert_eq!(&t[..4], &[pw[32], pw[64], pw[96], pw[128]]);

@@ -115,7 +115,7 @@ pub fn offload_threshold() -> Option<usize> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Some(policy::threshold_for(
         cores,
-        gcmx_core::cipher::stitched_supported(),
+        gcmx_core::backend::stitched_supported(),
     ))
 }
 

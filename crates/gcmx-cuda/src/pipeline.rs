@@ -18,8 +18,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use gcmx_core::combine::Partial;
-use gcmx_core::{Direction, Error};
+use gcmx_core::backend::Partial;
+use gcmx_core::backend::{Direction, Error};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::abi;
@@ -106,7 +106,7 @@ pub(crate) fn crypt(
     aad: &[u8],
     buf: &mut [u8],
 ) -> Result<[u8; 16], Error> {
-    gcmx_core::frame::check_lengths(aad.len(), buf.len())?;
+    gcmx_core::backend::check_lengths(aad.len(), buf.len())?;
     if buf.is_empty() {
         return Ok(k.host.tag_from_partials(j0, aad, &[], 0));
     }

@@ -7,7 +7,7 @@
 //! launches (chunks) simply follow each other in message order: the combined list goes to
 //! `gcmx_core::KeyMaterial::tag_from_partials`, which joins them with `gcmx_core::combine::tree_reduce`.
 
-use gcmx_core::combine::Partial;
+use gcmx_core::backend::Partial;
 use zeroize::Zeroize;
 
 /// One chunk of a message in the host-resident pipeline.
@@ -99,14 +99,14 @@ pub(crate) fn read_partials(bytes: &[u8], out: &mut [u128]) {
 
 /// Counter of block `first_block` of a message whose J0 is `j0` (gcmx-core's inc32).
 pub(crate) fn ctr_first(j0: &[u8; 16], first_block: u64) -> u32 {
-    gcmx_core::Counter::of_j0(j0).of_block(first_block)
+    gcmx_core::backend::Counter::of_j0(j0).of_block(first_block)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gcmx_core::combine::tree_reduce;
-    use gcmx_core::field::HashKey;
+    use gcmx_core::backend::HashKey;
+    use gcmx_core::backend::tree_reduce;
 
     #[test]
     fn partial_lengths_sum_to_the_blocks() {

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use gcmx_core::{Direction, Error, KeyMaterial};
+use gcmx_core::backend::{Direction, Error, KeyMaterial};
 
 use crate::abi;
 use crate::dbatch::{self, DeviceBatch, Regions};
@@ -188,7 +188,7 @@ impl Ghash {
             let mut vals = vec![0u128; raw.len() / 16];
             plan::read_partials(&raw, &mut vals);
             let list = plan::partials_of(&[chunk], &vals, abi::GHASH_SPAN);
-            Ok(gcmx_core::combine::tree_reduce(self.key.hash_key(), &list).value)
+            Ok(gcmx_core::backend::tree_reduce(self.key.hash_key(), &list).value)
         };
         let cl = value(true)?;
         let soft = value(false)?;
@@ -200,7 +200,7 @@ impl Ghash {
                 u128::from_be_bytes(b)
             })
             .collect();
-        let cpu = gcmx_core::combine::Partial::hash_blocks(self.key.hash_key(), &blocks).value;
+        let cpu = gcmx_core::backend::Partial::hash_blocks(self.key.hash_key(), &blocks).value;
         Ok((cl == soft, cl == cpu))
     }
 }
@@ -257,7 +257,7 @@ pub unsafe fn time_fused(
     if !Arc::ptr_eq(&gpu_of(buf), gpu) {
         return Err(Error::InvalidInput("buffer of another device".into()));
     }
-    gcmx_core::frame::check(nonce, b"", buf.len(), 16)?;
+    gcmx_core::backend::check(nonce, b"", buf.len(), 16)?;
     let j0 = k.host.j0(nonce);
     let grid = plan::grid_for(plan::blocks(buf.len()), abi::FUSED_SPAN) as usize;
     let meta = DeviceMem::new(gpu, abi::GCM_CTR_BYTES + 16 * grid)?;

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use gcmx_core::{Direction, Error};
+use gcmx_core::backend::{Direction, Error};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::abi;
@@ -177,7 +177,7 @@ pub(crate) fn crypt(
             "the device buffer belongs to another device than the engine".into(),
         ));
     }
-    gcmx_core::frame::check_lengths(aad.len(), buf.len())?;
+    gcmx_core::backend::check_lengths(aad.len(), buf.len())?;
     let len = buf.len();
     if len == 0 {
         return Ok(k.host.tag_from_partials(j0, aad, &[], 0));
@@ -258,7 +258,7 @@ pub(crate) fn verify_or_wipe(
     tag: &[u8],
     buf: &mut DeviceBuf,
 ) -> Result<(), Error> {
-    let ok = gcmx_core::frame::tag_matches(expected, tag);
+    let ok = gcmx_core::backend::tag_matches(expected, tag);
     expected.zeroize();
     if ok {
         return Ok(());

@@ -27,7 +27,7 @@
 
 use std::sync::Arc;
 
-use gcmx_core::{DeviceError, Direction, Error};
+use gcmx_core::backend::{DeviceError, Direction, Error};
 
 mod driver;
 #[cfg(feature = "fault-injection")]

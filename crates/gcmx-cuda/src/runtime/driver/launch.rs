@@ -95,7 +95,7 @@ impl Lane {
                 ..
             } => {
                 let w = abi::le_words(&j0);
-                let ctr0 = gcmx_core::Counter::of_j0(&j0).initial();
+                let ctr0 = gcmx_core::backend::Counter::of_j0(&j0).initial();
                 let (k, d, n) = (a(key), a(data), len as u64);
                 let args: [*const c_void; 8] = [
                     (&k as *const u64).cast(),

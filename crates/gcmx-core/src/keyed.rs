@@ -1,0 +1,81 @@
+//! [`KeyedEngine`]: an engine and the key material it was built for, as one object. The framing
+//! takes nothing else, so J0 and the engine's keystream always come from the same key.
+
+use std::sync::Arc;
+
+use crate::Error;
+use crate::engine::GcmEngine;
+use crate::key::KeyMaterial;
+
+/// How [`KeyedEngine::new`] makes its engine: from the raw key bytes and the [`KeyMaterial`]
+/// made from those same bytes.
+///
+/// A plain function, not a closure: it holds no state, so the engine it returns can only be
+/// keyed from what [`KeyedEngine::new`] hands it.
+pub type BuildEngine = fn(&[u8], &Arc<KeyMaterial>) -> Result<Box<dyn GcmEngine>, Error>;
+
+/// A [`GcmEngine`] bound to its key: what the framing entry points
+/// ([`seal`](crate::backend::seal), [`open`](crate::backend::open) and their batch forms) run.
+///
+/// The framing derives J0 from the key material and hands the message to the engine; both come
+/// from this one object, made from one raw key, so a caller cannot pair key material with an
+/// engine keyed otherwise.
+///
+/// ```
+/// use gcmx_core::backend::{KeyedEngine, SerialEngine, open, seal};
+/// let keyed = KeyedEngine::new(&[3u8; 16], |_, key| Ok(Box::new(SerialEngine::new(key.clone()))))?;
+/// let mut buf = *b"attack at dawn";
+/// let mut tag = [0u8; 16];
+/// seal(&keyed, &[1u8; 12], b"", &mut buf, &mut tag)?;
+/// open(&keyed, &[1u8; 12], b"", &mut buf, &tag)?;
+/// assert_eq!(&buf, b"attack at dawn");
+/// # Ok::<(), gcmx_core::Error>(())
+/// ```
+///
+/// An engine keyed from other key material does not go in: `build` cannot capture it.
+///
+/// ```compile_fail,E0308
+/// use gcmx_core::backend::{KeyMaterial, KeyedEngine, SerialEngine};
+/// let other = std::sync::Arc::new(KeyMaterial::new(&[9u8; 16])?);
+/// let keyed = KeyedEngine::new(&[3u8; 16], move |_, _| Ok(Box::new(SerialEngine::new(other.clone()))))?;
+/// # Ok::<(), gcmx_core::Error>(())
+/// ```
+pub struct KeyedEngine {
+    key: Arc<KeyMaterial>,
+    engine: Box<dyn GcmEngine>,
+}
+
+impl KeyedEngine {
+    /// Key material for `raw` (16, 24 or 32 bytes; else [`Error::KeyLength`]) and the engine
+    /// `build` makes for the same key (its error is returned as it is).
+    pub fn new(raw: &[u8], build: BuildEngine) -> Result<KeyedEngine, Error> {
+        let key = Arc::new(KeyMaterial::new(raw)?);
+        let engine = build(raw, &key)?;
+        Ok(KeyedEngine { key, engine })
+    }
+
+    /// The key material, the one the framing derives J0 from (for diagnostics: its key length,
+    /// whether the CPU engines run the stitched kernels).
+    pub fn key(&self) -> &KeyMaterial {
+        &self.key
+    }
+
+    /// The engine.
+    pub(crate) fn engine(&self) -> &dyn GcmEngine {
+        self.engine.as_ref()
+    }
+
+    /// The engine's name (see [`GcmEngine::name`]).
+    pub fn name(&self) -> &'static str {
+        self.engine.name()
+    }
+}
+
+impl core::fmt::Debug for KeyedEngine {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("KeyedEngine")
+            .field("key", &self.key)
+            .field("engine", &self.engine.name())
+            .finish()
+    }
+}
