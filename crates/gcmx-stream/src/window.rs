@@ -291,29 +291,35 @@ pub(crate) fn seal_window_copying(
     w.plain = true;
     let nonces = nonces(prefix, w);
     let mut rest = src;
-    let mut jobs: Vec<CopySeal<'_>> = segment_parts(w)
-        .into_iter()
-        .zip(&nonces)
-        .enumerate()
-        .map(|(j, ((buf, tag), nonce))| {
-            let src = (j >= copied).then(|| {
-                let (head, tail) = rest.split_at(buf.len());
-                rest = tail;
-                head
-            });
-            CopySeal {
-                nonce: nonce.as_slice(),
-                src,
-                buf,
-                tag,
-            }
-        })
-        .collect();
-    debug_assert!(
-        rest.is_empty(),
-        "the source is the copied segments' plaintext"
-    );
-    let r = gcm.seal_copying(&mut jobs);
+    let mut jobs: Vec<CopySeal<'_>> = Vec::with_capacity(w.segs.len());
+    for (j, ((buf, tag), nonce)) in segment_parts(w).into_iter().zip(&nonces).enumerate() {
+        let src = if j >= copied {
+            let (head, tail) = rest.split_at_checked(buf.len()).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Crypto,
+                    "a window's source is shorter than its segments",
+                )
+            })?;
+            rest = tail;
+            Some(head)
+        } else {
+            None
+        };
+        jobs.push(CopySeal {
+            nonce: nonce.as_slice(),
+            src,
+            buf,
+            tag,
+        });
+    }
+    let r = if rest.is_empty() {
+        gcm.seal_copying(&mut jobs)
+    } else {
+        Err(Error::new(
+            ErrorKind::Crypto,
+            "a window's source is longer than its segments",
+        ))
+    };
     drop(jobs);
     match r {
         Ok(()) => sealed(w),
