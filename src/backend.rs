@@ -106,7 +106,7 @@ pub(crate) fn auto_engine(key: &Arc<KeyMaterial>, _raw: &[u8]) -> Box<dyn GcmEng
 pub(crate) fn auto_engine(key: &Arc<KeyMaterial>, raw: &[u8]) -> Box<dyn GcmEngine> {
     let cpu = AutoCpuEngine::new(key.clone());
     match gcmx_cuda::offload_threshold() {
-        Some(threshold) if threshold != usize::MAX => match gcmx_cuda::CudaEngine::new(raw) {
+        Some(threshold) if threshold != usize::MAX => match gcmx_cuda::CudaEngine::new(raw, 0) {
             Ok(gpu) => Box::new(Offload {
                 cpu,
                 gpu,

@@ -85,13 +85,13 @@ use gcmx_core::engine::{GcmEngine, ParallelEngine, SerialEngine};
 ///
 /// The kernels ship prebuilt inside the crate and the driver (`libcuda.so.1`) is loaded when the GPU is
 /// first asked for, so a binary built with `cuda` starts anywhere: where no driver or device can be
-/// used, [`available`](cuda::available) is `false`, [`Backend::Cuda`] reports
+/// used, [`device_info(0)`](cuda::device_info) is an error, [`Backend::Cuda`] reports
 /// [`GcmError::BackendUnavailable`] with the reason, and [`Backend::Auto`] stays on the CPU.
 ///
 /// ```
 /// use gcmx::{Backend, Gcm, GcmError};
 /// match Gcm::with_backend(&[1u8; 32], Backend::Cuda) {
-///     Ok(_) => assert!(gcmx::cuda::available()),
+///     Ok(_) => assert!(gcmx::cuda::device_info(0).is_ok()),
 ///     Err(GcmError::BackendUnavailable(why)) => println!("CPU only: {why}"),
 ///     Err(e) => panic!("{e}"),
 /// }
@@ -140,7 +140,7 @@ impl Gcm {
             Backend::CpuParallel => Box::new(ParallelEngine::new(key.clone())),
             Backend::Auto => backend::auto_engine(&key, raw),
             #[cfg(feature = "cuda")]
-            Backend::Cuda => Box::new(gcmx_cuda::CudaEngine::new(raw)?),
+            Backend::Cuda => Box::new(gcmx_cuda::CudaEngine::new(raw, 0)?),
         };
         Ok(Gcm {
             key,

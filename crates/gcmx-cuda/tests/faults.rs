@@ -1,6 +1,6 @@
 //! Every GPU API of gcmx driven through every kind of driver failure at several counts (feature
 //! `fault-injection`): the host pipeline (`gcmx::Gcm` on `Backend::Cuda`), its batches, the
-//! device-resident API (`DeviceBuf`, `seal_device`, `open_device`), the keyring, engine creation and
+//! device-resident API (`DeviceBuf`, `CudaKeyring::{seal_async, open_async}` waited for), the keyring, engine creation and
 //! `PinnedRegion`. Without a GPU they run on the stub libcuda's emulated device; on a GPU (the bundle of
 //! scripts/gpu-build.sh) the same cases also compare every result with the CPU backend.
 //!
@@ -32,7 +32,7 @@ use fault_common::{
 use gcmx::{Backend, Gcm, OpenJob, SealJob};
 use gcmx_cuda::fault::{self, Mode, Op};
 use gcmx_cuda::{
-    CudaEngine, CudaKeyring, DeviceBuf, Error, KeyedOpenJob, KeyedSealJob, PinnedRegion,
+    CudaEngine, CudaKeyring, DeviceBuf, DeviceJob, Error, KeyedOpenJob, KeyedSealJob, PinnedRegion,
 };
 
 /// What an untouched tag holds.
@@ -745,6 +745,25 @@ impl Scenario for HostBatch {
 // Device-resident API
 // -------------------------------------------------------------------------------------------------
 
+/// Seal `d` (no AAD) on the engine's own stream and wait; the tag, through `dtag`, into `tag`.
+fn seal_dev(
+    eng: &CudaEngine,
+    nonce: &[u8],
+    d: &mut DeviceBuf,
+    dtag: &mut DeviceBuf,
+    tag: &mut [u8; 16],
+) -> Result<(), Error> {
+    let job = DeviceJob {
+        key: 0,
+        nonce,
+        aad: b"",
+        data: d,
+        tag: dtag,
+    };
+    eng.seal_async(None, job)?.wait()?;
+    dtag.download(0, tag)
+}
+
 struct DeviceCall {
     len: usize,
     open: bool,
@@ -759,15 +778,20 @@ struct DevState {
     pt: Vec<u8>,
     ct: Vec<u8>,
     buf: DeviceBuf,
+    /// The tag in device memory, and its copy on the host once a call has returned it.
+    dtag: DeviceBuf,
     tag: [u8; 16],
+    /// The last seal finished on the device and only reading its tag back failed.
+    sealed: bool,
 }
 
 impl DevState {
     fn new(rng: &mut Rng, len: usize) -> DevState {
         let key = rng.bytes(24);
-        let eng = CudaEngine::new(&key).expect("engine");
+        let eng = CudaEngine::new(&key, 0).expect("engine");
         let pt = rng.bytes(len);
-        let buf = DeviceBuf::from_host(&pt).expect("DeviceBuf");
+        let buf = DeviceBuf::from_host(&pt, 0).expect("DeviceBuf");
+        let dtag = DeviceBuf::new(16, 0).expect("tag DeviceBuf");
         DevState {
             key,
             eng,
@@ -776,18 +800,40 @@ impl DevState {
             pt,
             ct: Vec::new(),
             buf,
+            dtag,
             tag: [SENTINEL; 16],
+            sealed: false,
         }
     }
 
+    /// Seal on the engine's own stream, wait, and read the tag back.
     fn seal(&mut self) -> Result<(), Error> {
-        self.eng
-            .seal_device(&self.nonce, &self.aad, &mut self.buf, &mut self.tag)
+        self.sealed = false;
+        let job = DeviceJob {
+            key: 0,
+            nonce: &self.nonce,
+            aad: &self.aad,
+            data: &mut self.buf,
+            tag: &mut self.dtag,
+        };
+        self.eng.seal_async(None, job)?.wait()?;
+        self.sealed = true;
+        let mut t = [0u8; 16];
+        self.dtag.download(0, &mut t)?;
+        self.tag = t;
+        Ok(())
     }
 
+    /// Open against the tag in `dtag` (where the last seal, or a forgery, put it).
     fn open(&mut self) -> Result<(), Error> {
-        self.eng
-            .open_device(&self.nonce, &self.aad, &mut self.buf, &self.tag)
+        let job = DeviceJob {
+            key: 0,
+            nonce: &self.nonce,
+            aad: &self.aad,
+            data: &mut self.buf,
+            tag: &mut self.dtag,
+        };
+        self.eng.open_async(None, job, 16)?.wait()
     }
 
     /// After a failed call: the buffer is wiped, or marked lost (downloads refused) until wiped.
@@ -829,6 +875,12 @@ impl DevState {
                 ensure(self.tag == [SENTINEL; 16], || {
                     "a failed seal wrote a tag".into()
                 })?;
+                if self.sealed {
+                    // Only reading the tag back failed: the ciphertext is whole.
+                    let (ct, _) = expected_seal(dev, &self.key, &self.nonce, &self.aad, &self.pt);
+                    let got = self.buf.to_vec().map_err(|e| format!("download: {e}"))?;
+                    return ensure(got == ct, || "a sealed buffer changed".into());
+                }
                 self.wiped_or_lost()
             }
         }
@@ -841,6 +893,8 @@ impl DevState {
         self.buf
             .upload(0, &self.pt)
             .map_err(|e| format!("upload: {e}"))?;
+        // A failed call may have given up on the tag buffer too (marked lost).
+        self.dtag.wipe().map_err(|e| format!("tag wipe: {e}"))?;
         let r = self.seal();
         self.check_seal(dev, &r, false)?;
         let r = self.open();
@@ -855,7 +909,7 @@ impl Scenario for DeviceCall {
     type State = DevState;
     fn name(&self) -> String {
         format!(
-            "CudaEngine::{}_device {} B{}",
+            "CudaKeyring::{}_async(DeviceJob).wait() {} B{}",
             if self.open { "open" } else { "seal" },
             self.len,
             if self.forged { ", forged tag" } else { "" }
@@ -864,10 +918,11 @@ impl Scenario for DeviceCall {
     fn setup(&self, _dev: Dev, rng: &mut Rng) -> DevState {
         let mut d = DevState::new(rng, self.len);
         if self.open {
-            d.seal().expect("seal_device");
+            d.seal().expect("device seal");
             d.ct = d.buf.to_vec().expect("download");
             if self.forged {
                 d.tag[15] ^= 0x80;
+                d.dtag.upload(0, &d.tag).expect("forged tag");
             }
         }
         d
@@ -882,6 +937,10 @@ impl Scenario for DeviceCall {
     }
     fn opens(&self) -> bool {
         self.open
+    }
+    fn kept(&self) -> u64 {
+        // A seal whose tag could not be read back leaves the tag in its device buffer.
+        u64::from(!self.open)
     }
     fn check(
         &self,
@@ -953,11 +1012,11 @@ impl Scenario for DeviceBufOps {
     }
     fn run(&self, s: &mut BufState) -> Result<(), Error> {
         s.got = None;
-        let b = s.buf.insert(DeviceBuf::from_host(&s.data)?);
+        let b = s.buf.insert(DeviceBuf::from_host(&s.data, 0)?);
         b.upload(PATCH_AT, &s.patch)?;
         s.got = Some(b.to_vec()?);
         b.wipe()?;
-        let z = DeviceBuf::new(1000)?;
+        let z = DeviceBuf::new(1000, 0)?;
         let mut small = [1u8; 1000];
         z.download(0, &mut small)?;
         if small != [0u8; 1000] {
@@ -1028,7 +1087,7 @@ impl RingState {
     fn new(rng: &mut Rng) -> RingState {
         let keys = [rng.bytes(16), rng.bytes(24), rng.bytes(32)];
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-        let ring = CudaKeyring::new(&refs).expect("keyring");
+        let ring = CudaKeyring::new(&refs, 0).expect("keyring");
         let idx: Vec<usize> = (0..RING_LENS.len()).map(|i| (i * 2) % keys.len()).collect();
         let per_msg = idx.iter().map(|&k| keys[k].clone()).collect();
         RingState {
@@ -1184,9 +1243,9 @@ impl Scenario for Create {
     fn run(&self, s: &mut CreateState) -> Result<(), Error> {
         if self.keyring {
             let k = &s.key;
-            s.ring = Some(CudaKeyring::new(&[&k[..16], &k[..24], &k[..]])?);
+            s.ring = Some(CudaKeyring::new(&[&k[..16], &k[..24], &k[..]], 0)?);
         } else {
-            s.eng = Some(CudaEngine::new(&s.key)?);
+            s.eng = Some(CudaEngine::new(&s.key, 0)?);
         }
         Ok(())
     }
@@ -1226,9 +1285,10 @@ impl Scenario for Create {
             &s.key[..]
         } else {
             let eng = s.eng.as_ref().ok_or("no engine")?;
-            let mut d = DeviceBuf::from_host(&pt).map_err(|e| format!("DeviceBuf: {e}"))?;
-            eng.seal_device(&nonce, b"", &mut d, &mut tag)
-                .map_err(|e| format!("seal_device: {e}"))?;
+            let mut d = DeviceBuf::from_host(&pt, 0).map_err(|e| format!("DeviceBuf: {e}"))?;
+            let mut dtag = DeviceBuf::new(16, 0).map_err(|e| format!("DeviceBuf: {e}"))?;
+            seal_dev(eng, &nonce, &mut d, &mut dtag, &mut tag)
+                .map_err(|e| format!("seal_async: {e}"))?;
             buf = d.to_vec().map_err(|e| format!("download: {e}"))?;
             &s.key[..]
         };
@@ -1372,7 +1432,7 @@ fn device_resident_faults() {
         FULL,
         &mut t,
     );
-    t.finish("device-resident API (DeviceBuf, seal_device, open_device)");
+    t.finish("device-resident API (DeviceBuf, seal_async and open_async waited for)");
 }
 
 #[test]
@@ -1403,11 +1463,11 @@ fn out_of_memory_then_recovers() {
     let mut host = HostMsg::new(&mut rng, 6 * MIB);
     let mut d = DevState::new(&mut rng, 3000);
     fault::release_cached();
-    let total = gcmx_cuda::info().expect("device").total_memory;
+    let total = gcmx_cuda::device_info(0).expect("device").total_memory;
     let t0 = Instant::now();
     let mut fill = Vec::new();
     for step in [1usize << 30, 64 * MIB, MIB, 64 << 10, 4 << 10, 256, 16] {
-        while let Ok(b) = DeviceBuf::new(step) {
+        while let Ok(b) = DeviceBuf::new(step, 0) {
             fill.push(b);
         }
     }
@@ -1428,13 +1488,15 @@ fn out_of_memory_then_recovers() {
     };
     // On the emulated device nothing is left, so an engine cannot be made; a real driver may still
     // place the few hundred bytes an engine needs.
-    let r2 = bounded("OOM new engine", CASE_LIMIT, || CudaEngine::new(&[1u8; 16]));
+    let r2 = bounded("OOM new engine", CASE_LIMIT, || {
+        CudaEngine::new(&[1u8; 16], 0)
+    });
     let created = match (&r2, dev) {
         (Err(Error::Device(_)), _) | (Ok(_), Dev::Real) => Ok(()),
         (other, _) => Err(format!("{:?}", other.as_ref().err())),
     };
     drop(r2);
-    let r3 = DeviceBuf::new(MIB).err();
+    let r3 = DeviceBuf::new(MIB, 0).err();
     // The device-resident call needs only a small metadata buffer: it works, or fails cleanly (checked
     // once memory is free again: the check itself needs the device).
     let r4 = d.seal();
@@ -1458,7 +1520,7 @@ fn out_of_memory_then_recovers() {
         matches!(r3, Some(Error::Device(_))),
         "DeviceBuf::new with the memory full: {r3:?}"
     );
-    dev_ok.expect("seal_device with the device memory full");
+    dev_ok.expect("device seal with the device memory full");
     again.expect("host seal after the memory was freed");
     dev_again.expect("device seal after the memory was freed");
     live.expect("leaks after out-of-memory");
@@ -1515,7 +1577,7 @@ fn worker(dev: Dev, i: u64, rounds: usize, shared: &[Gcm], shared_keys: &[Vec<u8
     let mut bad = Vec::new();
     let key = rng.bytes([16, 24, 32][i as usize % 3]);
     let own = cuda(&key);
-    let eng = CudaEngine::new(&key).expect("engine");
+    let eng = CudaEngine::new(&key, 0).expect("engine");
     for round in 0..rounds {
         let len = if (i + round as u64).is_multiple_of(16) {
             5 * MIB + 1
@@ -1561,10 +1623,18 @@ fn worker(dev: Dev, i: u64, rounds: usize, shared: &[Gcm], shared_keys: &[Vec<u8
         let n = 1 + (rng.next() % 50_000) as usize;
         let pt = rng.bytes(n);
         let mut tag = [0u8; 16];
-        let r = DeviceBuf::from_host(&pt).and_then(|mut d| {
-            eng.seal_device(&nonce, b"", &mut d, &mut tag)?;
+        let r = DeviceBuf::from_host(&pt, 0).and_then(|mut d| {
+            let mut dtag = DeviceBuf::new(16, 0)?;
+            seal_dev(&eng, &nonce, &mut d, &mut dtag, &mut tag)?;
             let ct = d.to_vec()?;
-            eng.open_device(&nonce, b"", &mut d, &tag)?;
+            let job = DeviceJob {
+                key: 0,
+                nonce: &nonce,
+                aad: b"",
+                data: &mut d,
+                tag: &mut dtag,
+            };
+            eng.open_async(None, job, 16)?.wait()?;
             Ok((ct, d.to_vec()?))
         });
         let (want, t) = expected_seal(dev, &key, &nonce, b"", &pt);
