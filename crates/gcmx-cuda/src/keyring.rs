@@ -176,7 +176,7 @@ impl CudaKeyring {
             return Ok(s);
         }
         // Two threads may race here: one stream is kept, the other destroyed unused.
-        let _ = self.stream.set(Stream::new(self.gpu.info().ordinal)?);
+        let _ = self.stream.set(Stream::on(self.gpu.clone())?);
         self.stream
             .get()
             .ok_or_else(|| crate::runtime::internal("the keyring's stream".into()))

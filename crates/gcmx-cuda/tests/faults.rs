@@ -1,8 +1,9 @@
 //! Every GPU API of gcmx driven through every kind of driver failure at several counts (feature
 //! `fault-injection`): the host pipeline (`gcmx::Gcm` on `Backend::Cuda`), its batches, the
-//! device-resident API (`DeviceBuf`, `CudaKeyring::{seal_async, open_async}` waited for), the keyring, engine creation and
-//! `PinnedRegion`. Without a GPU they run on the stub libcuda's emulated device; on a GPU (the bundle of
-//! scripts/gpu-build.sh) the same cases also compare every result with the CPU backend.
+//! device-resident API (`DeviceBuf`, `CudaKeyring::{seal_async, open_async}` and device batches,
+//! waited for), the keyring, engine creation and `PinnedRegion`. Without a GPU they run on the stub
+//! libcuda's emulated device; on a GPU (the bundle of scripts/gpu-build.sh) the same cases also compare
+//! every result with the CPU backend.
 //!
 //! For each API, a clean run counts the driver calls of each kind it makes; then, for a selection of
 //! counts of each kind, the call fails once (and, for some, the context is lost from that call on), and
@@ -32,7 +33,8 @@ use fault_common::{
 use gcmx::{Backend, Gcm, OpenJob, SealJob};
 use gcmx_cuda::fault::{self, Mode, Op};
 use gcmx_cuda::{
-    CudaEngine, CudaKeyring, DeviceBuf, DeviceJob, Error, KeyedOpenJob, KeyedSealJob, PinnedRegion,
+    CudaEngine, CudaKeyring, DeviceBatch, DeviceBuf, DeviceJob, DeviceMessage, Error, KeyedOpenJob,
+    KeyedSealJob, PinnedRegion, Stream,
 };
 
 /// What an untouched tag holds.
@@ -981,6 +983,244 @@ impl Scenario for DeviceCall {
     }
 }
 
+/// A device-resident batch on a caller's stream: 6 messages under 2 keys of a keyring, their table,
+/// nonces and AADs in device memory, sealed or opened with `seal_batch_async` / `open_batch_async` and
+/// waited for. A failed call wipes the data, tags and verdicts (or marks them lost).
+struct DeviceBatchCall {
+    open: bool,
+    forged: bool,
+}
+
+const DB_LENS: [usize; 6] = [0, 1, 100, 4096, 20_000, 70_001];
+
+/// One message of the batch: its key index, nonce, AAD, plaintext and offset in the data buffer.
+struct DbMsg {
+    key: usize,
+    nonce: [u8; 12],
+    aad: Vec<u8>,
+    pt: Vec<u8>,
+    at: usize,
+}
+
+struct DbState {
+    keys: Vec<Vec<u8>>,
+    ring: CudaKeyring,
+    stream: Stream,
+    msgs: Vec<DbMsg>,
+    table: DeviceBuf,
+    nonces: DeviceBuf,
+    aad: DeviceBuf,
+    data: DeviceBuf,
+    tags: DeviceBuf,
+    verdicts: DeviceBuf,
+}
+
+impl DbState {
+    fn new(rng: &mut Rng) -> DbState {
+        let keys = vec![rng.bytes(16), rng.bytes(32)];
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let ring = CudaKeyring::new(&refs, 0).expect("keyring");
+        let stream = Stream::new(0).expect("stream");
+        let (mut table, mut nonces, mut aads, mut host) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut msgs = Vec::new();
+        for (i, &len) in DB_LENS.iter().enumerate() {
+            let (nonce, aad, pt) = (rng.nonce(), rng.bytes(i * 7), rng.bytes(len));
+            let (at, aat) = (host.len(), aads.len());
+            table.push(DeviceMessage {
+                data_offset: at as u64,
+                data_len: len as u64,
+                aad_offset: aat as u64,
+                aad_len: aad.len() as u64,
+                nonce_offset: 12 * i as u64,
+                nonce_len: 12,
+                key: (i % 2) as u32,
+            });
+            nonces.extend_from_slice(&nonce);
+            aads.extend_from_slice(&aad);
+            aads.resize(aads.len().div_ceil(16) * 16, 0);
+            host.extend_from_slice(&pt);
+            host.resize(host.len().div_ceil(16) * 16, 0);
+            msgs.push(DbMsg {
+                key: i % 2,
+                nonce,
+                aad,
+                pt,
+                at,
+            });
+        }
+        let n = msgs.len();
+        DbState {
+            keys,
+            ring,
+            stream,
+            table: DeviceBuf::from_host(&DeviceMessage::table(&table), 0).expect("table"),
+            nonces: DeviceBuf::from_host(&nonces, 0).expect("nonces"),
+            aad: DeviceBuf::from_host(&aads, 0).expect("aad"),
+            data: DeviceBuf::from_host(&host, 0).expect("data"),
+            tags: DeviceBuf::new(16 * n, 0).expect("tags"),
+            verdicts: DeviceBuf::new(n, 0).expect("verdicts"),
+            msgs,
+        }
+    }
+
+    fn run(&mut self, open: bool) -> Result<(), Error> {
+        let b = DeviceBatch {
+            messages: &self.table,
+            count: self.msgs.len(),
+            data: &mut self.data,
+            aad: &self.aad,
+            nonces: &self.nonces,
+            tags: &mut self.tags,
+            verdicts: &mut self.verdicts,
+        };
+        let p = if open {
+            self.ring.open_batch_async(Some(&self.stream), b, 16)?
+        } else {
+            self.ring.seal_batch_async(Some(&self.stream), b)?
+        };
+        p.wait()
+    }
+
+    /// Message `i` of `data` as it is now.
+    fn message(&self, data: &[u8], i: usize) -> Vec<u8> {
+        let m = &self.msgs[i];
+        data[m.at..m.at + m.pt.len()].to_vec()
+    }
+
+    /// After a sealing call returned Ok: every message is its ciphertext, with its tag, verdict Ok.
+    fn check_sealed(&self, dev: Dev) -> Result<(), String> {
+        let data = self.data.to_vec().map_err(|e| format!("download: {e}"))?;
+        let tags = self.tags.to_vec().map_err(|e| format!("download: {e}"))?;
+        let v = self
+            .verdicts
+            .to_vec()
+            .map_err(|e| format!("download: {e}"))?;
+        for (i, m) in self.msgs.iter().enumerate() {
+            let (ct, tag) = expected_seal(dev, &self.keys[m.key], &m.nonce, &m.aad, &m.pt);
+            ensure(self.message(&data, i) == ct && v[i] == 0, || {
+                format!(
+                    "Ok, but message {i} is not its ciphertext (verdict {})",
+                    v[i]
+                )
+            })?;
+            ensure(tag.is_none_or(|t| tags[16 * i..16 * i + 16] == t), || {
+                format!("Ok, but message {i}'s tag is wrong")
+            })?;
+        }
+        Ok(())
+    }
+
+    /// After a failed call: data, tags and verdicts wiped, or marked lost (then wiped here).
+    fn wiped_or_lost(&mut self) -> Result<(), String> {
+        for (name, b) in [
+            ("data", &mut self.data),
+            ("tags", &mut self.tags),
+            ("verdicts", &mut self.verdicts),
+        ] {
+            match b.to_vec() {
+                Ok(v) => ensure(zero(&v), || {
+                    format!("a failed batch left its {name} not wiped")
+                })?,
+                Err(Error::InvalidInput(_)) => {
+                    b.wipe().map_err(|e| format!("wipe of lost {name}: {e}"))?;
+                }
+                Err(e) => return Err(format!("download of {name} after a failed call: {e:?}")),
+            }
+        }
+        Ok(())
+    }
+
+    fn round_trip(&mut self, dev: Dev) -> Result<(), String> {
+        let mut host = self.data.to_vec().map_err(|e| format!("download: {e}"))?;
+        for m in &self.msgs {
+            host[m.at..m.at + m.pt.len()].copy_from_slice(&m.pt);
+        }
+        self.data
+            .upload(0, &host)
+            .map_err(|e| format!("upload: {e}"))?;
+        self.run(false).map_err(|e| format!("seal: {e:?}"))?;
+        self.check_sealed(dev)?;
+        self.run(true)
+            .map_err(|e| format!("open of a fresh seal: {e:?}"))?;
+        let data = self.data.to_vec().map_err(|e| format!("download: {e}"))?;
+        let v = self
+            .verdicts
+            .to_vec()
+            .map_err(|e| format!("download: {e}"))?;
+        ensure(
+            (0..self.msgs.len()).all(|i| self.message(&data, i) == self.msgs[i].pt && v[i] == 0),
+            || format!("open of a fresh seal: wrong plaintext or verdicts {v:?}"),
+        )
+    }
+}
+
+impl Scenario for DeviceBatchCall {
+    type State = DbState;
+    fn name(&self) -> String {
+        format!(
+            "CudaKeyring::{}_batch_async(DeviceBatch).wait() of {} messages, 2 keys, caller's stream{}",
+            if self.open { "open" } else { "seal" },
+            DB_LENS.len(),
+            if self.forged { ", one tag forged" } else { "" }
+        )
+    }
+    fn setup(&self, _dev: Dev, rng: &mut Rng) -> DbState {
+        let mut s = DbState::new(rng);
+        if self.open {
+            s.run(false).expect("device batch seal");
+            if self.forged {
+                let mut t = s.tags.to_vec().expect("tags");
+                t[16 * 4 + 3] ^= 4;
+                s.tags.upload(0, &t).expect("forged tag");
+            }
+        }
+        s
+    }
+    fn run(&self, s: &mut DbState) -> Result<(), Error> {
+        s.run(self.open)
+    }
+    fn opens(&self) -> bool {
+        self.open
+    }
+    fn kept(&self) -> u64 {
+        // The verdicts: a refused message's byte is not zero.
+        u64::from(self.forged)
+    }
+    fn check(
+        &self,
+        dev: Dev,
+        s: &mut DbState,
+        r: &Result<(), Error>,
+        fired: bool,
+    ) -> Result<(), String> {
+        match r {
+            Ok(()) if !self.open => s.check_sealed(dev),
+            Ok(()) => {
+                let data = s.data.to_vec().map_err(|e| format!("download: {e}"))?;
+                let v = s.verdicts.to_vec().map_err(|e| format!("download: {e}"))?;
+                for (i, m) in s.msgs.iter().enumerate() {
+                    let bad = self.forged && i == 4;
+                    let got = s.message(&data, i);
+                    ensure(
+                        v[i] == u8::from(bad) && if bad { zero(&got) } else { got == m.pt },
+                        || format!("message {i}: verdict {}, or wrong / not zeroed", v[i]),
+                    )?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                ensure(fired, || format!("failed with no fault: {e:?}"))?;
+                is_injected(e)?;
+                s.wiped_or_lost()
+            }
+        }
+    }
+    fn next(&self, dev: Dev, s: &mut DbState, _rng: &mut Rng) -> Result<(), String> {
+        s.round_trip(dev)
+    }
+}
+
 /// `DeviceBuf` itself: made from host data, patched with an upload larger than one staging copy, read
 /// back, wiped, and a zeroed one allocated.
 struct DeviceBufOps {
@@ -1425,6 +1665,15 @@ fn device_resident_faults() {
         };
         drive(dev, &sc, &mut rng, FULL, &mut t);
     }
+    for (open, forged) in [(false, false), (true, false), (true, true)] {
+        drive(
+            dev,
+            &DeviceBatchCall { open, forged },
+            &mut rng,
+            FULL,
+            &mut t,
+        );
+    }
     drive(
         dev,
         &DeviceBufOps { len: 20 * MIB + 5 },
@@ -1432,7 +1681,9 @@ fn device_resident_faults() {
         FULL,
         &mut t,
     );
-    t.finish("device-resident API (DeviceBuf, seal_async and open_async waited for)");
+    t.finish(
+        "device-resident API (DeviceBuf, seal_async and open_async, device batches, waited for)",
+    );
 }
 
 #[test]

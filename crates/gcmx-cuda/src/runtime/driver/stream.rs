@@ -446,7 +446,11 @@ impl Stream {
     /// `Error::BackendUnavailable` without a usable device, `Error::InvalidInput` for an ordinal past
     /// the last device.
     pub fn new(ordinal: u32) -> Result<Stream, Error> {
-        let gpu = Gpu::get(ordinal)?;
+        Stream::on(Gpu::get(ordinal)?)
+    }
+
+    /// A new stream of `gpu` (a keyring's own stream).
+    pub(crate) fn on(gpu: Arc<Gpu>) -> Result<Stream, Error> {
         gpu.enter()?;
         let mut raw: cu::CUstream = ptr::null_mut();
         fault::hit(Op::StreamCreate)?;
