@@ -1766,7 +1766,7 @@ fn raw_interop(t: &mut Tally, rng: &mut Rng) {
             data: &mut d,
             tag: &mut tg,
         };
-        engine.seal_async(Some(&stream), job)?.detach();
+        engine.seal_async(Some(&stream), job)?.detach()?;
         stream.synchronize()?;
         let mut got = vec![0u8; c.data.len()];
         data.copy_to(&mut got[..])?;
@@ -1793,7 +1793,7 @@ fn raw_interop(t: &mut Tally, rng: &mut Rng) {
             data: &mut d,
             tag: &mut tg,
         };
-        engine.seal_async(Some(&stream), job)?.detach();
+        engine.seal_async(Some(&stream), job)?.detach()?;
         let batch = gc::DeviceBatch {
             messages: &tb,
             count: 1,
@@ -1803,7 +1803,9 @@ fn raw_interop(t: &mut Tally, rng: &mut Rng) {
             tags: &mut tg,
             verdicts: &mut v,
         };
-        engine.open_batch_async(Some(&stream), batch, 16)?.detach();
+        engine
+            .open_batch_async(Some(&stream), batch, 16)?
+            .detach()?;
         stream.synchronize()?;
         data.copy_to(&mut got[..])?;
         let mut vb = [0u8; 1];

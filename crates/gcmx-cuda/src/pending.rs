@@ -34,9 +34,10 @@ pub(crate) struct Slot {
 /// for it. [`Pending::detach`] lets the work run on unwatched, for stream-ordered pipelines with other
 /// CUDA libraries.
 ///
-/// Leaking a `Pending` (`std::mem::forget`) is as safe as detaching it: the borrows end, but gcmx's
-/// buffers (and keys) also record the work's completion event, and every later use of them (a
-/// download, another call on any stream, dropping them) waits for it first.
+/// Leaking a `Pending` (`std::mem::forget`) is memory-safe: the borrows end, but gcmx's buffers (and
+/// keys) also record the work's completion event, and every later use of them (a download, another
+/// call on any stream, dropping them) waits for it first. What a leak loses is what `wait` reports: a
+/// single open's verdict (its refused message reads as zeros), and a failure's wipe.
 ///
 /// ```no_run
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
@@ -120,17 +121,27 @@ impl<'a> Pending<'a> {
 
     /// Let the work run on without watching it: the borrows end at once, and the caller's stream says
     /// when the work is complete ([`crate::Stream::synchronize`], or later work on the stream, which
-    /// runs after it). What is given up: a single open's verdict (use a [`crate::DeviceBatch`] to
-    /// have verdicts in device memory), and the wiping of the `DeviceBuf`s the work wrote if it fails
-    /// on the device. gcmx's buffers still record the work's completion, and every later use of them
-    /// waits for it.
-    pub fn detach(mut self) {
+    /// runs after it). For work on the keyring's own stream (`None`) nothing says so: memory of another
+    /// library given to it must then stay valid until the keyring is dropped, so detach work on a
+    /// stream of your own. What is given up is the wiping of the `DeviceBuf`s the work wrote should it
+    /// fail on the device; gcmx's buffers still record the work's completion, and every later use of
+    /// them waits for it.
+    ///
+    /// A single open's verdict exists only here, and a refused message reads as zeros: so that no
+    /// forgery goes unnoticed, detaching a single open waits for it and returns its verdict, as
+    /// [`Pending::wait`] does. Opens that leave their verdicts in device memory, ordered on the stream,
+    /// are [`crate::DeviceBatch`]es (a batch of one message too). Everything else returns `Ok` at once.
+    pub fn detach(mut self) -> Result<(), Error> {
+        if self.slot.as_ref().is_some_and(|s| s.verdict.is_some()) {
+            return self.wait();
+        }
         if let Some(s) = self.slot.take() {
             // The slot records the work's fence: whoever takes it next waits for the work first (and
             // overwrites the nonce and AAD it holds, which are not secret).
             s.gpu.give_slot(s.slot);
         }
         self.fence = None;
+        Ok(())
     }
 
     /// Whether the work is complete (without waiting).

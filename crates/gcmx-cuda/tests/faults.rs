@@ -2048,3 +2048,51 @@ fn concurrent_call(dev: Dev, i: u64, shared: &Gcm, shared_key: &[u8]) -> Result<
         }
     }
 }
+
+/// `Pending::detach`: a detached seal runs on and its buffer is read after it; a detached single open
+/// still reports a forgery (its verdict lives only in the `Pending`), with the message zeroed.
+#[test]
+fn detached_work() {
+    let (_turn, dev) = turn();
+    let mut rng = Rng(9);
+    let key = rng.bytes(32);
+    let (nonce, aad, pt) = (rng.nonce(), rng.bytes(3), rng.bytes(50_000));
+    let eng = CudaEngine::new(&key, 0).expect("engine");
+    let stream = Stream::new(0).expect("stream");
+    let mut buf = DeviceBuf::from_host(&pt, 0).expect("buffer");
+    let mut tag = DeviceBuf::new(16, 0).expect("tag");
+    let job = DeviceJob {
+        key: 0,
+        nonce: &nonce,
+        aad: &aad,
+        data: &mut buf,
+        tag: &mut tag,
+    };
+    let sealed = eng.seal_async(Some(&stream), job).and_then(|p| p.detach());
+    let (ct, _) = expected_seal(dev, &key, &nonce, &aad, &pt);
+    assert!(sealed.is_ok(), "detached seal: {sealed:?}");
+    assert_eq!(
+        buf.to_vec().expect("download"),
+        ct,
+        "read after a detached seal"
+    );
+    let mut t = tag.to_vec().expect("tag");
+    t[0] ^= 1;
+    tag.upload(0, &t).expect("forged tag");
+    let job = DeviceJob {
+        key: 0,
+        nonce: &nonce,
+        aad: &aad,
+        data: &mut buf,
+        tag: &mut tag,
+    };
+    let opened = eng
+        .open_async(Some(&stream), job, 16)
+        .and_then(|p| p.detach());
+    assert_eq!(opened, Err(Error::Authentication), "a detached forged open");
+    assert!(
+        zero(&buf.to_vec().expect("download")),
+        "refused, not zeroed"
+    );
+    stream.synchronize().expect("stream");
+}
