@@ -13,6 +13,13 @@ use crate::runtime::{RawDeviceSpan, Region};
 /// The calls take `&dyn DeviceMemory` for what they read and `&mut dyn DeviceMemory` for what they
 /// write, so a job or batch may mix both kinds; the borrows last as long as the [`crate::Pending`] the
 /// call returns. The trait is sealed: no other type can claim to be device memory.
+///
+/// ```compile_fail
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// #[derive(Debug)]
+/// struct Anywhere(u64);
+/// impl gcmx::cuda::DeviceMemory for Anywhere {} // sealed: only gcmx's two kinds of memory
+/// ```
 pub trait DeviceMemory: sealed::Sealed + core::fmt::Debug + Send + Sync {}
 
 impl DeviceMemory for DeviceBuf {}

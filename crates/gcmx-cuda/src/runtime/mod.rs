@@ -261,6 +261,13 @@ impl Region<'_> {
 /// let data: &mut dyn gcmx::cuda::DeviceMemory = &mut span; // for a DeviceJob or DeviceBatch
 /// # let _ = data;
 /// ```
+///
+/// Without `unsafe` there is no span:
+///
+/// ```compile_fail
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// let span = gcmx::cuda::RawDeviceSpan::new(0x7f00_0000_0000, 4096);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RawDeviceSpan {
     addr: u64,
