@@ -111,7 +111,7 @@ pub(crate) fn auto_engine(
 ) -> Result<Box<dyn GcmEngine>, GcmError> {
     let cpu = AutoCpuEngine::new(key.clone());
     Ok(match gcmx_cuda::offload_threshold() {
-        Some(threshold) if threshold != usize::MAX => match gcmx_cuda::CudaEngine::new(raw) {
+        Some(threshold) if threshold != usize::MAX => match gcmx_cuda::CudaEngine::new(raw, 0) {
             Ok(gpu) => Box::new(Offload {
                 cpu,
                 gpu,

@@ -82,13 +82,13 @@ use gcmx_core::backend::{self as framing, KeyedEngine, ParallelEngine, SerialEng
 ///
 /// The kernels ship prebuilt inside the crate and the driver (`libcuda.so.1`) is loaded when the GPU is
 /// first asked for, so a binary built with `cuda` starts anywhere: where no driver or device can be
-/// used, [`available`](cuda::available) is `false`, [`Backend::Cuda`] reports
+/// used, [`device_info(0)`](cuda::device_info) is an error, [`Backend::Cuda`] reports
 /// [`GcmError::BackendUnavailable`] with the reason, and [`Backend::Auto`] stays on the CPU.
 ///
 /// ```
 /// use gcmx::{Backend, Gcm, GcmError};
 /// match Gcm::with_backend(&[1u8; 32], Backend::Cuda) {
-///     Ok(_) => assert!(gcmx::cuda::available()),
+///     Ok(_) => assert!(gcmx::cuda::device_info(0).is_ok()),
 ///     Err(GcmError::BackendUnavailable(why)) => println!("CPU only: {why}"),
 ///     Err(e) => panic!("{e}"),
 /// }
@@ -139,7 +139,7 @@ impl Gcm {
             Backend::Auto => KeyedEngine::new(key, backend::auto_engine)?,
             #[cfg(feature = "cuda")]
             Backend::Cuda => {
-                KeyedEngine::new(key, |raw, _| Ok(Box::new(gcmx_cuda::CudaEngine::new(raw)?)))?
+                KeyedEngine::new(key, |raw, _| Ok(Box::new(gcmx_cuda::CudaEngine::new(raw, 0)?)))?
             }
         };
         Ok(Gcm { engine, backend })

@@ -12,7 +12,7 @@ pub(crate) fn backends() -> Vec<Backend> {
     // With the `cuda` feature and a device present, every test covers the GPU too.
     #[cfg(feature = "cuda")]
     {
-        if gcmx::cuda::available() {
+        if gcmx::cuda::device_info(0).is_ok() {
             v.push(Backend::Cuda);
         } else {
             eprintln!("GPU tests: no CUDA device found; Backend::Cuda not covered by this run");

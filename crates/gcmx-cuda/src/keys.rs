@@ -158,7 +158,7 @@ pub(crate) struct KeySet<'a> {
     pub(crate) nr0: u32,
 }
 
-/// Entries `Q_e(i)` of a warp-strided power table (`gcmx_core::field::HashKey::power`), wiped on drop.
+/// Entries `Q_e(i)` of a warp-strided power table (`gcmx_core::backend::HashKey::power`), wiped on drop.
 fn strided_table(hk: &HashKey, threads: u32, warp_span: u64, count: u32) -> Zeroizing<Vec<u128>> {
     Zeroizing::new(
         (0..count)

@@ -9,12 +9,15 @@
 //! beside it, which build.rs checks it against), and the CUDA driver API is loaded from `libcuda.so.1`
 //! on first use: building needs no CUDA toolkit, and a binary starts where no driver is installed.
 //!
-//! * [`CudaEngine`]: the engine for one key, behind `gcmx::Backend::Cuda` (host buffers of any size,
-//!   pipelined; batches), and the device-resident API on [`DeviceBuf`]s.
+//! * [`CudaKeyring`]: keys resident on the device and every call on them: host batches, and
+//!   device-resident messages ([`DeviceJob`]) and batches ([`DeviceBatch`]) on a [`Stream`], each
+//!   returning a [`Pending`]. [`CudaEngine`] is a keyring of one key, and the engine behind
+//!   `gcmx::Backend::Cuda` (host buffers of any size, pipelined; batches).
+//! * [`DeviceMemory`]: what the device-resident calls use, gcmx's [`DeviceBuf`] or another CUDA
+//!   library's [`RawDeviceSpan`]; [`Stream::from_raw`] takes another library's stream.
 //! * [`PinnedRegion`]: page-lock a host buffer for a scope, so that calls inside it transfer in place.
-//! * [`CudaKeyring`]: multi-key batches (each message its own key, nonce, AAD and length).
-//! * [`info`], [`available`]: the device and the kernels loaded on it; [`offload_threshold`]: when
-//!   `gcmx::Backend::Auto` should use the GPU for host data.
+//! * [`device_count`], [`device_info`]: the devices and the kernels loaded on them;
+//!   [`offload_threshold`]: when `gcmx::Backend::Auto` should use the GPU for host data.
 //!
 //! Without the crate's `cuda` feature (which gcmx's `cuda` feature turns on), or without a driver or
 //! device, every entry point returns `Error::BackendUnavailable` with the reason; a later call tries
@@ -23,7 +26,8 @@
 //!
 //! Modules, lowest layer first (none imports from a layer above it): `abi`, `plan`, `policy` (plain
 //! data and arithmetic); `runtime` (all driver calls, the only `unsafe`); `keys` (key material on the
-//! device); `pinned`, `pipeline`, `resident`, `batch` (host pipeline, device-resident data, batches);
+//! device); `resident` (`DeviceBuf`), `memory` (`DeviceMemory`), `pinned`, `pipeline` (the host
+//! pipeline); `pending` and `dbatch` (device-resident work and its completion); `batch` (host batches);
 //! `keyring`, `engine` (the public engines); `raw` (feature `bench`: timed kernel runs).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -36,6 +40,7 @@ mod dbatch;
 mod engine;
 mod keyring;
 mod keys;
+mod memory;
 mod pending;
 mod pinned;
 mod pipeline;
@@ -47,10 +52,11 @@ pub mod raw;
 mod resident;
 mod runtime;
 
-pub use dbatch::{DeviceBatch, DeviceMessage, RawBatch, Verdict};
+pub use dbatch::{DeviceBatch, DeviceJob, DeviceMessage, Verdict};
 pub use engine::CudaEngine;
 pub use gcmx_core::Error;
 pub use keyring::{CudaKeyring, KeyedOpenJob, KeyedSealJob};
+pub use memory::DeviceMemory;
 pub use pending::Pending;
 pub use pinned::PinnedRegion;
 pub use resident::DeviceBuf;
@@ -64,22 +70,20 @@ pub mod fault {
 }
 pub use runtime::{DeviceInfo, GhashVariant, RawDeviceSpan, Stream};
 
-/// The default device (device 0) and the kernels loaded on it. Starts the driver on first use.
+/// Device `ordinal` (0 is the default device) and the kernels loaded on it. Starts the driver on first
+/// use; `Ok` means the device is usable.
 ///
-/// `Error::BackendUnavailable` when there is no driver or device, or the kernels do not load on it
-/// (a failed start is not remembered: a later call tries again).
-pub fn info() -> Result<DeviceInfo, Error> {
-    device_info(0)
-}
-
-/// Device `ordinal` and the kernels loaded on it (`Error::InvalidInput` for an ordinal past the last
-/// device, `Error::BackendUnavailable` as for [`info`]).
+/// `Error::InvalidInput` for an ordinal past the last device; `Error::BackendUnavailable` when there
+/// is no driver or device, or the kernels do not load on it (a failed start is not remembered: a
+/// later call tries again).
 ///
 /// ```no_run
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
 /// for d in 0..gcmx::cuda::device_count()? {
 ///     println!("{}", gcmx::cuda::device_info(d)?);
 /// }
+/// let usable = gcmx::cuda::device_info(0).is_ok();
+/// # let _ = usable;
 /// # Ok::<(), gcmx::cuda::Error>(())
 /// ```
 pub fn device_info(ordinal: u32) -> Result<DeviceInfo, Error> {
@@ -89,11 +93,6 @@ pub fn device_info(ordinal: u32) -> Result<DeviceInfo, Error> {
 /// How many CUDA devices the driver reports (`Error::BackendUnavailable` without a driver).
 pub fn device_count() -> Result<u32, Error> {
     runtime::Gpu::count()
-}
-
-/// Whether a usable CUDA device is present (the driver starts and the kernels load).
-pub fn available() -> bool {
-    runtime::Gpu::get(0).is_ok()
 }
 
 /// The message size from which `gcmx::Backend::Auto` should send host-resident messages to the GPU, or
@@ -106,9 +105,7 @@ pub fn available() -> bool {
 /// dominate. `GCMX_CUDA_OFFLOAD_MIN=<bytes>` overrides. Data already in GPU memory always belongs on
 /// the GPU (the device-resident API). The rates behind the rule are in benches/gpu-notes.md.
 pub fn offload_threshold() -> Option<usize> {
-    if !available() {
-        return None;
-    }
+    runtime::Gpu::get(0).ok()?;
     if let Some(v) = policy::env_override() {
         return Some(v);
     }
@@ -132,35 +129,35 @@ mod tests {
         // emulating a device: switch it first, so that the answer does not depend on their order.
         #[cfg(feature = "fault-injection")]
         fault::emulate();
-        match info() {
+        match device_info(0) {
             Err(Error::BackendUnavailable(why)) => {
                 // Straight to stderr (not through the harness's captured print!) so CI logs show it.
                 use std::io::Write as _;
                 let _ = writeln!(std::io::stderr(), "GPU tests: no CUDA device found ({why})");
-                assert!(!available());
+
                 assert_eq!(offload_threshold(), None);
                 assert!(matches!(
-                    CudaEngine::new(&[7u8; 16]),
+                    CudaEngine::new(&[7u8; 16], 0),
                     Err(Error::BackendUnavailable(_))
                 ));
                 assert_eq!(
-                    CudaEngine::new(&[7u8; 15]).err(),
+                    CudaEngine::new(&[7u8; 15], 0).err(),
                     Some(Error::KeyLength(15))
                 );
                 assert!(matches!(
-                    CudaKeyring::new(&[&[1u8; 16]]),
+                    CudaKeyring::new(&[&[1u8; 16]], 0),
                     Err(Error::BackendUnavailable(_))
                 ));
                 assert!(matches!(
-                    DeviceBuf::new(16),
+                    DeviceBuf::new(16, 0),
                     Err(Error::BackendUnavailable(_))
                 ));
                 let mut v = vec![1u8; 64];
                 let r = PinnedRegion::scope(&mut v, |_| ());
                 assert!(matches!(r, Err(Error::BackendUnavailable(_))));
-                assert!(matches!(info(), Err(Error::BackendUnavailable(_))));
+                assert!(matches!(Stream::new(0), Err(Error::BackendUnavailable(_))));
             }
-            Err(e) => panic!("info() failed with a non-availability error: {e}"),
+            Err(e) => panic!("device_info(0) failed with a non-availability error: {e}"),
             Ok(i) => {
                 use std::io::Write as _;
                 let _ = writeln!(std::io::stderr(), "GPU tests: device found: {i}");

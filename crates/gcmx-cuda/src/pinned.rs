@@ -81,13 +81,9 @@ impl PinnedRegion<'_> {
         let gpu = Gpu::get(0)?;
         pin_scope(&gpu, buf, |buf| f(&mut PinnedRegion { buf }))
     }
-
-    /// The bytes.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        self.buf
-    }
 }
 
+/// The region is its bytes: it reads and writes as a `[u8]`.
 impl core::ops::Deref for PinnedRegion<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {

@@ -5,7 +5,7 @@
 //! kernel pads the FRONT with `grid*SPAN - n` zero blocks, so partial 0 stands for the first
 //! `n - (grid-1)*SPAN` real blocks and every other partial for `SPAN` blocks. Partials of consecutive
 //! launches (chunks) simply follow each other in message order: the combined list goes to
-//! `gcmx_core::KeyMaterial::tag_from_partials`, which joins them with `gcmx_core::combine::tree_reduce`.
+//! `gcmx_core::backend::KeyMaterial::tag_from_partials`, which joins them with `gcmx_core::backend::tree_reduce`.
 
 use gcmx_core::backend::Partial;
 use zeroize::Zeroize;

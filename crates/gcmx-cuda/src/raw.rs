@@ -253,7 +253,7 @@ pub unsafe fn time_fused(
     buf: &mut DeviceBuf,
     reps: usize,
 ) -> Result<Vec<f32>, Error> {
-    let (gpu, k) = engine.parts();
+    let (gpu, k) = engine.parts()?;
     if !Arc::ptr_eq(&gpu_of(buf), gpu) {
         return Err(Error::InvalidInput("buffer of another device".into()));
     }
@@ -299,9 +299,8 @@ pub fn time_batch(
     batch: DeviceBatch<'_>,
     reps: usize,
 ) -> Result<(Vec<f32>, Vec<f32>), Error> {
-    let (gpu, _) = engine.parts();
-    let powers = engine.batch_powers()?;
-    let keys = engine.key_set(&powers);
+    let (gpu, _) = engine.parts()?;
+    let keys = engine.key_set();
     let r = Regions::of_batch(&batch);
     let mut slot = None;
     let out = gpu.with_lane(|lane| {

@@ -1,17 +1,12 @@
-//! Data already in GPU memory: [`DeviceBuf`], and one fused launch over a whole buffer for
-//! [`crate::CudaEngine::seal_device`] / [`crate::CudaEngine::open_device`].
+//! [`DeviceBuf`]: data already in GPU memory, owned by gcmx.
 //!
-//! Layer: above the runtime and the device keys.
+//! Layer: above the runtime.
 
 use std::sync::Arc;
 
-use gcmx_core::backend::{Direction, Error};
-use zeroize::{Zeroize, Zeroizing};
+use gcmx_core::Error;
 
-use crate::abi;
-use crate::keys::Keyed;
-use crate::plan;
-use crate::runtime::{At, DeviceMem, Gpu, Launch};
+use crate::runtime::{DeviceMem, Gpu};
 
 /// A buffer in GPU memory, owned, that the device-resident API encrypts and decrypts in place.
 ///
@@ -25,12 +20,15 @@ use crate::runtime::{At, DeviceMem, Gpu, Launch};
 ///
 /// ```no_run
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
-/// use gcmx::cuda::{CudaEngine, DeviceBuf};
-/// let engine = CudaEngine::new(&[7u8; 32])?;
-/// let mut buf = DeviceBuf::from_host(b"hello, device")?;
-/// let mut tag = [0u8; 16];
-/// engine.seal_device(&[1u8; 12], b"aad", &mut buf, &mut tag)?;
-/// engine.open_device(&[1u8; 12], b"aad", &mut buf, &tag)?;
+/// use gcmx::cuda::{CudaEngine, DeviceBuf, DeviceJob};
+/// let engine = CudaEngine::new(&[7u8; 32], 0)?;
+/// let mut buf = DeviceBuf::from_host(b"hello, device", 0)?;
+/// let mut tag = DeviceBuf::new(16, 0)?;
+/// let nonce = [1u8; 12];
+/// let job = DeviceJob { key: 0, nonce: &nonce, aad: b"aad", data: &mut buf, tag: &mut tag };
+/// engine.seal_async(None, job)?.wait()?; // the call made synchronous
+/// let job = DeviceJob { key: 0, nonce: &nonce, aad: b"aad", data: &mut buf, tag: &mut tag };
+/// engine.open_async(None, job, 16)?.wait()?;
 /// assert_eq!(buf.to_vec()?, b"hello, device");
 /// # Ok::<(), gcmx::cuda::Error>(())
 /// ```
@@ -39,7 +37,7 @@ use crate::runtime::{At, DeviceMem, Gpu, Launch};
 ///
 /// ```compile_fail
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
-/// let buf = gcmx::cuda::DeviceBuf::new(16).unwrap();
+/// let buf = gcmx::cuda::DeviceBuf::new(16, 0).unwrap();
 /// let copy = buf.clone();
 /// ```
 pub struct DeviceBuf {
@@ -57,16 +55,11 @@ impl core::fmt::Debug for DeviceBuf {
 }
 
 impl DeviceBuf {
-    /// `len` zero bytes in the memory of the default device (device 0).
+    /// `len` zero bytes in the memory of device `ordinal` (0 is the default device).
     ///
-    /// `Error::BackendUnavailable` without a usable device; `Error::Device` when the device cannot
-    /// allocate `len` bytes.
-    pub fn new(len: usize) -> Result<DeviceBuf, Error> {
-        DeviceBuf::on_device(len, 0)
-    }
-
-    /// `len` zero bytes in the memory of device `ordinal` (`Error::InvalidInput` past the last device).
-    pub fn on_device(len: usize, ordinal: u32) -> Result<DeviceBuf, Error> {
+    /// `Error::BackendUnavailable` without a usable device, `Error::InvalidInput` for an ordinal past
+    /// the last device, `Error::Device` when the device cannot allocate `len` bytes.
+    pub fn new(len: usize, ordinal: u32) -> Result<DeviceBuf, Error> {
         let gpu = Gpu::get(ordinal)?;
         Ok(DeviceBuf {
             mem: DeviceMem::zeroed(&gpu, len)?,
@@ -74,22 +67,12 @@ impl DeviceBuf {
         })
     }
 
-    /// A buffer on the default device holding a copy of `data`.
-    pub fn from_host(data: &[u8]) -> Result<DeviceBuf, Error> {
-        DeviceBuf::from_host_on(data, 0)
-    }
-
     /// A buffer on device `ordinal` holding a copy of `data`.
-    pub fn from_host_on(data: &[u8], ordinal: u32) -> Result<DeviceBuf, Error> {
+    pub fn from_host(data: &[u8], ordinal: u32) -> Result<DeviceBuf, Error> {
         let gpu = Gpu::get(ordinal)?;
         let mem = DeviceMem::new(&gpu, data.len())?;
         mem.upload(0, data)?;
         Ok(DeviceBuf { mem, lost: false })
-    }
-
-    /// The ordinal of the device whose memory holds the buffer.
-    pub fn device(&self) -> u32 {
-        self.mem.gpu().info().ordinal
     }
 
     /// Bytes.
@@ -154,116 +137,10 @@ impl DeviceBuf {
         Ok(())
     }
 
-    /// Mark the contents lost, try to wipe them, and return `err`.
-    fn fail(&mut self, err: Error) -> Error {
+    /// Work that wrote the buffer failed: mark the contents lost and try to wipe them (a wipe that
+    /// succeeds makes the buffer readable again, as zeros).
+    pub(crate) fn fail(&mut self) {
         self.lost = true;
         let _ = self.wipe();
-        err
     }
-}
-
-/// Seal or open `buf` in place with one fused launch; the full tag (computed when sealing, expected when
-/// opening). The caller compares the tag; on a device error `buf` is wiped (or marked lost).
-pub(crate) fn crypt(
-    gpu: &Arc<Gpu>,
-    k: Keyed<'_>,
-    dir: Direction,
-    j0: &[u8; 16],
-    aad: &[u8],
-    buf: &mut DeviceBuf,
-) -> Result<[u8; 16], Error> {
-    if !Arc::ptr_eq(buf.mem.gpu(), gpu) {
-        return Err(Error::InvalidInput(
-            "the device buffer belongs to another device than the engine".into(),
-        ));
-    }
-    gcmx_core::backend::check_lengths(aad.len(), buf.len())?;
-    let len = buf.len();
-    if len == 0 {
-        return Ok(k.host.tag_from_partials(j0, aad, &[], 0));
-    }
-    // Until the launch has been waited for, the contents are neither the input nor the output.
-    buf.lost = true;
-    match launch(gpu, k, dir, j0, &buf.mem) {
-        Ok(values) => {
-            buf.lost = false;
-            let chunk = plan::Chunk {
-                offset: 0,
-                len,
-                first_block: 0,
-                first_partial: 0,
-                grid: values.len() as u32,
-            };
-            let mut parts = plan::partials_of(&[chunk], &values, abi::FUSED_SPAN);
-            let tag = k.host.tag_from_partials(j0, aad, &parts, len);
-            for p in parts.iter_mut() {
-                p.value.zeroize();
-            }
-            Ok(tag)
-        }
-        Err(e) => Err(buf.fail(e)),
-    }
-}
-
-/// The fused launch over all of `mem`, its counter block and partials in a metadata buffer that is wiped
-/// when it is freed (before this returns); the partial hashes.
-fn launch(
-    gpu: &Arc<Gpu>,
-    k: Keyed<'_>,
-    dir: Direction,
-    j0: &[u8; 16],
-    mem: &Arc<DeviceMem>,
-) -> Result<Zeroizing<Vec<u128>>, Error> {
-    let len = mem.len();
-    let grid = usize::try_from(plan::grid_for(plan::blocks(len), abi::FUSED_SPAN))
-        .map_err(|_| Error::PlaintextTooLong)?;
-    let meta_len = abi::GCM_CTR_BYTES + 16 * grid;
-    let meta = DeviceMem::new(gpu, meta_len)?;
-    gpu.with_lane(|lane| {
-        lane.reserve_host(0, meta_len)?;
-        lane.host(0)?[..abi::GCM_CTR_BYTES].copy_from_slice(&abi::gcm_ctr_bytes(j0, 0));
-        let parts = At {
-            mem: &meta,
-            off: abi::GCM_CTR_BYTES,
-        };
-        let r = (|| -> Result<Zeroizing<Vec<u128>>, Error> {
-            lane.upload(0, 0, At::start(&meta), abi::GCM_CTR_BYTES)?;
-            lane.launch(Launch::Fused {
-                dir,
-                data: At::start(mem),
-                len,
-                key: k.key,
-                nr: k.nr,
-                powers: k.powers,
-                ctr: At::start(&meta),
-                partials: parts,
-            })?;
-            lane.download(parts, 0, abi::GCM_CTR_BYTES, 16 * grid)?;
-            let h = lane.host(0)?;
-            let mut values = Zeroizing::new(vec![0u128; grid]);
-            plan::read_partials(&h[abi::GCM_CTR_BYTES..meta_len], &mut values);
-            Ok(values)
-        })();
-        let wiped = lane.host(0).map(|h| h[..meta_len].zeroize());
-        let values = r?;
-        wiped?;
-        Ok(values)
-    })
-}
-
-/// The host-side check of a device-resident open: `tag` against the first bytes of `expected`, in
-/// constant time; on a mismatch `buf` is wiped before `Error::Authentication` is returned.
-pub(crate) fn verify_or_wipe(
-    expected: &mut [u8; 16],
-    tag: &[u8],
-    buf: &mut DeviceBuf,
-) -> Result<(), Error> {
-    let ok = gcmx_core::backend::tag_matches(expected, tag);
-    expected.zeroize();
-    if ok {
-        return Ok(());
-    }
-    buf.lost = true;
-    buf.wipe()?;
-    Err(Error::Authentication)
 }

@@ -36,11 +36,15 @@ fn start_up_faults_then_a_clean_start() {
             let what = format!("start-up: {op} #1 {mode:?}");
             let r = bounded(&what, Duration::from_secs(60), || {
                 fault::arm(op, 1, mode);
-                let info = gcmx_cuda::info();
+                let info = gcmx_cuda::device_info(0);
                 // With a one-off fault a second call would start the device for good (and end the
                 // start-up cases); with a lost context every call must keep failing.
-                let later = (mode == Mode::ContextLost)
-                    .then(|| (CudaEngine::new(&[5u8; 16]).err(), DeviceBuf::new(64).err()));
+                let later = (mode == Mode::ContextLost).then(|| {
+                    (
+                        CudaEngine::new(&[5u8; 16], 0).err(),
+                        DeviceBuf::new(64, 0).err(),
+                    )
+                });
                 (info, later, fault::disarm())
             });
             let (info, later, fired) = r;
@@ -60,8 +64,8 @@ fn start_up_faults_then_a_clean_start() {
         }
     }
     // The clean start after all of them.
-    let info = gcmx_cuda::info();
-    let engine = CudaEngine::new(&[5u8; 16]);
+    let info = gcmx_cuda::device_info(0);
+    let engine = CudaEngine::new(&[5u8; 16], 0);
     say(&format!(
         "fault-injection start-up ({}): {cases} cases, {} failed; then started: {}",
         if emulated {

@@ -1,8 +1,9 @@
 //! Every GPU API of gcmx driven through every kind of driver failure at several counts (feature
 //! `fault-injection`): the host pipeline (`gcmx::Gcm` on `Backend::Cuda`), its batches, the
-//! device-resident API (`DeviceBuf`, `seal_device`, `open_device`), the keyring, engine creation and
-//! `PinnedRegion`. Without a GPU they run on the stub libcuda's emulated device; on a GPU (the bundle of
-//! scripts/gpu-build.sh) the same cases also compare every result with the CPU backend.
+//! device-resident API (`DeviceBuf`, `CudaKeyring::{seal_async, open_async}` and device batches,
+//! waited for), the keyring, engine creation and `PinnedRegion`. Without a GPU they run on the stub
+//! libcuda's emulated device; on a GPU (the bundle of scripts/gpu-build.sh) the same cases also compare
+//! every result with the CPU backend.
 //!
 //! For each API, a clean run counts the driver calls of each kind it makes; then, for a selection of
 //! counts of each kind, the call fails once (and, for some, the context is lost from that call on), and
@@ -32,7 +33,8 @@ use fault_common::{
 use gcmx::{Backend, Gcm, OpenJob, SealJob};
 use gcmx_cuda::fault::{self, Mode, Op};
 use gcmx_cuda::{
-    CudaEngine, CudaKeyring, DeviceBuf, Error, KeyedOpenJob, KeyedSealJob, PinnedRegion,
+    CudaEngine, CudaKeyring, DeviceBatch, DeviceBuf, DeviceJob, DeviceMessage, Error, KeyedOpenJob,
+    KeyedSealJob, PinnedRegion, Stream,
 };
 
 /// What an untouched tag holds.
@@ -745,6 +747,25 @@ impl Scenario for HostBatch {
 // Device-resident API
 // -------------------------------------------------------------------------------------------------
 
+/// Seal `d` (no AAD) on the engine's own stream and wait; the tag, through `dtag`, into `tag`.
+fn seal_dev(
+    eng: &CudaEngine,
+    nonce: &[u8],
+    d: &mut DeviceBuf,
+    dtag: &mut DeviceBuf,
+    tag: &mut [u8; 16],
+) -> Result<(), Error> {
+    let job = DeviceJob {
+        key: 0,
+        nonce,
+        aad: b"",
+        data: d,
+        tag: dtag,
+    };
+    eng.seal_async(None, job)?.wait()?;
+    dtag.download(0, tag)
+}
+
 struct DeviceCall {
     len: usize,
     open: bool,
@@ -759,15 +780,20 @@ struct DevState {
     pt: Vec<u8>,
     ct: Vec<u8>,
     buf: DeviceBuf,
+    /// The tag in device memory, and its copy on the host once a call has returned it.
+    dtag: DeviceBuf,
     tag: [u8; 16],
+    /// The last seal finished on the device and only reading its tag back failed.
+    sealed: bool,
 }
 
 impl DevState {
     fn new(rng: &mut Rng, len: usize) -> DevState {
         let key = rng.bytes(24);
-        let eng = CudaEngine::new(&key).expect("engine");
+        let eng = CudaEngine::new(&key, 0).expect("engine");
         let pt = rng.bytes(len);
-        let buf = DeviceBuf::from_host(&pt).expect("DeviceBuf");
+        let buf = DeviceBuf::from_host(&pt, 0).expect("DeviceBuf");
+        let dtag = DeviceBuf::new(16, 0).expect("tag DeviceBuf");
         DevState {
             key,
             eng,
@@ -776,18 +802,40 @@ impl DevState {
             pt,
             ct: Vec::new(),
             buf,
+            dtag,
             tag: [SENTINEL; 16],
+            sealed: false,
         }
     }
 
+    /// Seal on the engine's own stream, wait, and read the tag back.
     fn seal(&mut self) -> Result<(), Error> {
-        self.eng
-            .seal_device(&self.nonce, &self.aad, &mut self.buf, &mut self.tag)
+        self.sealed = false;
+        let job = DeviceJob {
+            key: 0,
+            nonce: &self.nonce,
+            aad: &self.aad,
+            data: &mut self.buf,
+            tag: &mut self.dtag,
+        };
+        self.eng.seal_async(None, job)?.wait()?;
+        self.sealed = true;
+        let mut t = [0u8; 16];
+        self.dtag.download(0, &mut t)?;
+        self.tag = t;
+        Ok(())
     }
 
+    /// Open against the tag in `dtag` (where the last seal, or a forgery, put it).
     fn open(&mut self) -> Result<(), Error> {
-        self.eng
-            .open_device(&self.nonce, &self.aad, &mut self.buf, &self.tag)
+        let job = DeviceJob {
+            key: 0,
+            nonce: &self.nonce,
+            aad: &self.aad,
+            data: &mut self.buf,
+            tag: &mut self.dtag,
+        };
+        self.eng.open_async(None, job, 16)?.wait()
     }
 
     /// After a failed call: the buffer is wiped, or marked lost (downloads refused) until wiped.
@@ -829,6 +877,12 @@ impl DevState {
                 ensure(self.tag == [SENTINEL; 16], || {
                     "a failed seal wrote a tag".into()
                 })?;
+                if self.sealed {
+                    // Only reading the tag back failed: the ciphertext is whole.
+                    let (ct, _) = expected_seal(dev, &self.key, &self.nonce, &self.aad, &self.pt);
+                    let got = self.buf.to_vec().map_err(|e| format!("download: {e}"))?;
+                    return ensure(got == ct, || "a sealed buffer changed".into());
+                }
                 self.wiped_or_lost()
             }
         }
@@ -841,6 +895,8 @@ impl DevState {
         self.buf
             .upload(0, &self.pt)
             .map_err(|e| format!("upload: {e}"))?;
+        // A failed call may have given up on the tag buffer too (marked lost).
+        self.dtag.wipe().map_err(|e| format!("tag wipe: {e}"))?;
         let r = self.seal();
         self.check_seal(dev, &r, false)?;
         let r = self.open();
@@ -855,7 +911,7 @@ impl Scenario for DeviceCall {
     type State = DevState;
     fn name(&self) -> String {
         format!(
-            "CudaEngine::{}_device {} B{}",
+            "CudaKeyring::{}_async(DeviceJob).wait() {} B{}",
             if self.open { "open" } else { "seal" },
             self.len,
             if self.forged { ", forged tag" } else { "" }
@@ -864,10 +920,11 @@ impl Scenario for DeviceCall {
     fn setup(&self, _dev: Dev, rng: &mut Rng) -> DevState {
         let mut d = DevState::new(rng, self.len);
         if self.open {
-            d.seal().expect("seal_device");
+            d.seal().expect("device seal");
             d.ct = d.buf.to_vec().expect("download");
             if self.forged {
                 d.tag[15] ^= 0x80;
+                d.dtag.upload(0, &d.tag).expect("forged tag");
             }
         }
         d
@@ -882,6 +939,10 @@ impl Scenario for DeviceCall {
     }
     fn opens(&self) -> bool {
         self.open
+    }
+    fn kept(&self) -> u64 {
+        // A seal whose tag could not be read back leaves the tag in its device buffer.
+        u64::from(!self.open)
     }
     fn check(
         &self,
@@ -922,6 +983,244 @@ impl Scenario for DeviceCall {
     }
 }
 
+/// A device-resident batch on a caller's stream: 6 messages under 2 keys of a keyring, their table,
+/// nonces and AADs in device memory, sealed or opened with `seal_batch_async` / `open_batch_async` and
+/// waited for. A failed call wipes the data, tags and verdicts (or marks them lost).
+struct DeviceBatchCall {
+    open: bool,
+    forged: bool,
+}
+
+const DB_LENS: [usize; 6] = [0, 1, 100, 4096, 20_000, 70_001];
+
+/// One message of the batch: its key index, nonce, AAD, plaintext and offset in the data buffer.
+struct DbMsg {
+    key: usize,
+    nonce: [u8; 12],
+    aad: Vec<u8>,
+    pt: Vec<u8>,
+    at: usize,
+}
+
+struct DbState {
+    keys: Vec<Vec<u8>>,
+    ring: CudaKeyring,
+    stream: Stream,
+    msgs: Vec<DbMsg>,
+    table: DeviceBuf,
+    nonces: DeviceBuf,
+    aad: DeviceBuf,
+    data: DeviceBuf,
+    tags: DeviceBuf,
+    verdicts: DeviceBuf,
+}
+
+impl DbState {
+    fn new(rng: &mut Rng) -> DbState {
+        let keys = vec![rng.bytes(16), rng.bytes(32)];
+        let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let ring = CudaKeyring::new(&refs, 0).expect("keyring");
+        let stream = Stream::new(0).expect("stream");
+        let (mut table, mut nonces, mut aads, mut host) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut msgs = Vec::new();
+        for (i, &len) in DB_LENS.iter().enumerate() {
+            let (nonce, aad, pt) = (rng.nonce(), rng.bytes(i * 7), rng.bytes(len));
+            let (at, aat) = (host.len(), aads.len());
+            table.push(DeviceMessage {
+                data_offset: at as u64,
+                data_len: len as u64,
+                aad_offset: aat as u64,
+                aad_len: aad.len() as u64,
+                nonce_offset: 12 * i as u64,
+                nonce_len: 12,
+                key: (i % 2) as u32,
+            });
+            nonces.extend_from_slice(&nonce);
+            aads.extend_from_slice(&aad);
+            aads.resize(aads.len().div_ceil(16) * 16, 0);
+            host.extend_from_slice(&pt);
+            host.resize(host.len().div_ceil(16) * 16, 0);
+            msgs.push(DbMsg {
+                key: i % 2,
+                nonce,
+                aad,
+                pt,
+                at,
+            });
+        }
+        let n = msgs.len();
+        DbState {
+            keys,
+            ring,
+            stream,
+            table: DeviceBuf::from_host(&DeviceMessage::table(&table), 0).expect("table"),
+            nonces: DeviceBuf::from_host(&nonces, 0).expect("nonces"),
+            aad: DeviceBuf::from_host(&aads, 0).expect("aad"),
+            data: DeviceBuf::from_host(&host, 0).expect("data"),
+            tags: DeviceBuf::new(16 * n, 0).expect("tags"),
+            verdicts: DeviceBuf::new(n, 0).expect("verdicts"),
+            msgs,
+        }
+    }
+
+    fn run(&mut self, open: bool) -> Result<(), Error> {
+        let b = DeviceBatch {
+            messages: &self.table,
+            count: self.msgs.len(),
+            data: &mut self.data,
+            aad: &self.aad,
+            nonces: &self.nonces,
+            tags: &mut self.tags,
+            verdicts: &mut self.verdicts,
+        };
+        let p = if open {
+            self.ring.open_batch_async(Some(&self.stream), b, 16)?
+        } else {
+            self.ring.seal_batch_async(Some(&self.stream), b)?
+        };
+        p.wait()
+    }
+
+    /// Message `i` of `data` as it is now.
+    fn message(&self, data: &[u8], i: usize) -> Vec<u8> {
+        let m = &self.msgs[i];
+        data[m.at..m.at + m.pt.len()].to_vec()
+    }
+
+    /// After a sealing call returned Ok: every message is its ciphertext, with its tag, verdict Ok.
+    fn check_sealed(&self, dev: Dev) -> Result<(), String> {
+        let data = self.data.to_vec().map_err(|e| format!("download: {e}"))?;
+        let tags = self.tags.to_vec().map_err(|e| format!("download: {e}"))?;
+        let v = self
+            .verdicts
+            .to_vec()
+            .map_err(|e| format!("download: {e}"))?;
+        for (i, m) in self.msgs.iter().enumerate() {
+            let (ct, tag) = expected_seal(dev, &self.keys[m.key], &m.nonce, &m.aad, &m.pt);
+            ensure(self.message(&data, i) == ct && v[i] == 0, || {
+                format!(
+                    "Ok, but message {i} is not its ciphertext (verdict {})",
+                    v[i]
+                )
+            })?;
+            ensure(tag.is_none_or(|t| tags[16 * i..16 * i + 16] == t), || {
+                format!("Ok, but message {i}'s tag is wrong")
+            })?;
+        }
+        Ok(())
+    }
+
+    /// After a failed call: data, tags and verdicts wiped, or marked lost (then wiped here).
+    fn wiped_or_lost(&mut self) -> Result<(), String> {
+        for (name, b) in [
+            ("data", &mut self.data),
+            ("tags", &mut self.tags),
+            ("verdicts", &mut self.verdicts),
+        ] {
+            match b.to_vec() {
+                Ok(v) => ensure(zero(&v), || {
+                    format!("a failed batch left its {name} not wiped")
+                })?,
+                Err(Error::InvalidInput(_)) => {
+                    b.wipe().map_err(|e| format!("wipe of lost {name}: {e}"))?;
+                }
+                Err(e) => return Err(format!("download of {name} after a failed call: {e:?}")),
+            }
+        }
+        Ok(())
+    }
+
+    fn round_trip(&mut self, dev: Dev) -> Result<(), String> {
+        let mut host = self.data.to_vec().map_err(|e| format!("download: {e}"))?;
+        for m in &self.msgs {
+            host[m.at..m.at + m.pt.len()].copy_from_slice(&m.pt);
+        }
+        self.data
+            .upload(0, &host)
+            .map_err(|e| format!("upload: {e}"))?;
+        self.run(false).map_err(|e| format!("seal: {e:?}"))?;
+        self.check_sealed(dev)?;
+        self.run(true)
+            .map_err(|e| format!("open of a fresh seal: {e:?}"))?;
+        let data = self.data.to_vec().map_err(|e| format!("download: {e}"))?;
+        let v = self
+            .verdicts
+            .to_vec()
+            .map_err(|e| format!("download: {e}"))?;
+        ensure(
+            (0..self.msgs.len()).all(|i| self.message(&data, i) == self.msgs[i].pt && v[i] == 0),
+            || format!("open of a fresh seal: wrong plaintext or verdicts {v:?}"),
+        )
+    }
+}
+
+impl Scenario for DeviceBatchCall {
+    type State = DbState;
+    fn name(&self) -> String {
+        format!(
+            "CudaKeyring::{}_batch_async(DeviceBatch).wait() of {} messages, 2 keys, caller's stream{}",
+            if self.open { "open" } else { "seal" },
+            DB_LENS.len(),
+            if self.forged { ", one tag forged" } else { "" }
+        )
+    }
+    fn setup(&self, _dev: Dev, rng: &mut Rng) -> DbState {
+        let mut s = DbState::new(rng);
+        if self.open {
+            s.run(false).expect("device batch seal");
+            if self.forged {
+                let mut t = s.tags.to_vec().expect("tags");
+                t[16 * 4 + 3] ^= 4;
+                s.tags.upload(0, &t).expect("forged tag");
+            }
+        }
+        s
+    }
+    fn run(&self, s: &mut DbState) -> Result<(), Error> {
+        s.run(self.open)
+    }
+    fn opens(&self) -> bool {
+        self.open
+    }
+    fn kept(&self) -> u64 {
+        // The verdicts: a refused message's byte is not zero.
+        u64::from(self.forged)
+    }
+    fn check(
+        &self,
+        dev: Dev,
+        s: &mut DbState,
+        r: &Result<(), Error>,
+        fired: bool,
+    ) -> Result<(), String> {
+        match r {
+            Ok(()) if !self.open => s.check_sealed(dev),
+            Ok(()) => {
+                let data = s.data.to_vec().map_err(|e| format!("download: {e}"))?;
+                let v = s.verdicts.to_vec().map_err(|e| format!("download: {e}"))?;
+                for (i, m) in s.msgs.iter().enumerate() {
+                    let bad = self.forged && i == 4;
+                    let got = s.message(&data, i);
+                    ensure(
+                        v[i] == u8::from(bad) && if bad { zero(&got) } else { got == m.pt },
+                        || format!("message {i}: verdict {}, or wrong / not zeroed", v[i]),
+                    )?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                ensure(fired, || format!("failed with no fault: {e:?}"))?;
+                is_injected(e)?;
+                s.wiped_or_lost()
+            }
+        }
+    }
+    fn next(&self, dev: Dev, s: &mut DbState, _rng: &mut Rng) -> Result<(), String> {
+        s.round_trip(dev)
+    }
+}
+
 /// `DeviceBuf` itself: made from host data, patched with an upload larger than one staging copy, read
 /// back, wiped, and a zeroed one allocated.
 struct DeviceBufOps {
@@ -953,11 +1252,11 @@ impl Scenario for DeviceBufOps {
     }
     fn run(&self, s: &mut BufState) -> Result<(), Error> {
         s.got = None;
-        let b = s.buf.insert(DeviceBuf::from_host(&s.data)?);
+        let b = s.buf.insert(DeviceBuf::from_host(&s.data, 0)?);
         b.upload(PATCH_AT, &s.patch)?;
         s.got = Some(b.to_vec()?);
         b.wipe()?;
-        let z = DeviceBuf::new(1000)?;
+        let z = DeviceBuf::new(1000, 0)?;
         let mut small = [1u8; 1000];
         z.download(0, &mut small)?;
         if small != [0u8; 1000] {
@@ -1028,7 +1327,7 @@ impl RingState {
     fn new(rng: &mut Rng) -> RingState {
         let keys = [rng.bytes(16), rng.bytes(24), rng.bytes(32)];
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-        let ring = CudaKeyring::new(&refs).expect("keyring");
+        let ring = CudaKeyring::new(&refs, 0).expect("keyring");
         let idx: Vec<usize> = (0..RING_LENS.len()).map(|i| (i * 2) % keys.len()).collect();
         let per_msg = idx.iter().map(|&k| keys[k].clone()).collect();
         RingState {
@@ -1184,9 +1483,9 @@ impl Scenario for Create {
     fn run(&self, s: &mut CreateState) -> Result<(), Error> {
         if self.keyring {
             let k = &s.key;
-            s.ring = Some(CudaKeyring::new(&[&k[..16], &k[..24], &k[..]])?);
+            s.ring = Some(CudaKeyring::new(&[&k[..16], &k[..24], &k[..]], 0)?);
         } else {
-            s.eng = Some(CudaEngine::new(&s.key)?);
+            s.eng = Some(CudaEngine::new(&s.key, 0)?);
         }
         Ok(())
     }
@@ -1226,9 +1525,10 @@ impl Scenario for Create {
             &s.key[..]
         } else {
             let eng = s.eng.as_ref().ok_or("no engine")?;
-            let mut d = DeviceBuf::from_host(&pt).map_err(|e| format!("DeviceBuf: {e}"))?;
-            eng.seal_device(&nonce, b"", &mut d, &mut tag)
-                .map_err(|e| format!("seal_device: {e}"))?;
+            let mut d = DeviceBuf::from_host(&pt, 0).map_err(|e| format!("DeviceBuf: {e}"))?;
+            let mut dtag = DeviceBuf::new(16, 0).map_err(|e| format!("DeviceBuf: {e}"))?;
+            seal_dev(eng, &nonce, &mut d, &mut dtag, &mut tag)
+                .map_err(|e| format!("seal_async: {e}"))?;
             buf = d.to_vec().map_err(|e| format!("download: {e}"))?;
             &s.key[..]
         };
@@ -1365,6 +1665,15 @@ fn device_resident_faults() {
         };
         drive(dev, &sc, &mut rng, FULL, &mut t);
     }
+    for (open, forged) in [(false, false), (true, false), (true, true)] {
+        drive(
+            dev,
+            &DeviceBatchCall { open, forged },
+            &mut rng,
+            FULL,
+            &mut t,
+        );
+    }
     drive(
         dev,
         &DeviceBufOps { len: 20 * MIB + 5 },
@@ -1372,7 +1681,9 @@ fn device_resident_faults() {
         FULL,
         &mut t,
     );
-    t.finish("device-resident API (DeviceBuf, seal_device, open_device)");
+    t.finish(
+        "device-resident API (DeviceBuf, seal_async and open_async, device batches, waited for)",
+    );
 }
 
 #[test]
@@ -1403,11 +1714,11 @@ fn out_of_memory_then_recovers() {
     let mut host = HostMsg::new(&mut rng, 6 * MIB);
     let mut d = DevState::new(&mut rng, 3000);
     fault::release_cached();
-    let total = gcmx_cuda::info().expect("device").total_memory;
+    let total = gcmx_cuda::device_info(0).expect("device").total_memory;
     let t0 = Instant::now();
     let mut fill = Vec::new();
     for step in [1usize << 30, 64 * MIB, MIB, 64 << 10, 4 << 10, 256, 16] {
-        while let Ok(b) = DeviceBuf::new(step) {
+        while let Ok(b) = DeviceBuf::new(step, 0) {
             fill.push(b);
         }
     }
@@ -1428,13 +1739,15 @@ fn out_of_memory_then_recovers() {
     };
     // On the emulated device nothing is left, so an engine cannot be made; a real driver may still
     // place the few hundred bytes an engine needs.
-    let r2 = bounded("OOM new engine", CASE_LIMIT, || CudaEngine::new(&[1u8; 16]));
+    let r2 = bounded("OOM new engine", CASE_LIMIT, || {
+        CudaEngine::new(&[1u8; 16], 0)
+    });
     let created = match (&r2, dev) {
         (Err(Error::Device(_)), _) | (Ok(_), Dev::Real) => Ok(()),
         (other, _) => Err(format!("{:?}", other.as_ref().err())),
     };
     drop(r2);
-    let r3 = DeviceBuf::new(MIB).err();
+    let r3 = DeviceBuf::new(MIB, 0).err();
     // The device-resident call needs only a small metadata buffer: it works, or fails cleanly (checked
     // once memory is free again: the check itself needs the device).
     let r4 = d.seal();
@@ -1458,7 +1771,7 @@ fn out_of_memory_then_recovers() {
         matches!(r3, Some(Error::Device(_))),
         "DeviceBuf::new with the memory full: {r3:?}"
     );
-    dev_ok.expect("seal_device with the device memory full");
+    dev_ok.expect("device seal with the device memory full");
     again.expect("host seal after the memory was freed");
     dev_again.expect("device seal after the memory was freed");
     live.expect("leaks after out-of-memory");
@@ -1515,7 +1828,7 @@ fn worker(dev: Dev, i: u64, rounds: usize, shared: &[Gcm], shared_keys: &[Vec<u8
     let mut bad = Vec::new();
     let key = rng.bytes([16, 24, 32][i as usize % 3]);
     let own = cuda(&key);
-    let eng = CudaEngine::new(&key).expect("engine");
+    let eng = CudaEngine::new(&key, 0).expect("engine");
     for round in 0..rounds {
         let len = if (i + round as u64).is_multiple_of(16) {
             5 * MIB + 1
@@ -1561,10 +1874,18 @@ fn worker(dev: Dev, i: u64, rounds: usize, shared: &[Gcm], shared_keys: &[Vec<u8
         let n = 1 + (rng.next() % 50_000) as usize;
         let pt = rng.bytes(n);
         let mut tag = [0u8; 16];
-        let r = DeviceBuf::from_host(&pt).and_then(|mut d| {
-            eng.seal_device(&nonce, b"", &mut d, &mut tag)?;
+        let r = DeviceBuf::from_host(&pt, 0).and_then(|mut d| {
+            let mut dtag = DeviceBuf::new(16, 0)?;
+            seal_dev(&eng, &nonce, &mut d, &mut dtag, &mut tag)?;
             let ct = d.to_vec()?;
-            eng.open_device(&nonce, b"", &mut d, &tag)?;
+            let job = DeviceJob {
+                key: 0,
+                nonce: &nonce,
+                aad: b"",
+                data: &mut d,
+                tag: &mut dtag,
+            };
+            eng.open_async(None, job, 16)?.wait()?;
             Ok((ct, d.to_vec()?))
         });
         let (want, t) = expected_seal(dev, &key, &nonce, b"", &pt);
@@ -1726,4 +2047,52 @@ fn concurrent_call(dev: Dev, i: u64, shared: &Gcm, shared_key: &[u8]) -> Result<
             Ok(false)
         }
     }
+}
+
+/// `Pending::detach`: a detached seal runs on and its buffer is read after it; a detached single open
+/// still reports a forgery (its verdict lives only in the `Pending`), with the message zeroed.
+#[test]
+fn detached_work() {
+    let (_turn, dev) = turn();
+    let mut rng = Rng(9);
+    let key = rng.bytes(32);
+    let (nonce, aad, pt) = (rng.nonce(), rng.bytes(3), rng.bytes(50_000));
+    let eng = CudaEngine::new(&key, 0).expect("engine");
+    let stream = Stream::new(0).expect("stream");
+    let mut buf = DeviceBuf::from_host(&pt, 0).expect("buffer");
+    let mut tag = DeviceBuf::new(16, 0).expect("tag");
+    let job = DeviceJob {
+        key: 0,
+        nonce: &nonce,
+        aad: &aad,
+        data: &mut buf,
+        tag: &mut tag,
+    };
+    let sealed = eng.seal_async(Some(&stream), job).and_then(|p| p.detach());
+    let (ct, _) = expected_seal(dev, &key, &nonce, &aad, &pt);
+    assert!(sealed.is_ok(), "detached seal: {sealed:?}");
+    assert_eq!(
+        buf.to_vec().expect("download"),
+        ct,
+        "read after a detached seal"
+    );
+    let mut t = tag.to_vec().expect("tag");
+    t[0] ^= 1;
+    tag.upload(0, &t).expect("forged tag");
+    let job = DeviceJob {
+        key: 0,
+        nonce: &nonce,
+        aad: &aad,
+        data: &mut buf,
+        tag: &mut tag,
+    };
+    let opened = eng
+        .open_async(Some(&stream), job, 16)
+        .and_then(|p| p.detach());
+    assert_eq!(opened, Err(Error::Authentication), "a detached forged open");
+    assert!(
+        zero(&buf.to_vec().expect("download")),
+        "refused, not zeroed"
+    );
+    stream.synchronize().expect("stream");
 }

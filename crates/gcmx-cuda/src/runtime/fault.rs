@@ -192,10 +192,12 @@ mod injection {
     /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
     /// use gcmx::cuda::fault::{self, Mode, Op};
     /// fault::emulate(); // no-op on a real GPU
-    /// let engine = gcmx::cuda::CudaEngine::new(&[7u8; 16])?;
-    /// let mut buf = gcmx::cuda::DeviceBuf::from_host(&[1u8; 1000])?;
+    /// let engine = gcmx::cuda::CudaEngine::new(&[7u8; 16], 0)?;
+    /// let mut buf = gcmx::cuda::DeviceBuf::from_host(&[1u8; 1000], 0)?;
+    /// let mut tag = gcmx::cuda::DeviceBuf::new(16, 0)?;
+    /// let job = gcmx::cuda::DeviceJob { key: 0, nonce: &[0u8; 12], aad: b"", data: &mut buf, tag: &mut tag };
     /// fault::arm(Op::Launch, 1, Mode::Once);
-    /// let r = engine.seal_device(&[0u8; 12], b"", &mut buf, &mut [0u8; 16]);
+    /// let r = engine.seal_async(None, job).and_then(|p| p.wait());
     /// assert_eq!(fault::disarm(), 1);
     /// assert!(matches!(r, Err(gcmx::cuda::Error::Device(_))));
     /// # Ok::<(), gcmx::cuda::Error>(())

@@ -65,11 +65,11 @@ impl core::fmt::Display for GhashVariant {
     }
 }
 
-/// What [`crate::info`] reports about a device and the kernels loaded on it.
+/// What [`crate::device_info`] reports about a device and the kernels loaded on it.
 ///
 /// ```no_run
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
-/// if let Ok(info) = gcmx::cuda::info() {
+/// if let Ok(info) = gcmx::cuda::device_info(0) {
 ///     println!("{info}");
 ///     assert!(info.compute_capability.0 >= 8);
 /// }
@@ -120,13 +120,13 @@ impl core::fmt::Display for DeviceInfo {
 
 /// A CUDA stream of one device, on which gcmx's asynchronous calls queue their work.
 ///
-/// Made by gcmx ([`Stream::new`], [`Stream::on_device`]; destroyed when dropped, after its work) or
+/// Made by gcmx ([`Stream::new`]; destroyed when dropped, after its work) or
 /// borrowed from another CUDA library ([`Stream::from_raw`]; never destroyed by gcmx). Its raw handle
 /// ([`Stream::as_raw`]) lets other libraries queue their work on the same stream, in order with gcmx's.
 ///
 /// ```no_run
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
-/// let stream = gcmx::cuda::Stream::new()?;
+/// let stream = gcmx::cuda::Stream::new(0)?;
 /// let raw = stream.as_raw(); // a CUstream / cudaStream_t for cudarc, PyTorch, ...
 /// stream.synchronize()?;
 /// # let _ = raw;
@@ -137,7 +137,7 @@ impl core::fmt::Display for DeviceInfo {
 ///
 /// ```compile_fail
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
-/// let s = gcmx::cuda::Stream::new().unwrap();
+/// let s = gcmx::cuda::Stream::new(0).unwrap();
 /// let t = s.clone();
 /// ```
 pub struct Stream {
@@ -147,13 +147,6 @@ pub struct Stream {
 impl core::fmt::Debug for Stream {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "Stream {{ device {} }}", self.device())
-    }
-}
-
-impl Stream {
-    /// A new stream on the default device (device 0).
-    pub fn new() -> Result<Stream, Error> {
-        Stream::on_device(0)
     }
 }
 
@@ -252,7 +245,8 @@ impl Region<'_> {
 }
 
 /// A range of device memory given by its address: memory that another CUDA library (the CUDA runtime,
-/// cudarc, PyTorch, ...) allocated in the primary context of a device, for gcmx's `*_raw` calls.
+/// cudarc, PyTorch, ...) allocated in the primary context of a device, for gcmx's device-resident
+/// calls (a [`crate::DeviceMemory`], as a [`crate::DeviceBuf`] is).
 ///
 /// Making one is `unsafe`: gcmx cannot check an address, its length, its lifetime or who else uses it.
 ///
@@ -263,8 +257,16 @@ impl Region<'_> {
 /// // SAFETY: `addr` is device memory of device 0's primary context, `len` bytes, 16-byte aligned; it
 /// // stays allocated and untouched by other work until every gcmx call given this span has completed
 /// // on its stream.
-/// let span = unsafe { gcmx::cuda::RawDeviceSpan::new(addr, len) };
-/// assert_eq!(span.len(), len);
+/// let mut span = unsafe { gcmx::cuda::RawDeviceSpan::new(addr, len) };
+/// let data: &mut dyn gcmx::cuda::DeviceMemory = &mut span; // for a DeviceJob or DeviceBatch
+/// # let _ = data;
+/// ```
+///
+/// Without `unsafe` there is no span:
+///
+/// ```compile_fail
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// let span = gcmx::cuda::RawDeviceSpan::new(0x7f00_0000_0000, 4096);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RawDeviceSpan {
@@ -289,21 +291,6 @@ impl RawDeviceSpan {
     /// Alignment is checked by the calls (data and tags 16 bytes, message tables 8 bytes).
     pub unsafe fn new(addr: u64, len: usize) -> RawDeviceSpan {
         RawDeviceSpan { addr, len }
-    }
-
-    /// The device address.
-    pub fn addr(&self) -> u64 {
-        self.addr
-    }
-
-    /// Bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the span has no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 

@@ -25,7 +25,7 @@ pub(crate) enum Dev {
 pub(crate) fn device() -> Dev {
     static ONCE: std::sync::Once = std::sync::Once::new();
     let emulated = fault::emulate();
-    match gcmx_cuda::info() {
+    match gcmx_cuda::device_info(0) {
         Ok(i) => {
             let on = if emulated {
                 "the emulated device"

@@ -405,7 +405,7 @@ impl Drop for Fence {
     }
 }
 
-/// A caller's stream: created by gcmx ([`Stream::on_device`], destroyed with it) or borrowed from
+/// A caller's stream: created by gcmx ([`Stream::new`], destroyed with it) or borrowed from
 /// another library ([`Stream::from_raw`]).
 pub(crate) struct UserStream {
     pub(super) gpu: Arc<Gpu>,
@@ -440,12 +440,17 @@ impl Drop for UserStream {
 }
 
 impl Stream {
-    /// A new stream on device `ordinal` (non-blocking with respect to the legacy default stream).
+    /// A new stream on device `ordinal` (0 is the default device), non-blocking with respect to the
+    /// legacy default stream.
     ///
     /// `Error::BackendUnavailable` without a usable device, `Error::InvalidInput` for an ordinal past
     /// the last device.
-    pub fn on_device(ordinal: u32) -> Result<Stream, Error> {
-        let gpu = Gpu::get(ordinal)?;
+    pub fn new(ordinal: u32) -> Result<Stream, Error> {
+        Stream::on(Gpu::get(ordinal)?)
+    }
+
+    /// A new stream of `gpu` (a keyring's own stream).
+    pub(crate) fn on(gpu: Arc<Gpu>) -> Result<Stream, Error> {
         gpu.enter()?;
         let mut raw: cu::CUstream = ptr::null_mut();
         fault::hit(Op::StreamCreate)?;
@@ -497,7 +502,7 @@ impl Stream {
     }
 
     /// The device ordinal.
-    pub fn device(&self) -> u32 {
+    pub(crate) fn device(&self) -> u32 {
         self.inner.gpu.info().ordinal
     }
 
@@ -550,11 +555,11 @@ mod tests {
     #[test]
     fn callers_streams_are_made_and_synchronised() {
         let Some(g) = test_gpu() else { return };
-        let s = Stream::on_device(g.info().ordinal).unwrap();
+        let s = Stream::new(g.info().ordinal).unwrap();
         assert_eq!(s.device(), g.info().ordinal);
         assert!(!s.as_raw().is_null());
         s.synchronize().unwrap();
         let n = Gpu::count().unwrap();
-        assert!(matches!(Stream::on_device(n), Err(Error::InvalidInput(_))));
+        assert!(matches!(Stream::new(n), Err(Error::InvalidInput(_))));
     }
 }
