@@ -131,7 +131,7 @@ fn main() -> Result<(), Error> {
 
     // ---- ceilings: device read and copy -------------------------------------------------------------
     println!("== ceilings");
-    let read_ms = med(raw::time_bw_read(&a, reps)?);
+    let read_ms = med(raw::time_bandwidth(&a, None, reps)?);
     let read_tbs = tbs(nf, read_ms);
     row(
         &mut rows,
@@ -141,7 +141,7 @@ fn main() -> Result<(), Error> {
         None,
         "ceiling",
     );
-    let copy_ms = med(raw::time_bw_copy(&a, &mut b, reps)?);
+    let copy_ms = med(raw::time_bandwidth(&a, Some(&mut b), reps)?);
     let copy_tbs = tbs(2.0 * nf, copy_ms);
     row(
         &mut rows,
@@ -189,7 +189,7 @@ fn main() -> Result<(), Error> {
     println!("== GHASH over {} MiB in device memory", n >> 20);
     let gh = raw::Ghash::new(&[0x5a; 16])?;
     let soft_tbs = tbs(nf, med(gh.time(false, &a, reps.min(5))?));
-    if gh.has_clmad() {
+    if info.ghash_variant == gc::GhashVariant::Clmad {
         let cl_tbs = tbs(nf, med(gh.time(true, &a, reps)?));
         row(
             &mut rows,

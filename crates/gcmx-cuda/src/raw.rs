@@ -48,25 +48,27 @@ fn gpu_of(buf: &DeviceBuf) -> Arc<Gpu> {
     buf.mem.gpu().clone()
 }
 
-/// The device's read ceiling: `gcmx_bw_read` over `buf` (length a multiple of 16).
-pub fn time_bw_read(buf: &DeviceBuf, reps: usize) -> Result<Vec<f32>, Error> {
-    let gpu = gpu_of(buf);
-    let grid = plan::grid_for(plan::blocks(buf.len()), abi::GHASH_SPAN) as usize;
-    let out = DeviceMem::new(&gpu, 16 * grid)?;
-    gpu.with_lane(|lane| {
-        timed(lane, reps, |l| {
-            l.launch(Launch::BwRead {
-                input: At::start(&buf.mem),
-                len: buf.len(),
-                out: At::start(&out),
-            })
-        })
-    })
-}
-
-/// The device's copy ceiling: `gcmx_bw_copy` from `src` to `dst` (lengths a multiple of 16).
-pub fn time_bw_copy(src: &DeviceBuf, dst: &mut DeviceBuf, reps: usize) -> Result<Vec<f32>, Error> {
+/// The device's memory ceilings: `gcmx_bw_read` over `src` (`dst` `None`: the read ceiling), or
+/// `gcmx_bw_copy` from `src` to `dst` (the copy ceiling, reads and writes); lengths a multiple of 16.
+pub fn time_bandwidth(
+    src: &DeviceBuf,
+    dst: Option<&mut DeviceBuf>,
+    reps: usize,
+) -> Result<Vec<f32>, Error> {
     let gpu = gpu_of(src);
+    let Some(dst) = dst else {
+        let grid = plan::grid_for(plan::blocks(src.len()), abi::GHASH_SPAN) as usize;
+        let out = DeviceMem::new(&gpu, 16 * grid)?;
+        return gpu.with_lane(|lane| {
+            timed(lane, reps, |l| {
+                l.launch(Launch::BwRead {
+                    input: At::start(&src.mem),
+                    len: src.len(),
+                    out: At::start(&out),
+                })
+            })
+        });
+    };
     gpu.with_lane(|lane| {
         timed(lane, reps, |l| {
             l.launch(Launch::BwCopy {
@@ -135,11 +137,6 @@ impl Ghash {
         let gpu = Gpu::get(0)?;
         let powers = keys::ghash_powers(&gpu, &key)?;
         Ok(Ghash { gpu, key, powers })
-    }
-
-    /// Whether the loaded kernels include `gcmx_ghash_clmad`.
-    pub fn has_clmad(&self) -> bool {
-        self.gpu.info().ghash_variant == crate::GhashVariant::Clmad
     }
 
     fn launch<'a>(
