@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build, on any x86-64 Linux machine (no GPU needed), a self-contained bundle that runs gcmx's GPU tests
 # and benchmark on any x86-64 machine with an NVIDIA driver (and nothing else installed):
-#   <bundle>/bins.tar.xz     gcmx-cuda-test and gcmx-cuda-bench (crates/gcmx-cuda/examples, release,
+#   <bundle>/bins.tar.xz     gcmx-cuda-gpu-tests (gcmx-cuda's GPU tests, crates/gcmx-cuda/tests/gpu.rs, a
+#                            cargo test binary) and gcmx-cuda-bench (crates/gcmx-cuda/examples, release,
 #                            features `bench`), gcmx-stream-adapters (the streaming adapters' benchmark
 #                            with `cuda`), gcmx's integration tests built with `--features cuda`
 #                            (nist_cavp, wycheproof, spec_vectors, ...; they cover Backend::Cuda when a
@@ -51,9 +52,7 @@ if [[ ${COMMITTED} == 1 ]]; then
 fi
 
 cargo build --release -p gcmx-cuda --features bench --examples
-for b in gcmx-cuda-test gcmx-cuda-bench; do
-    cp "target/release/examples/${b}" "${OUTDIR}/bin/"
-done
+cp target/release/examples/gcmx-cuda-bench "${OUTDIR}/bin/"
 
 # Copy the integration-test executables that cargo reports (JSON on stdin) into <bundle>/$1.
 copy_tests() {
@@ -70,6 +69,10 @@ for line in sys.stdin:
 '
 }
 
+# gcmx-cuda's GPU tests: the test binary as `cargo test -p gcmx-cuda --features cuda --test gpu` builds it.
+cargo test --release -p gcmx-cuda --features cuda --test gpu --no-run --message-format=json 2>/dev/null |
+    copy_tests bin
+mv "${OUTDIR}/bin/gpu" "${OUTDIR}/bin/gcmx-cuda-gpu-tests"
 if [[ ${TESTS} == 1 ]]; then
     cargo test --release -p gcmx --features cuda --no-run --message-format=json 2>/dev/null | copy_tests tests
     cargo test --release -p gcmx-cuda --features fault-injection --test faults --test fault_startup --no-run \

@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # Run gcmx's GPU tests and benchmark from a bundle that scripts/gpu-build.sh made, on any x86-64 machine
 # with an NVIDIA driver (libcuda.so.1 on the loader's path) and nothing else installed.
-#   gpu-run.sh smoke   device info + quick correctness (gcmx-cuda-test --quick)
-#   gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda + the fault tests
+#   gpu-run.sh smoke   device info + quick correctness (gcmx-cuda's GPU tests with --quick)
+#   gpu-run.sh tests   gcmx-cuda's GPU tests (full) + gcmx's integration tests on Backend::Cuda + the fault tests
 #                      + gcmx-consumer (a registry user's binary built without CUDA) with --require-gpu
 #   gpu-run.sh faults  gcmx-cuda's fault-injection tests alone (every GPU API through every kind of driver
 #                      failure, results checked against the CPU; out of memory; 64 concurrent engines)
 #   gpu-run.sh bench   gcmx-cuda-bench (full), then the streaming adapters' benchmark on all CPU
 #                      cores and on the GPU (gcmx-stream-adapters --backend cpu-parallel / cuda)
 #   gpu-run.sh full    tests, then bench
-#   gpu-run.sh testbench  gcmx-cuda-test, then gcmx-cuda-bench (no integration tests)
+#   gpu-run.sh testbench  gcmx-cuda's GPU tests, then gcmx-cuda-bench (no integration tests)
 #   gpu-run.sh cpu     the CPU benchmark and gcmx-x86 tests that scripts/cpu-bench-build.sh put in <bundle>/cpu
 #   gpu-run.sh cpu-interleaved   only the one-core comparison with the implementations interleaved
 #                      (aes_gcm --interleaved ${GCMX_CPU_ROUNDS:-15}), after gcmx-x86's tests
 # The bundle is the folder this script is in when it holds bins.tar.xz (gpu-build.sh copies the script
 # there), else .device beside scripts/. Logs go to $GCMX_LOG_DIR (default ./gpu-logs).
 # Options through the environment: GCMX_RUN_TIMEOUT (seconds per test or bench program, default 1800),
-# GCMX_TEST_ARGS / GCMX_BENCH_ARGS (extra arguments, e.g. "--max-gib 1" or "--quick").
+# GCMX_TEST_ARGS / GCMX_BENCH_ARGS (extra arguments, e.g. "--max-gib 1" or "--quick"; for the GPU tests
+# they become GCMX_GPU_MAX_GIB / GCMX_GPU_QUICK, see crates/gcmx-cuda/tests/gpu.rs).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [[ -f "${HERE}/bins.tar.xz" ]]; then
@@ -50,11 +51,24 @@ for f in "${WORK}"/bin/* "${WORK}"/tests/* "${WORK}"/faults/*; do
     fi
 done | tee -a "${LOG}/env.txt"
 
+# gcmx-cuda's GPU tests (crates/gcmx-cuda/tests/gpu.rs), one test at a time; each prints its count of
+# checks, summed here into one line.
 run_tests() {
-    timeout "${GCMX_RUN_TIMEOUT:-1800}" "${WORK}/bin/gcmx-cuda-test" "${GCMX_VECTORS_DIR}" "$@" 2>&1 | tee "${LOG}/gpu-test.log"
+    local quick=0 max_gib=4
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
+            --quick) quick=1 ;;
+            --max-gib) max_gib="$2"; shift ;;
+        esac
+        shift
+    done
+    GCMX_GPU_QUICK=${quick} GCMX_GPU_MAX_GIB=${max_gib} timeout "${GCMX_RUN_TIMEOUT:-1800}" \
+        "${WORK}/bin/gcmx-cuda-gpu-tests" --test-threads=1 2>&1 | tee "${LOG}/gpu-test.log"
     local rc=${PIPESTATUS[0]}
     [[ $rc == 0 ]] || status=1
-    echo "gcmx-cuda-test exit ${rc}"
+    grep -E "^GPU checks" "${LOG}/gpu-test.log" | awk '{p += $4; f += $6} END {
+        printf "GPU TEST SUMMARY: %d passed, %d failed (%d tests)\n", p, f, NR}' | tee -a "${LOG}/gpu-test.log"
+    echo "gcmx-cuda GPU tests exit ${rc}"
 }
 
 run_integration() {

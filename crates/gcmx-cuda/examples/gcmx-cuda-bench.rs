@@ -8,6 +8,9 @@
 //! Sizes: 4 GiB in device memory, 8 GiB host to host, batches of 1 KiB and 16 KiB messages.
 //! The final table is printed last.
 
+#[path = "../tests/support/gcmx.rs"]
+mod gcmx;
+
 use std::time::Instant;
 
 use gcmx::cuda::{self as gc, CudaEngine, DeviceBuf, PinnedRegion, raw};

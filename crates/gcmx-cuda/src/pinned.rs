@@ -22,19 +22,23 @@ use crate::runtime::{Gpu, pin_scope};
 /// would read and write the old, freed pages (encryption returning `Ok` with the new buffer untouched).
 /// The scope unregisters in its own frame, which no leak can skip.
 ///
+/// With `gcmx::Gcm` on `Backend::Cuda`, calls inside the scope transfer the region in place in the same
+/// way; here with the keyring's host batches:
+///
 /// ```no_run
-/// # mod gcmx { pub use ::gcmx::{Gcm, GcmError}; pub mod cuda { pub use gcmx_cuda::*; } }
-/// use gcmx::cuda::PinnedRegion;
-/// let gcm = gcmx::Gcm::with_backend(&[7u8; 32], "cuda".parse()?)?;
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::{CudaKeyring, KeyedSealJob, PinnedRegion};
+/// let ring = CudaKeyring::new(&[&[7u8; 32]], 0)?;
 /// let mut data = vec![0u8; 1 << 30];
 /// let mut tag = [0u8; 16];
 /// PinnedRegion::scope(&mut data, |region| {
 ///     for i in 0..10u8 {
-///         gcm.encrypt_detached(&[i; 12], b"", region, &mut tag)?;
+///         let job = KeyedSealJob { key: 0, nonce: &[i; 12], aad: b"", buf: &mut region[..], tag: &mut tag };
+///         ring.seal(&mut [job])?;
 ///     }
-///     Ok::<(), gcmx::GcmError>(())
+///     Ok::<(), gcmx::cuda::Error>(())
 /// })??;
-/// # Ok::<(), gcmx::GcmError>(())
+/// # Ok::<(), gcmx::cuda::Error>(())
 /// ```
 ///
 /// The region cannot outlive its buffer, nor leave its scope:

@@ -8,6 +8,9 @@
 
 mod fault_common;
 
+#[path = "support/gcmx.rs"]
+mod gcmx;
+
 use std::time::Duration;
 
 use fault_common::{bounded, same_live, say, stats};

@@ -24,6 +24,9 @@
 
 mod fault_common;
 
+#[path = "support/gcmx.rs"]
+mod gcmx;
+
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 

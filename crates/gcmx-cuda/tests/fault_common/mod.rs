@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use gcmx::{Backend, Gcm};
+use crate::gcmx::{Backend, Gcm};
 use gcmx_cuda::Error;
 use gcmx_cuda::fault::{self, EmulatorStats, Injected};
 

@@ -1,15 +1,26 @@
-//! GPU correctness tests for gcmx's CUDA backend, run on a CUDA machine (scripts/gpu-run.sh).
+//! GPU correctness tests for gcmx's CUDA backend: ordinary tests, run by `cargo test -p gcmx-cuda
+//! --features cuda --test gpu` on a machine with a CUDA device (scripts/gpu-run.sh runs the built test
+//! binary). Without a device each test says so on its output and passes as skipped.
 //!
-//! Usage: `gcmx-cuda-test <vectors-dir> [--quick] [--max-gib N]`
-//!   <vectors-dir> holds the NIST CAVP files gcmEncryptExtIV{128,192,256}.rsp and gcmDecrypt{128,192,256}.rsp
-//!   (scripts/fetch-vectors.sh puts them in .vectors/gcm). `--quick`: a smoke subset (first 200 records per
-//!   file, messages up to 64 MiB, batch of 2,000). `--max-gib N`: largest random message (default 4).
+//! Settings, through the environment:
+//!   `GCMX_VECTORS_DIR`: the NIST CAVP files gcmEncryptExtIV{128,192,256}.rsp and gcmDecrypt{128,192,256}.rsp
+//!   (default: the workspace's `.vectors/gcm`, where scripts/fetch-vectors.sh puts them; the NIST tests fail
+//!   when a device is present and the files are not);
+//!   `GCMX_GPU_QUICK=1`: a smoke subset (first 200 records per file, messages up to 64 MiB, batch of 2,000);
+//!   `GCMX_GPU_MAX_GIB=N`: largest random message (default 4).
 //!
-//! Every check goes through `gcmx::Gcm::with_backend(.., Backend::Cuda)` (or gcmx_cuda's device, batch and
-//! keyring APIs) and compares with the CPU backends. Prints one line per group and a final summary line
-//! `GPU TEST SUMMARY: <passed> passed, <failed> failed`; exits 1 on any failure, 2 with no device.
+//! Every check goes through `Gcm::with_backend(.., Backend::Cuda)` (gcmx-core's framing around the CUDA
+//! engine, as `gcmx::Gcm` runs it: tests/support/gcmx.rs) or gcmx_cuda's keyring, device and batch APIs, and
+//! compares with the CPU backends. Each test prints its count of checks (`GPU checks <test>: <passed>
+//! passed, <failed> failed`) and fails with the first failures listed. The tests take the device one at a
+//! time (a lock), whatever the test harness's thread count.
 
+#[path = "support/gcmx.rs"]
+mod gcmx;
+
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use gcmx::cuda::{
@@ -975,73 +986,158 @@ fn concurrency(t: &mut Tally, rng: &mut Rng) {
     );
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let max_gib = args
-        .iter()
-        .position(|a| a == "--max-gib")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4u64);
-    let dir = args
-        .iter()
-        .skip(1)
-        .find(|a| !a.starts_with("--") && a.parse::<u64>().is_err())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(".vectors/gcm"));
+/// What the environment asks for (see the top of this file).
+struct Settings {
+    quick: bool,
+    max_gib: u64,
+    vectors: PathBuf,
+}
+
+fn settings() -> Settings {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    Settings {
+        quick: var("GCMX_GPU_QUICK").is_some_and(|v| v != "0"),
+        max_gib: var("GCMX_GPU_MAX_GIB")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(4),
+        vectors: var("GCMX_VECTORS_DIR").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.vectors/gcm"),
+            PathBuf::from,
+        ),
+    }
+}
+
+/// One test at a time on the device: the large messages and the concurrency tests size themselves
+/// by the device's free memory and cores.
+static DEVICE: Mutex<()> = Mutex::new(());
+
+/// Runs `body` with a fresh tally and generator (seeded by the test's name) when a device is present,
+/// prints the count of checks, and fails the test if any check failed; without a device, says so and
+/// returns (the test passes as skipped).
+fn on_gpu(name: &str, body: impl FnOnce(&mut Tally, &mut Rng, &Settings)) {
+    let _one = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     let info = match gc::device_info(0) {
         Ok(i) => i,
         Err(e) => {
-            println!("GPU tests: no CUDA device found ({e})");
-            println!("GPU TEST SUMMARY: 0 passed, 0 failed (no device)");
-            std::process::exit(2);
+            // Straight to stderr: the harness captures `println!` of passing tests.
+            let _ = writeln!(
+                std::io::stderr(),
+                "GPU test {name}: skipped, no CUDA device ({e})"
+            );
+            return;
         }
     };
-    println!("device: {info}");
-    println!("quick = {quick}, vectors = {}", dir.display());
+    let s = settings();
+    let seed = name
+        .bytes()
+        .fold(0x5eed_0000_0000_0001u64 ^ u64::from(s.quick), |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let (mut t, mut rng) = (Tally::default(), Rng(seed));
     let start = Instant::now();
-    let mut t = Tally::default();
-    let mut rng = Rng(0x5eed_0000_0000_0001 ^ u64::from(quick));
-    let step = |name: &str, t: &Tally, s: Instant| {
-        println!(
-            "  [{name} done at {:.1} s, {} passed, {} failed]",
-            s.elapsed().as_secs_f64(),
-            t.passed,
-            t.failed
-        )
-    };
-    random_messages(&mut t, &mut rng, quick, max_gib);
-    step("random", &t, start);
-    counter_wrap(&mut t, &mut rng, quick);
-    device_api(&mut t, &mut rng, quick);
-    pinned_region(&mut t, &mut rng);
-    step("device", &t, start);
-    concurrency(&mut t, &mut rng);
-    batches(&mut t, &mut rng, if quick { 2_000 } else { 100_000 });
-    step("batch", &t, start);
-    wycheproof(&mut t);
-    nist(&mut t, &dir, quick);
-    step("vectors", &t, start);
-    ordinals(&mut t);
-    device_batches(&mut t, &mut rng, quick);
-    async_calls(&mut t, &mut rng, quick);
-    raw_interop(&mut t, &mut rng);
-    streams_concurrency(&mut t, &mut rng);
-    in_place_batches(&mut t, &mut rng, quick);
-    step("device batches, async, streams", &t, start);
-    wycheproof_on_device(&mut t);
-    nist_on_device(&mut t, &dir, quick);
-    step("vectors on the device", &t, start);
-    println!(
-        "GPU TEST SUMMARY: {} passed, {} failed ({:.1} s)",
+    body(&mut t, &mut rng, &s);
+    let _ = writeln!(
+        std::io::stderr(),
+        "GPU checks {name}: {} passed, {} failed ({:.1} s on {info})",
         t.passed,
         t.failed,
         start.elapsed().as_secs_f64()
     );
-    if t.failed > 0 {
-        std::process::exit(1);
-    }
+    assert!(
+        t.failed == 0,
+        "{name}: {} of {} checks failed; the first: {:?}",
+        t.failed,
+        t.passed + t.failed,
+        &t.notes[..t.notes.len().min(5)]
+    );
+}
+
+#[test]
+fn random_messages_against_the_cpu() {
+    on_gpu("random_messages", |t, r, s| {
+        random_messages(t, r, s.quick, s.max_gib)
+    });
+}
+
+#[test]
+fn counter_wrap_against_the_cpu() {
+    on_gpu("counter_wrap", |t, r, s| counter_wrap(t, r, s.quick));
+}
+
+#[test]
+fn device_resident_api() {
+    on_gpu("device_api", |t, r, s| device_api(t, r, s.quick));
+}
+
+#[test]
+fn pinned_regions() {
+    on_gpu("pinned_region", |t, r, _| pinned_region(t, r));
+}
+
+#[test]
+fn engines_on_many_threads() {
+    on_gpu("concurrency", |t, r, _| concurrency(t, r));
+}
+
+#[test]
+fn host_batches() {
+    on_gpu("batches", |t, r, s| {
+        batches(t, r, if s.quick { 2_000 } else { 100_000 })
+    });
+}
+
+#[test]
+fn wycheproof_vectors() {
+    on_gpu("wycheproof", |t, _, _| wycheproof(t));
+}
+
+#[test]
+fn nist_vectors() {
+    on_gpu("nist", |t, _, s| nist(t, &s.vectors, s.quick));
+}
+
+#[test]
+fn device_ordinals() {
+    on_gpu("ordinals", |t, _, _| ordinals(t));
+}
+
+#[test]
+fn device_batches_with_a_keyring() {
+    on_gpu("device_batches", |t, r, s| device_batches(t, r, s.quick));
+}
+
+#[test]
+fn asynchronous_calls() {
+    on_gpu("async_calls", |t, r, s| async_calls(t, r, s.quick));
+}
+
+#[test]
+fn raw_interop_with_another_cuda_library() {
+    on_gpu("raw_interop", |t, r, _| raw_interop(t, r));
+}
+
+#[test]
+fn streams_in_parallel() {
+    on_gpu("streams_concurrency", |t, r, _| streams_concurrency(t, r));
+}
+
+#[test]
+fn batches_in_place() {
+    on_gpu("in_place_batches", |t, r, s| {
+        in_place_batches(t, r, s.quick)
+    });
+}
+
+#[test]
+fn wycheproof_vectors_on_the_device() {
+    on_gpu("wycheproof_on_device", |t, _, _| wycheproof_on_device(t));
+}
+
+#[test]
+fn nist_vectors_on_the_device() {
+    on_gpu("nist_on_device", |t, _, s| {
+        nist_on_device(t, &s.vectors, s.quick)
+    });
 }
 
 // ---------------------------------------------------------------------------------------------------------
