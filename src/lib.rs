@@ -138,9 +138,9 @@ impl Gcm {
             }
             Backend::Auto => KeyedEngine::new(key, backend::auto_engine)?,
             #[cfg(feature = "cuda")]
-            Backend::Cuda => {
-                KeyedEngine::new(key, |raw, _| Ok(Box::new(gcmx_cuda::CudaEngine::new(raw, 0)?)))?
-            }
+            Backend::Cuda => KeyedEngine::new(key, |raw, _| {
+                Ok(Box::new(gcmx_cuda::CudaEngine::new(raw, 0)?))
+            })?,
         };
         Ok(Gcm { engine, backend })
     }
