@@ -527,7 +527,11 @@ impl<R: Read> DecryptingReader<R> {
         let g = match outcome {
             Direct::Complete(look) => {
                 opener.next_index = end;
-                opener.restart_with(look)?;
+                // The plaintext is authenticated: it is returned even if the window cannot be
+                // had for the look-ahead byte (the next read then reports the failure).
+                if let Err(e) = opener.restart_with(look) {
+                    opener.fail(Error::io("cannot read input", e));
+                }
                 return Ok(Some(total));
             }
             Direct::Ended(g) => g,
@@ -790,9 +794,10 @@ mod tests {
         }
     }
 
-    /// The reads of `ct` in large pieces (straight into the buffer, in groups of 1, 2, 3 and
-    /// 5 segments and the reader's own) and in 7-byte pieces (through the window only) agree:
-    /// the same plaintext, or the same error after a prefix of the plaintext.
+    /// The reads of `ct` in large pieces (straight into the buffer, in groups of 1, 2 and 5
+    /// segments and the reader's own) and in 7-byte pieces (through the window, but for a
+    /// first segment of fewer bytes) agree: the same plaintext, or the same error after a
+    /// prefix of the plaintext.
     fn agree(ks: &Keyset, aad: &[u8], ct: &[u8], pt: &[u8], what: &str) -> Option<io::Error> {
         agree_on(ks, aad, ct, pt, what, true)
     }
@@ -814,8 +819,8 @@ mod tests {
         let window = 6 * seg;
         let small = read_in(ks, aad, ct, 7, window, None);
         assert!(pt.starts_with(&small.out), "{what}: not a prefix");
-        for piece in [ct.len() + 64, 4 * p + 3, p] {
-            for group in [Some(1), Some(2), Some(3), Some(5), None] {
+        for piece in [ct.len() + 64, 4 * p + 3] {
+            for group in [Some(1), Some(2), Some(5), None] {
                 let large = read_in(ks, aad, ct, piece, window, group);
                 let how = format!("{what}, reads of {piece}, groups of {group:?}");
                 match (&small.err, &large.err) {
@@ -867,7 +872,12 @@ mod tests {
         for ks in keysets() {
             let (p0, p, header) = geometry(&ks);
             let seg = ks.primary().segment_size() as usize;
-            for m in [1usize, 2, 3, 9, 17, 50] {
+            let counts: &[usize] = if seg < 1024 {
+                &[1, 2, 3, 9, 17, 50]
+            } else {
+                &[1, 2, 3, 9, 17]
+            };
+            for &m in counts {
                 let pt = data(p0 + (m - 1) * p + p / 2, m as u64);
                 let ct = encrypt(&ks, b"aad", &pt);
                 let what = format!("{seg}-byte segments, {m}");
