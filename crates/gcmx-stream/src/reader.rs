@@ -997,4 +997,30 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn direct_reads_start_with_the_bytes_read_to_find_the_key() {
+        // Keys of the same header length: the first segment is read with the header, to find
+        // the key that opens it, and a direct read takes it from there.
+        let a = StreamingKey::new(1, &[1u8; 16], 16, 64).unwrap();
+        let b = StreamingKey::new(2, &[2u8; 16], 16, 96).unwrap();
+        let writer = Keyset::single(b.clone());
+        let ks = Keyset::new(1, vec![a, b]).unwrap();
+        let (p0, p, _) = geometry(&writer);
+        for m in [1usize, 2, 7, 30] {
+            let pt = data(p0 + (m - 1) * p + 5, m as u64);
+            let ct = encrypt(&writer, b"k", &pt);
+            assert!(agree(&ks, b"k", &ct, &pt, &format!("{m} segments")).is_none());
+            if m > 2 {
+                let mut bad = ct.clone();
+                bad[96 * (m - 1) + 3] ^= 4;
+                let e = agree(&ks, b"k", &bad, &pt, &format!("{m} segments, flipped"));
+                let e = e.expect("refused");
+                assert!(
+                    e.to_string().contains(&format!("segment {} ", m - 1)),
+                    "{e}"
+                );
+            }
+        }
+    }
 }
