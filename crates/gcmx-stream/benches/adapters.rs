@@ -20,12 +20,15 @@
 //! - `Gcm::decrypt_batch`: the peer of the readers, opening the segments in place.
 //! - `decrypting_reader -> read_exact`: the stream, in memory, read with `read_exact` into a
 //!   buffer of the plaintext's size (large reads: whole segments are read into the caller's
-//!   buffer and opened there, in parallel).
+//!   buffer and opened there, a group at a time on rayon's threads while the caller's thread
+//!   reads the next group).
 //! - `decrypting_reader, 1 MiB reads`: the same in 1 MiB reads (served from the window).
 //! - `memcpy, one thread`: the ciphertext copied once by one thread. A `Read` source hands its
 //!   bytes over by copying them into the reader's buffer on the caller's thread (the peer opens
-//!   them where they lie), so a reader cannot beat one such copy followed by the batch: the
-//!   `bound` row is that sum, measured in the same round.
+//!   them where they lie), so a reader cannot beat that copy. The `bound` row is the copy
+//!   followed by the batch, measured in the same round: what a reader that copies, then opens
+//!   reaches at best. Large reads overlap the copy with the opens of the groups before, so
+//!   they can pass it, up to the slower of the two.
 //! - `seekable_reader`, 4 KiB at random offsets: reads per second, and ciphertext bytes
 //!   fetched per read (at most two segments).
 //!

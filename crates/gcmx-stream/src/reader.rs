@@ -2,6 +2,9 @@
 
 use std::fmt;
 use std::io::{self, Read};
+use std::mem;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use crate::engine::{Engine, OpenError, OpenJob};
 use crate::error::{Error, Result};
@@ -9,8 +12,20 @@ use crate::format::{Layout, TAG_LEN, segment_nonce};
 use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
-use crate::window::{Seg, Window, auth_error, copy, open_window, reserve_window};
+use crate::window::{
+    Seg, Window, auth_error, copy, first_failing, open_window, reserve_window, wipe,
+};
 use crate::wipe::wipe_stacks;
+
+/// Plaintext bytes of a group: segments that a read straight into the caller's buffer hands to
+/// rayon's pool as one task, opened there while the caller's thread reads the next groups.
+/// Large enough that a task's cost is its segments, small enough that the last group, opened
+/// after the copy, is a short tail and that a group is still in cache when it is opened.
+const GROUP_BYTES: usize = 1 << 20;
+
+/// Most segments that one read straight into the caller's buffer takes on the CPU (a tag and a
+/// few words of bookkeeping each).
+const DIRECT_MAX_SEGMENTS: usize = 1 << 16;
 
 impl Keyset {
     /// A reader of the plaintext of the Tink stream `r`, encrypted under one of this keyset's
@@ -96,6 +111,8 @@ pub(crate) struct Opener {
     prefix: [u8; 7],
     layout: Layout,
     per_window: usize,
+    /// Segments in a group of a direct read (see [`Opener::group_segments`]).
+    per_group: usize,
     window: Window,
     /// Ciphertext bytes in the window.
     got: usize,
@@ -115,6 +132,7 @@ impl Opener {
             prefix,
             layout,
             per_window,
+            per_group: 1,
             window: Window::new(),
             got: 0,
             target: 0,
@@ -123,6 +141,7 @@ impl Opener {
             state: State::Filling,
         };
         o.target = o.full_window() + 1;
+        o.per_group = o.group_segments();
         o
     }
 
@@ -198,13 +217,20 @@ impl Opener {
 
     /// How many whole segments, from the next one, a read of `len` bytes can take straight
     /// into the caller's buffer: only between windows (nothing buffered but at most the first
-    /// byte of the next segment), a window's worth at most.
+    /// byte of the next segment). On the CPU more than a window: the segments are opened group
+    /// by group as they arrive, and the window bounds only the reader's own memory; on the GPU
+    /// a window at most.
     fn direct_segments(&self, len: usize) -> usize {
         if !matches!(self.state, State::Filling) || self.got > 1 {
             return 0;
         }
+        let most = if self.gcm.on_gpu() {
+            self.per_window
+        } else {
+            DIRECT_MAX_SEGMENTS.max(self.per_window)
+        };
         let (mut k, mut total) = (0, 0);
-        while k < self.per_window {
+        while k < most {
             let index = self.next_index + k as u64;
             let p = self.layout.plaintext_len(index);
             if index > u64::from(u32::MAX) || total + p > len {
@@ -219,6 +245,18 @@ impl Opener {
             return 0;
         }
         k
+    }
+
+    /// Segments in a group of a direct read: about [`GROUP_BYTES`], at most a window (a group
+    /// that the input ends in or right after goes to the window). On the GPU a whole window,
+    /// one batch.
+    fn group_segments(&self) -> usize {
+        if self.gcm.on_gpu() {
+            return self.per_window;
+        }
+        GROUP_BYTES
+            .div_ceil(self.layout.segment_size())
+            .clamp(1, self.per_window)
     }
 
     /// Starts the next window with `first`, its first byte.
@@ -351,16 +389,16 @@ impl<R: Read> DecryptingReader<R> {
         &self.inner
     }
 
-    /// Reads until `buf` is full or the input ends.
-    fn read_full(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Reads ciphertext until `buf` is full or the input ends.
+    fn read_full(
+        inner: &mut R,
+        head: &[u8],
+        head_pos: &mut usize,
+        buf: &mut [u8],
+    ) -> io::Result<usize> {
         let mut n = 0;
         while n < buf.len() {
-            match Self::read_ciphertext(
-                &mut self.inner,
-                &self.head,
-                &mut self.head_pos,
-                &mut buf[n..],
-            )? {
+            match Self::read_ciphertext(inner, head, head_pos, &mut buf[n..])? {
                 0 => break,
                 k => n += k,
             }
@@ -369,97 +407,255 @@ impl<R: Read> DecryptingReader<R> {
     }
 
     /// Reads and opens `k` whole segments straight in `out`, their tags aside, saving the
-    /// copy through the window: `Some(bytes)` when they opened. When the input ends among
-    /// them (one of them may be the last), what was read goes to the window in stream order
-    /// and `None` tells the caller to go on through it. On failure `out` holds ciphertext,
-    /// never plaintext.
+    /// copy through the window: `Some(bytes)` of plaintext. The segments are read in groups;
+    /// once a byte of the next group has arrived (so that a group holds no last segment), a
+    /// group is opened on rayon's pool while this thread reads on, and the last one here after
+    /// the look-ahead byte: the copy and the opens overlap. When the input ends in a group or
+    /// right after it (it may hold the last segment), that group goes to the window in stream
+    /// order: the plaintext of the groups before it is returned, or `None` tells the caller to
+    /// go on through the window. On failure (of a read or of any group) the stream fails and
+    /// what this call wrote to `out` is wiped: it never keeps plaintext of a failed call.
     fn read_direct(&mut self, out: &mut [u8], k: usize) -> io::Result<Option<usize>> {
-        let first = self.opener.next_index;
-        let layout = self.opener.layout;
-        let mut tags = vec![[0u8; TAG_LEN]; k];
-        // (plaintext bytes read, tag bytes read) per segment reached
-        let mut read: Vec<(usize, usize)> = Vec::with_capacity(k);
-        let mut off = 0;
-        let mut complete = true;
-        let fail = |o: &mut Opener, e: io::Error| o.fail(Error::io("cannot read input", e));
-        for (j, tag) in tags.iter_mut().enumerate() {
-            let p = layout.plaintext_len(first + j as u64);
-            let body = &mut out[off..off + p];
-            let mut n = 0;
-            if j == 0 && self.opener.got == 1 {
-                body[0] = self.opener.window.buf[0];
-                n = 1;
-            }
-            n += match self.read_full(&mut body[n..]) {
-                Ok(n) => n,
-                Err(e) => return Err(fail(&mut self.opener, e)),
-            };
-            let t = if n == p {
-                match self.read_full(tag) {
-                    Ok(t) => t,
-                    Err(e) => return Err(fail(&mut self.opener, e)),
+        let DecryptingReader {
+            inner,
+            head,
+            head_pos,
+            opener,
+        } = self;
+        let first = opener.next_index;
+        let end = first + k as u64;
+        let layout = opener.layout;
+        let per_group = opener.per_group;
+        let carry = (opener.got == 1).then(|| opener.window.buf[0]);
+        let total: usize = (first..end).map(|i| layout.plaintext_len(i)).sum();
+        let (gcm, prefix) = (&opener.gcm, opener.prefix);
+        let failure: FirstFailure = Mutex::new(None);
+        let stop = AtomicBool::new(false);
+        // The end of what this call may have written in `out`.
+        let mut reached = 0;
+        let mut src = |buf: &mut [u8]| Self::read_full(inner, head, head_pos, buf);
+        // The inner reader stays on this thread (it need not be Send): the scope's closure runs
+        // here, and only the groups' buffers and tags go to the pool.
+        let outcome = rayon::in_place_scope(|s| -> io::Result<Direct<'_>> {
+            let (failure, stop) = (&failure, &stop);
+            let mut rest = &mut out[..total];
+            let mut pending: Option<Group<'_>> = None;
+            let (mut index, mut at) = (first, 0);
+            while index < end {
+                let count = per_group.min((end - index) as usize);
+                let len: usize = (index..index + count as u64)
+                    .map(|i| layout.plaintext_len(i))
+                    .sum();
+                let (buf, tail) = mem::take(&mut rest).split_at_mut(len);
+                rest = tail;
+                reached = at + len;
+                let mut g = Group {
+                    first: index,
+                    at,
+                    buf,
+                    tags: vec![[0u8; TAG_LEN]; count],
+                    read: Vec::with_capacity(count),
+                };
+                let mut off = 0;
+                for j in 0..count {
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(Direct::Stopped);
+                    }
+                    let p = layout.plaintext_len(index + j as u64);
+                    let body = &mut g.buf[off..off + p];
+                    let mut n = 0;
+                    if index == first
+                        && j == 0
+                        && let Some(b) = carry
+                    {
+                        body[0] = b;
+                        n = 1;
+                    }
+                    if j == 0
+                        && let Some(prev) = pending.take()
+                    {
+                        // A byte of this group tells that the previous one holds no last
+                        // segment: it is opened while this one is read.
+                        if src(&mut body[..1])? == 0 {
+                            return Ok(Direct::Ended(prev));
+                        }
+                        n = 1;
+                        s.spawn(move |_| open_group(gcm, &prefix, layout, prev, failure, stop));
+                    }
+                    n += src(&mut body[n..])?;
+                    let t = if n == p { src(&mut g.tags[j])? } else { 0 };
+                    g.read.push((n, t));
+                    off += p;
+                    if n < p || t < TAG_LEN {
+                        return Ok(Direct::Ended(g));
+                    }
                 }
-            } else {
-                0
-            };
-            read.push((n, t));
-            off += p;
-            if n < p || t < TAG_LEN {
-                complete = false;
-                break;
+                pending = Some(g);
+                index += count as u64;
+                at += len;
+            }
+            let mut look = [0u8; 1];
+            let n = src(&mut look)?;
+            match pending {
+                Some(last) if n == 0 => Ok(Direct::Ended(last)),
+                Some(last) => {
+                    // The caller's thread would only wait: it opens the last group itself.
+                    open_group(gcm, &prefix, layout, last, failure, stop);
+                    Ok(Direct::Complete(look[0]))
+                }
+                // k > 0: there is a last group.
+                None => Ok(Direct::Stopped),
+            }
+        });
+        // Every group's task has ended here.
+        let failed = failure.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let outcome = match (outcome, failed) {
+            (_, Some((_, e))) => {
+                wipe(&mut out[..reached]);
+                return Err(opener.fail(e));
+            }
+            (Err(e), None) => {
+                wipe(&mut out[..reached]);
+                return Err(opener.fail(Error::io("cannot read input", e)));
+            }
+            (Ok(Direct::Stopped), None) => {
+                wipe(&mut out[..reached]);
+                return Err(opener.fail(auth_error(first, k as u64)));
+            }
+            (Ok(o), None) => o,
+        };
+        let g = match outcome {
+            Direct::Complete(look) => {
+                opener.next_index = end;
+                // The plaintext is authenticated: it is returned even if the window cannot be
+                // had for the look-ahead byte (the next read then reports the failure).
+                if let Err(e) = opener.restart_with(look) {
+                    opener.fail(Error::io("cannot read input", e));
+                }
+                return Ok(Some(total));
+            }
+            Direct::Ended(g) => g,
+            Direct::Stopped => unreachable!("handled above"),
+        };
+        // The input ended in `g` or right after it: the groups before it were opened (none of
+        // them holds the last segment); what was read of `g` goes back in stream order in the
+        // window, where it is opened with the end of the stream in view.
+        let opened = g.at;
+        opener.next_index = g.first;
+        let read: usize = g.read.iter().map(|(n, t)| n + t).sum();
+        let cap = opener.per_window * layout.segment_size() + 1;
+        if let Err(e) = reserve_window(&mut opener.window, read.max(1), cap) {
+            let e = opener.fail(Error::io("cannot read input", e));
+            return if opened > 0 { Ok(Some(opened)) } else { Err(e) };
+        }
+        let (mut at, mut src) = (0, 0);
+        let buf = &mut opener.window.buf;
+        for (j, &(n, t)) in g.read.iter().enumerate() {
+            buf[at..at + n].copy_from_slice(&g.buf[src..src + n]);
+            buf[at + n..at + n + t].copy_from_slice(&g.tags[j][..t]);
+            at += n + t;
+            src += layout.plaintext_len(g.first + j as u64);
+        }
+        opener.window.high_water = opener.window.high_water.max(at);
+        opener.got = at;
+        // The group's ciphertext now lives in the window: the caller's buffer keeps no more than
+        // what the call returns.
+        wipe(g.buf);
+        // A failure here is the stream's (kept in the opener): with plaintext to return, the
+        // next read reports it.
+        let r = opener.filled(0);
+        if opened > 0 {
+            return Ok(Some(opened));
+        }
+        r?;
+        Ok(None)
+    }
+}
+
+/// Segments of a direct read, in the caller's buffer, opened together.
+struct Group<'a> {
+    /// The stream index of the first segment.
+    first: u64,
+    /// Where `buf` starts in the caller's buffer.
+    at: usize,
+    /// The segments' bodies back to back: ciphertext, then plaintext once opened.
+    buf: &'a mut [u8],
+    tags: Vec<[u8; TAG_LEN]>,
+    /// Body and tag bytes read, per segment reached.
+    read: Vec<(usize, usize)>,
+}
+
+/// How the reading of a direct read ended.
+enum Direct<'a> {
+    /// Every group and the look-ahead byte were read: every group was opened.
+    Complete(u8),
+    /// The input ended in this group or right after it: it was not opened, every group
+    /// before it was.
+    Ended(Group<'a>),
+    /// A group failed: reading stopped.
+    Stopped,
+}
+
+/// The first failure among a direct read's groups: the index of the segment that it names (or
+/// of its group's first), and the error.
+type FirstFailure = Mutex<Option<(u64, Error)>>;
+
+/// Opens the segments of `g` in place, none of them the stream's last. On failure the error is
+/// kept if no earlier segment's is, naming the first segment that did not authenticate (as the
+/// window's does), and the reading is stopped.
+fn open_group(
+    gcm: &Engine,
+    prefix: &[u8; 7],
+    layout: Layout,
+    g: Group<'_>,
+    failure: &FirstFailure,
+    stop: &AtomicBool,
+) {
+    let count = g.tags.len();
+    let nonces: Vec<_> = (0..count as u64)
+        // Direct reads stop at index u32::MAX: the conversion is exact.
+        .map(|j| segment_nonce(prefix, (g.first + j) as u32, false))
+        .collect();
+    let mut bodies = Vec::with_capacity(count);
+    let mut rest = g.buf;
+    for j in 0..count as u64 {
+        let (body, tail) = rest.split_at_mut(layout.plaintext_len(g.first + j));
+        rest = tail;
+        bodies.push(body);
+    }
+    let mut jobs: Vec<OpenJob<'_>> = bodies
+        .iter_mut()
+        .zip(&g.tags)
+        .zip(&nonces)
+        .map(|((buf, tag), nonce)| OpenJob {
+            nonce,
+            aad: &[],
+            buf,
+            tag,
+        })
+        .collect();
+    let r = gcm.open_batch(&mut jobs);
+    drop(jobs);
+    let (at, e) = match r {
+        Ok(()) => return,
+        Err(OpenError::Other(e)) => (g.first, e),
+        Err(OpenError::Authentication) => {
+            // Every buffer holds its ciphertext again.
+            let parts = bodies
+                .iter()
+                .zip(&g.tags)
+                .zip(&nonces)
+                .map(|((b, t), n)| (&**b, t.as_slice(), n.as_slice()));
+            match first_failing(gcm, parts) {
+                Some(j) => (g.first + j as u64, auth_error(g.first + j as u64, 1)),
+                None => (g.first, auth_error(g.first, count as u64)),
             }
         }
-        let mut look = [0u8; 1];
-        if complete {
-            match self.read_full(&mut look) {
-                Ok(0) => complete = false,
-                Ok(_) => {}
-                Err(e) => return Err(fail(&mut self.opener, e)),
-            }
-        }
-        if !complete {
-            // The input ended: what was read, back in stream order in the window.
-            let total: usize = read.iter().map(|(n, t)| n + t).sum();
-            let cap = self.opener.per_window * layout.segment_size() + 1;
-            reserve_window(&mut self.opener.window, total.max(1), cap)?;
-            let (mut at, mut src) = (0, 0);
-            let buf = &mut self.opener.window.buf;
-            for (j, &(n, t)) in read.iter().enumerate() {
-                buf[at..at + n].copy_from_slice(&out[src..src + n]);
-                buf[at + n..at + n + t].copy_from_slice(&tags[j][..t]);
-                at += n + t;
-                src += layout.plaintext_len(first + j as u64);
-            }
-            self.opener.window.high_water = self.opener.window.high_water.max(at);
-            self.opener.got = at;
-            self.opener.filled(0)?;
-            return Ok(None);
-        }
-        let nonces: Vec<_> = (0..k)
-            .map(|j| segment_nonce(&self.opener.prefix, (first + j as u64) as u32, false))
-            .collect();
-        let mut jobs = Vec::with_capacity(k);
-        let mut rest = &mut out[..off];
-        for (j, tag) in tags.iter().enumerate() {
-            let (buf, tail) = rest.split_at_mut(layout.plaintext_len(first + j as u64));
-            rest = tail;
-            jobs.push(OpenJob {
-                nonce: &nonces[j],
-                aad: &[],
-                buf,
-                tag,
-            });
-        }
-        match self.opener.gcm.open_batch(&mut jobs) {
-            Ok(()) => {}
-            Err(OpenError::Authentication) => {
-                return Err(self.opener.fail(auth_error(first, k as u64)));
-            }
-            Err(OpenError::Other(e)) => return Err(self.opener.fail(e)),
-        }
-        self.opener.next_index += k as u64;
-        self.opener.restart_with(look[0])?;
-        Ok(Some(off))
+    };
+    stop.store(true, Ordering::Relaxed);
+    let mut kept = failure.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept.as_ref().is_none_or(|(i, _)| at < *i) {
+        *kept = Some((at, e));
     }
 }
 
@@ -509,5 +705,322 @@ impl<R: fmt::Debug> fmt::Debug for DecryptingReader<R> {
             .field("inner", &self.inner)
             .field("segments_opened", &self.opener.segments_opened())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{self, Read, Write};
+
+    use crate::{Keyset, Options, StreamingKey};
+
+    fn keyset(dks: usize, seg: u32) -> Keyset {
+        Keyset::single(StreamingKey::new(1, &vec![5u8; dks], dks, seg).unwrap())
+    }
+
+    fn data(n: usize, seed: u64) -> Vec<u8> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s as u8
+            })
+            .collect()
+    }
+
+    /// Plaintext bytes of the first segment and of the others; the header's length.
+    fn geometry(ks: &Keyset) -> (usize, usize, usize) {
+        let k = ks.primary();
+        let header = 1 + k.derived_key_size() + 7;
+        let seg = k.segment_size() as usize;
+        (seg - header - 16, seg - 16, header)
+    }
+
+    fn encrypt(ks: &Keyset, aad: &[u8], pt: &[u8]) -> Vec<u8> {
+        let mut w = ks.encrypting_writer(Vec::new(), aad).unwrap();
+        w.write_all(pt).unwrap();
+        w.finish().unwrap()
+    }
+
+    /// What a reader gave: the bytes up to its end or its first error, and that error.
+    struct Outcome {
+        out: Vec<u8>,
+        err: Option<io::Error>,
+    }
+
+    /// Reads `ct` in reads of `piece` bytes, with groups of `group` segments in direct reads
+    /// (`None`: the reader's own). Before each read the buffer is filled with 0xAA; after a
+    /// failed read it holds only 0xAA and zeros (what the read wrote was wiped), and the
+    /// failure is final.
+    fn read_in(
+        ks: &Keyset,
+        aad: &[u8],
+        ct: &[u8],
+        piece: usize,
+        window: usize,
+        group: Option<usize>,
+    ) -> Outcome {
+        let opts = Options::new().with_window_bytes(window);
+        let mut r = match ks.decrypting_reader_with(ct, aad, &opts) {
+            Ok(r) => r,
+            Err(e) => {
+                return Outcome {
+                    out: Vec::new(),
+                    err: Some(e.into()),
+                };
+            }
+        };
+        if let Some(g) = group {
+            r.opener.per_group = g.clamp(1, r.opener.per_window);
+        }
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; piece];
+        loop {
+            buf.fill(0xAA);
+            match r.read(&mut buf) {
+                Ok(0) => return Outcome { out, err: None },
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => {
+                    assert!(
+                        buf.iter().all(|&b| b == 0 || b == 0xAA),
+                        "a failed read left other bytes than its own wipe: {e}"
+                    );
+                    assert!(r.read(&mut buf).is_err(), "a read after a failure");
+                    return Outcome { out, err: Some(e) };
+                }
+            }
+        }
+    }
+
+    /// The reads of `ct` in large pieces (straight into the buffer, in groups of 1, 2 and 5
+    /// segments and the reader's own) and in 7-byte pieces (through the window, but for a
+    /// first segment of fewer bytes) agree: the same plaintext, or the same error after a
+    /// prefix of the plaintext.
+    fn agree(ks: &Keyset, aad: &[u8], ct: &[u8], pt: &[u8], what: &str) -> Option<io::Error> {
+        agree_on(ks, aad, ct, pt, what, true)
+    }
+
+    /// [`agree`], or with `exact` false, failures of InvalidData both but not necessarily the
+    /// same: with two faults (an extension that leaves a short segment after a segment that
+    /// does not authenticate), the window finds the short one first when both are in it, a
+    /// group the one that comes first.
+    fn agree_on(
+        ks: &Keyset,
+        aad: &[u8],
+        ct: &[u8],
+        pt: &[u8],
+        what: &str,
+        exact: bool,
+    ) -> Option<io::Error> {
+        let (_, p, _) = geometry(ks);
+        let seg = ks.primary().segment_size() as usize;
+        let window = 6 * seg;
+        let small = read_in(ks, aad, ct, 7, window, None);
+        assert!(pt.starts_with(&small.out), "{what}: not a prefix");
+        for piece in [ct.len() + 64, 4 * p + 3] {
+            for group in [Some(1), Some(2), Some(5), None] {
+                let large = read_in(ks, aad, ct, piece, window, group);
+                let how = format!("{what}, reads of {piece}, groups of {group:?}");
+                match (&small.err, &large.err) {
+                    (None, None) => assert!(large.out == pt, "{how}: other plaintext"),
+                    (Some(s), Some(l)) => {
+                        assert!(pt.starts_with(&large.out), "{how}: not a prefix");
+                        assert_eq!(s.kind(), l.kind(), "{how}");
+                        if exact {
+                            assert_eq!(s.to_string(), l.to_string(), "{how}");
+                        }
+                    }
+                    (s, l) => panic!("{how}: window path {s:?}, direct path {l:?}"),
+                }
+            }
+        }
+        small.err
+    }
+
+    /// Segment sizes from the smallest (a 1-byte first segment) to 4 KiB.
+    fn keysets() -> Vec<Keyset> {
+        vec![
+            keyset(16, 41),
+            keyset(16, 64),
+            keyset(32, 100),
+            keyset(16, 256),
+            keyset(32, 4096),
+        ]
+    }
+
+    #[test]
+    fn large_reads_of_up_to_fifty_segments_give_the_plaintext() {
+        for ks in keysets() {
+            let (p0, p, _) = geometry(&ks);
+            for m in 0..=50usize {
+                let full = if m == 0 { 0 } else { p0 + (m - 1) * p };
+                for n in [full, full + 1] {
+                    let pt = data(n, (m * 3 + n) as u64);
+                    let ct = encrypt(&ks, b"aad", &pt);
+                    assert!(
+                        agree(&ks, b"aad", &ct, &pt, &format!("{m} segments, {n} bytes")).is_none()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_flipped_extended_and_wrong_aad_streams_fail_alike() {
+        for ks in keysets() {
+            let (p0, p, header) = geometry(&ks);
+            let seg = ks.primary().segment_size() as usize;
+            let counts: &[usize] = if seg < 1024 {
+                &[1, 2, 3, 9, 17, 50]
+            } else {
+                &[1, 2, 3, 9, 17]
+            };
+            for &m in counts {
+                let pt = data(p0 + (m - 1) * p + p / 2, m as u64);
+                let ct = encrypt(&ks, b"aad", &pt);
+                let what = format!("{seg}-byte segments, {m}");
+                // The plaintext offset that each ciphertext offset is part of.
+                let plain_at = |c: usize| {
+                    if c < seg { 0 } else { p0 + (c - seg) / seg * p }
+                };
+                let wrong = agree(&ks, b"aad!", &ct, &pt, &format!("{what}: wrong aad"));
+                assert!(wrong.unwrap().to_string().contains("segment 0 "));
+                // Cut at every segment boundary, one byte either side, and inside segments.
+                for s in 0..=m {
+                    let b = (s * seg).min(ct.len());
+                    for cut in [b, b + 1, b + 15, b + 16, b + seg / 2, b.saturating_sub(1)] {
+                        if cut < header || cut >= ct.len() {
+                            continue;
+                        }
+                        let e = agree(
+                            &ks,
+                            b"aad",
+                            &ct[..cut],
+                            &pt,
+                            &format!("{what}: cut at {cut}"),
+                        );
+                        assert!(e.is_some(), "{what}: cut at {cut} accepted");
+                    }
+                }
+                // A flipped byte in each segment's body and tag: each group has one.
+                for s in 0..m {
+                    let end = ((s + 1) * seg).min(ct.len());
+                    for at in [(s * seg).max(header), end - 17, end - 1] {
+                        let mut bad = ct.clone();
+                        bad[at] ^= 0x20;
+                        let how = format!("{what}: flip at {at}");
+                        let e = agree(&ks, b"aad", &bad, &pt, &how).expect(&how);
+                        assert!(
+                            e.to_string().contains(&format!("segment {s} ")),
+                            "{how}: {e}"
+                        );
+                        let large = read_in(&ks, b"aad", &bad, bad.len(), 6 * seg, Some(2));
+                        assert!(
+                            large.out.len() <= plain_at(at),
+                            "{how}: plaintext past the flip"
+                        );
+                    }
+                }
+                for extra in [1usize, 16, seg + 3] {
+                    let mut longer = ct.clone();
+                    longer.extend(std::iter::repeat_n(0u8, extra));
+                    let how = format!("{what}: {extra} extra");
+                    let e = agree_on(&ks, b"aad", &longer, &pt, &how, false);
+                    assert!(e.is_some());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_group_is_wiped_with_the_groups_before_it() {
+        let ks = keyset(16, 256);
+        let (p0, p, _) = geometry(&ks);
+        let pt = data(p0 + 40 * p, 1);
+        let mut ct = encrypt(&ks, b"", &pt);
+        // Segment 30: the groups of segments 0..30 open before it fails.
+        ct[30 * 256 + 5] ^= 1;
+        for group in [1, 4, 6] {
+            let opts = Options::new().with_window_bytes(6 * 256);
+            let mut r = ks.decrypting_reader_with(&ct[..], b"", &opts).unwrap();
+            r.opener.per_group = group.min(r.opener.per_window);
+            let mut buf = vec![0xAAu8; pt.len() + 100];
+            let e = r.read(&mut buf).unwrap_err();
+            assert!(e.to_string().contains("segment 30 "), "{e}");
+            // Nothing of the groups opened before the failure is left.
+            assert!(buf[..p0 + 30 * p].iter().all(|&b| b == 0));
+            assert_eq!(r.opener.segments_opened(), 0);
+        }
+    }
+
+    /// Fails with `kind` once `left` bytes were read.
+    struct FailsAfter<'a> {
+        data: &'a [u8],
+        left: usize,
+    }
+
+    impl Read for FailsAfter<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.left == 0 {
+                return Err(io::ErrorKind::ConnectionReset.into());
+            }
+            let n = buf.len().min(self.left).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            self.left -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_failed_read_in_a_direct_read_fails_the_stream_and_wipes_the_buffer() {
+        let ks = keyset(16, 64);
+        let (p0, p, header) = geometry(&ks);
+        let pt = data(p0 + 30 * p, 2);
+        let ct = encrypt(&ks, b"", &pt);
+        for cut in [header + 1, 64, 64 * 7 + 3, 64 * 20, ct.len() - 1] {
+            for group in [1, 3] {
+                let src = FailsAfter {
+                    data: &ct,
+                    left: cut,
+                };
+                let opts = Options::new().with_window_bytes(6 * 64);
+                let mut r = ks.decrypting_reader_with(src, b"", &opts).unwrap();
+                r.opener.per_group = group.min(r.opener.per_window);
+                let mut buf = vec![0xAAu8; pt.len() + 100];
+                let e = r.read(&mut buf).unwrap_err();
+                assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
+                assert!(buf.iter().all(|&b| b == 0 || b == 0xAA));
+                assert!(r.read(&mut buf).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn direct_reads_start_with_the_bytes_read_to_find_the_key() {
+        // Keys of the same header length: the first segment is read with the header, to find
+        // the key that opens it, and a direct read takes it from there.
+        let a = StreamingKey::new(1, &[1u8; 16], 16, 64).unwrap();
+        let b = StreamingKey::new(2, &[2u8; 16], 16, 96).unwrap();
+        let writer = Keyset::single(b.clone());
+        let ks = Keyset::new(1, vec![a, b]).unwrap();
+        let (p0, p, _) = geometry(&writer);
+        for m in [1usize, 2, 7, 30] {
+            let pt = data(p0 + (m - 1) * p + 5, m as u64);
+            let ct = encrypt(&writer, b"k", &pt);
+            assert!(agree(&ks, b"k", &ct, &pt, &format!("{m} segments")).is_none());
+            if m > 2 {
+                let mut bad = ct.clone();
+                bad[96 * (m - 1) + 3] ^= 4;
+                let e = agree(&ks, b"k", &bad, &pt, &format!("{m} segments, flipped"));
+                let e = e.expect("refused");
+                assert!(
+                    e.to_string().contains(&format!("segment {} ", m - 1)),
+                    "{e}"
+                );
+            }
+        }
     }
 }

@@ -337,13 +337,26 @@ pub(crate) fn seal_window_copying(
 /// after a failed batch of the same bytes, but is not trusted).
 fn failing_segment(gcm: &Engine, prefix: &[u8; 7], w: &Window) -> Option<u64> {
     let nonces = nonces(prefix, w);
+    let parts = w.segs.iter().zip(&nonces).map(|(s, nonce)| {
+        let (ct, tag) = w.buf[s.off..s.off + s.len].split_at(s.len - TAG_LEN);
+        (ct, tag, nonce.as_slice())
+    });
+    first_failing(gcm, parts).map(|j| w.first_index + j as u64)
+}
+
+/// The position of the first `(ciphertext, tag, nonce)` that does not authenticate, each opened
+/// from a copy (wiped after) so that the callers' bytes stay ciphertext; `None` if all open or
+/// the engine fails.
+pub(crate) fn first_failing<'a>(
+    gcm: &Engine,
+    parts: impl Iterator<Item = (&'a [u8], &'a [u8], &'a [u8])>,
+) -> Option<usize> {
     let mut scratch = Zeroizing::new(Vec::new());
-    for (j, (s, nonce)) in w.segs.iter().zip(&nonces).enumerate() {
+    for (j, (ct, tag, nonce)) in parts.enumerate() {
         scratch.clear();
-        scratch.extend_from_slice(&w.buf[s.off..s.off + s.len]);
-        let (ct, tag) = scratch.split_at_mut(s.len - TAG_LEN);
-        if !gcm.open(nonce, ct, tag).ok()? {
-            return Some(w.first_index + j as u64);
+        scratch.extend_from_slice(ct);
+        if !gcm.open(nonce, &mut scratch, tag).ok()? {
+            return Some(j);
         }
     }
     None

@@ -396,3 +396,74 @@ fn a_small_read_at_a_random_offset_fetches_at_most_two_segments() {
     }
     assert!(header_cost < u64::from(seg));
 }
+
+/// Hands out the ciphertext in pieces of 1 to 300 bytes, now and then after an `Interrupted`;
+/// holds an `Rc`, so it is not `Send` (a decrypting reader reads on the caller's thread).
+struct Trickle {
+    data: std::rc::Rc<Vec<u8>>,
+    pos: usize,
+    s: u64,
+}
+
+impl Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.s ^= self.s << 13;
+        self.s ^= self.s >> 7;
+        self.s ^= self.s << 17;
+        if self.s.is_multiple_of(11) {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        let n = buf
+            .len()
+            .min(1 + (self.s % 300) as usize)
+            .min(self.data.len() - self.pos);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn large_reads_of_many_small_segments_from_a_trickling_reader_that_is_not_send() {
+    for (dks, seg) in [
+        (16usize, 41u32),
+        (16, 64),
+        (32, 200),
+        (16, 1024),
+        (32, 4096),
+    ] {
+        let ks = keyset(dks, seg);
+        let (p0, p) = seg_plain(&ks);
+        for m in [0usize, 1, 2, 5, 13, 50] {
+            let full = if m == 0 { 0 } else { p0 + (m - 1) * p };
+            for n in [full, full + 1] {
+                let pt = data(n, (m + n) as u64);
+                let ct = encrypt_in_pieces(&ks, b"t", &pt, n.max(1), &Options::new());
+                for window in [2 * seg as usize, 0] {
+                    let opts = Options::new().with_window_bytes(window);
+                    for piece in [pt.len() + 1, 3 * p + 1] {
+                        let src = Trickle {
+                            data: std::rc::Rc::new(ct.clone()),
+                            pos: 0,
+                            s: n as u64 + 1,
+                        };
+                        let mut r = ks.decrypting_reader_with(src, b"t", &opts).unwrap();
+                        let mut out = Vec::new();
+                        let mut buf = vec![0u8; piece];
+                        loop {
+                            match r.read(&mut buf) {
+                                Ok(0) => break,
+                                Ok(k) => out.extend_from_slice(&buf[..k]),
+                                Err(e) => panic!("seg {seg}, {m} segments, {n} bytes: {e}"),
+                            }
+                        }
+                        assert!(
+                            out == pt,
+                            "seg {seg}, {m} segments, {n} bytes, reads {piece}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -171,4 +171,39 @@ proptest! {
             }
         }
     }
+
+    #[test]
+    fn large_reads_and_small_reads_agree_on_any_change(
+        (dks, seg) in geometry(),
+        pt in prop::collection::vec(any::<u8>(), 0..6000),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 0..3),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+        extra in prop::collection::vec(any::<u8>(), 0..40),
+        window in 0usize..1200,
+    ) {
+        // Reads of the whole stream go straight into the buffer, a group of segments at a
+        // time; 5-byte reads go through the window. Both end cleanly on the unchanged stream
+        // only, and hand out nothing but a prefix of the plaintext.
+        let ks = keyset(dks, seg);
+        let good = encrypt(&ks, &pt, &[], window);
+        let mut ct = good.clone();
+        for (i, x) in &flips {
+            let at = i.index(ct.len());
+            ct[at] ^= x;
+        }
+        if let Some(c) = cut {
+            ct.truncate(c.index(ct.len() + 1));
+        }
+        ct.extend_from_slice(&extra);
+        let changed = ct != good;
+        let (large, large_clean) = read_stream(&ks, &ct, ct.len() + 1, window);
+        let (small, small_clean) = read_stream(&ks, &ct, 5, window);
+        prop_assert!(pt.starts_with(&large));
+        prop_assert!(pt.starts_with(&small));
+        prop_assert_eq!(large_clean, !changed);
+        prop_assert_eq!(small_clean, !changed);
+        if !changed {
+            prop_assert_eq!(&large, &pt);
+        }
+    }
 }
