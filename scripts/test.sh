@@ -76,6 +76,7 @@ if [[ ${CPU_ONLY} == 0 ]]; then
     eval "$(scripts/setup-cuda.sh)"
     scripts/build-kernels.sh --check
     cargo test --release -p gcmx-cuda --features cuda
+    cargo test --release -p gcmx-cuda-testkit
     cargo test --release -p gcmx --features cuda
     cargo test --release -p gcmx-cli --features cuda
 fi
