@@ -5,7 +5,9 @@
 #   gpu-run.sh tests   gcmx-cuda-test (full) + gcmx's integration tests on Backend::Cuda + the fault tests
 #                      + gcmx-consumer (a registry user's binary built without CUDA) with --require-gpu
 #   gpu-run.sh faults  gcmx-cuda's fault-injection tests alone (every GPU API through every kind of driver
-#                      failure, results checked against the CPU; out of memory; 64 concurrent engines)
+#                      failure, results checked against the CPU; out of memory; 64 concurrent engines),
+#                      the failures injected by the bundled stub libcuda in front of the driver (found with
+#                      ldconfig -p or in the usual folders; GCMX_STUB_DRIVER=/path/to/libcuda.so.1 to choose)
 #   gpu-run.sh bench   gcmx-cuda-bench (full), then the streaming adapters' benchmark on all CPU
 #                      cores and on the GPU (gcmx-stream-adapters --backend cpu-parallel / cuda)
 #   gpu-run.sh full    tests, then bench

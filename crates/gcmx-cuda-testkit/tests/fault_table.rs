@@ -83,7 +83,9 @@ impl Driver {
 /// The emulated device started by hand: init, primary context retained and current.
 fn start() -> Option<Driver> {
     if !fault::stub_loaded() {
-        eprintln!("fault table tests: NOT run: the loaded libcuda.so.1 is not gcmx's stub libcuda");
+        eprintln!(
+            "fault table tests: NOT run: no libcuda.so.1, or not gcmx's stub libcuda, is loaded"
+        );
         return None;
     }
     assert!(fault::emulate(), "the stub emulates");

@@ -16,8 +16,9 @@
  * argument list). The two error-string functions always work, because cust formats its errors with them.
  *
  * Emulation (switched on by gcmx_stub_emulate(), which gcmx-cuda's tests call through dlsym, by way of the dev-only
- * crate gcmx-cuda-testkit, before the first use of the device; a real driver has no such symbol): one device (ordinal 0, "sm_90", memory capped at
- * the configured size) whose memory is host RAM, so the host side of gcmx-cuda runs end to end without a GPU:
+ * crate gcmx-cuda-testkit, before the first use of the device; a real driver has no such symbol): one device
+ * (ordinal 0, "sm_90", memory capped at the configured size) whose memory is host RAM, so the host side of gcmx-cuda
+ * runs end to end without a GPU:
  *   - init, device queries, the primary context (retain/release, current per thread), module load (accepts a fatbin
  *     image, checked by its magic number) and kernel lookup by name;
  *   - device memory: aligned malloc, zeroed (so that whatever is not zero was written by a call); page-locked host

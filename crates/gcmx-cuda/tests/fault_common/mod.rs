@@ -22,7 +22,7 @@ pub(crate) mod fault {
     pub(crate) fn emulate() -> bool {
         if !stub_loaded() {
             super::say(
-                "fault-injection tests: NOT run: the loaded libcuda.so.1 is not gcmx's stub libcuda (put \
+                "fault-injection tests: NOT run: no libcuda.so.1, or not gcmx's stub libcuda, is loaded (put \
                  .toolchain/cuda-stub first on LD_LIBRARY_PATH; on a GPU machine set GCMX_STUB_DRIVER to \
                  the real driver's libcuda.so.1 too: scripts/gpu-run.sh faults does both)",
             );
