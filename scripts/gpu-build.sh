@@ -7,7 +7,8 @@
 #                            with `cuda`), gcmx's integration tests built with `--features cuda`
 #                            (nist_cavp, wycheproof, spec_vectors, ...; they cover Backend::Cuda when a
 #                            device is present), and gcmx-cuda's fault-injection tests (faults,
-#                            fault_startup; `--features fault-injection`), and gcmx-consumer: a project
+#                            fault_startup) with the stub libcuda that injects the faults (stub/, run in
+#                            front of the real driver: GCMX_STUB_DRIVER), and gcmx-consumer: a project
 #                            that depends on the packaged crates with features = ["cuda"], built with no
 #                            CUDA on the machine (scripts/consumer-check.sh). Every binary embeds the same
 #                            fatbin, so they travel as one xz stream, a twentieth of their size.
@@ -40,9 +41,9 @@ mkdir -p "${OUTDIR}"
 OUTDIR="$(cd "${OUTDIR}" && pwd)"
 
 eval "$(scripts/setup-cuda.sh)"
-rm -rf "${OUTDIR:?}/bin" "${OUTDIR}/tests" "${OUTDIR}/faults" "${OUTDIR}/vectors.tgz" "${OUTDIR}/bins.tar.xz" \
-    "${OUTDIR}/cuda-src"
-mkdir -p "${OUTDIR}/bin" "${OUTDIR}/tests" "${OUTDIR}/faults"
+rm -rf "${OUTDIR:?}/bin" "${OUTDIR}/tests" "${OUTDIR}/faults" "${OUTDIR}/stub" "${OUTDIR}/vectors.tgz" \
+    "${OUTDIR}/bins.tar.xz" "${OUTDIR}/cuda-src"
+mkdir -p "${OUTDIR}/bin" "${OUTDIR}/tests" "${OUTDIR}/faults" "${OUTDIR}/stub"
 
 if [[ ${COMMITTED} == 1 ]]; then
     mkdir -p "${OUTDIR}/cuda-src"
@@ -75,8 +76,10 @@ cargo test --release -p gcmx-cuda --features cuda --test gpu --no-run --message-
 mv "${OUTDIR}/bin/gpu" "${OUTDIR}/bin/gcmx-cuda-gpu-tests"
 if [[ ${TESTS} == 1 ]]; then
     cargo test --release -p gcmx --features cuda --no-run --message-format=json 2>/dev/null | copy_tests tests
-    cargo test --release -p gcmx-cuda --features fault-injection --test faults --test fault_startup --no-run \
+    cargo test --release -p gcmx-cuda --features cuda --test faults --test fault_startup --no-run \
         --message-format=json 2>/dev/null | copy_tests faults
+    # The fault tests inject through the stub libcuda, which gpu-run.sh puts in front of the driver.
+    cp "${CUDA_LIBRARY_PATH}/libcuda.so.1" "${OUTDIR}/stub/libcuda.so.1"
 fi
 # The streaming adapters' benchmark, with the GPU backend available (`--backend cuda`).
 cargo bench -p gcmx-stream --features cuda --bench adapters --no-run --message-format=json 2>/dev/null |
@@ -95,6 +98,7 @@ if [[ ${TESTS} == 1 ]]; then
     scripts/consumer-check.sh --out "${OUTDIR}/bin"
 fi
 strip "${OUTDIR}"/bin/* "${OUTDIR}"/tests/* "${OUTDIR}"/faults/* 2>/dev/null || true
+strip --strip-unneeded "${OUTDIR}"/stub/* 2>/dev/null || true
 
 scripts/fetch-vectors.sh >/dev/null
 tar -czf "${OUTDIR}/vectors.tgz" -C .vectors gcm
@@ -105,7 +109,7 @@ cp scripts/gpu-run.sh "${OUTDIR}/gpu-run.sh"
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "nvcc: $("${NVCC}" --version | grep release)"
     echo "kernels: ${GCMX_CUDA_DIR:-cuda/ (work tree)}"
-    for f in "${OUTDIR}"/bin/* "${OUTDIR}"/tests/* "${OUTDIR}"/faults/*; do
+    for f in "${OUTDIR}"/bin/* "${OUTDIR}"/tests/* "${OUTDIR}"/faults/* "${OUTDIR}"/stub/*; do
         [[ -f "$f" ]] || continue
         echo "== ${f#"${OUTDIR}"/} $(stat -c %s "$f") bytes"
         ldd "$f" | sed 's/^/   /'
@@ -118,7 +122,7 @@ if [[ -n "${bad}" ]]; then
     echo "gpu-build: unexpected shared-library dependencies: ${bad}" >&2
     exit 1
 fi
-tar -cf - -C "${OUTDIR}" bin tests faults | xz -9 -T2 > "${OUTDIR}/bins.tar.xz"
-rm -rf "${OUTDIR:?}/bin" "${OUTDIR}/tests" "${OUTDIR}/faults"
+tar -cf - -C "${OUTDIR}" bin tests faults stub | xz -9 -T2 > "${OUTDIR}/bins.tar.xz"
+rm -rf "${OUTDIR:?}/bin" "${OUTDIR}/tests" "${OUTDIR}/faults" "${OUTDIR}/stub"
 du -sh "${OUTDIR}" | awk '{print "gpu-build: bundle " $2 " is " $1}'
 grep -E '^(commit|built|nvcc|kernels|==)' "${OUTDIR}/MANIFEST"

@@ -5,7 +5,9 @@
 #   gpu-run.sh tests   gcmx-cuda's GPU tests (full) + gcmx's integration tests on Backend::Cuda + the fault tests
 #                      + gcmx-consumer (a registry user's binary built without CUDA) with --require-gpu
 #   gpu-run.sh faults  gcmx-cuda's fault-injection tests alone (every GPU API through every kind of driver
-#                      failure, results checked against the CPU; out of memory; 64 concurrent engines)
+#                      failure, results checked against the CPU; out of memory; 64 concurrent engines),
+#                      the failures injected by the bundled stub libcuda in front of the driver (found with
+#                      ldconfig -p or in the usual folders; GCMX_STUB_DRIVER=/path/to/libcuda.so.1 to choose)
 #   gpu-run.sh bench   gcmx-cuda-bench (full), then the streaming adapters' benchmark on all CPU
 #                      cores and on the GPU (gcmx-stream-adapters --backend cpu-parallel / cuda)
 #   gpu-run.sh full    tests, then bench
@@ -83,22 +85,56 @@ run_integration() {
     done
 }
 
+# The NVIDIA driver's libcuda.so.1 (an absolute path): $GCMX_STUB_DRIVER if set, else what the loader's
+# cache lists (ldconfig -p), else the usual install folders; empty when none is found.
+find_driver() {
+    if [[ -n "${GCMX_STUB_DRIVER:-}" ]]; then
+        echo "${GCMX_STUB_DRIVER}"
+        return
+    fi
+    local p c
+    p=$(ldconfig -p 2>/dev/null | awk '$1 == "libcuda.so.1" && /x86-64/ {print $NF; exit}')
+    [[ -n "${p}" ]] || p=$(ldconfig -p 2>/dev/null | awk '$1 == "libcuda.so.1" {print $NF; exit}')
+    if [[ -z "${p}" ]]; then
+        for c in /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1 /usr/lib/libcuda.so.1 \
+            /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/wsl/lib/libcuda.so.1; do
+            if [[ -e "${c}" ]]; then p="${c}"; break; fi
+        done
+    fi
+    echo "${p}"
+}
+
 # The fault-injection tests (crates/gcmx-cuda/tests/faults.rs, fault_startup.rs): on a real GPU the
-# same cases as in CI, at every count (GCMX_FAULTS_FULL), and every result compared with the CPU.
+# same cases as in CI, at every count (GCMX_FAULTS_FULL), and every result compared with the CPU. The
+# faults are injected by gcmx's stub libcuda (bundled in stub/), loaded first through LD_LIBRARY_PATH and
+# forwarding every driver call to the real driver named by GCMX_STUB_DRIVER.
 run_faults() {
     : > "${LOG}/faults.log"
-    local t rc
+    local t rc drv
+    drv=$(find_driver)
+    if [[ -z "${drv}" || ! -e "${drv}" || "${drv}" != /* ]]; then
+        echo "fault tests: NOT run: the NVIDIA driver's libcuda.so.1 was not found (ldconfig -p, the usual" \
+            "folders${GCMX_STUB_DRIVER:+, GCMX_STUB_DRIVER=${GCMX_STUB_DRIVER}}); set GCMX_STUB_DRIVER to its absolute path"
+        status=1
+        return
+    fi
+    if [[ ! -f "${WORK}/stub/libcuda.so.1" ]]; then
+        echo "fault tests: NOT run: the stub libcuda (stub/libcuda.so.1) is not in the bundle"; status=1; return
+    fi
+    echo "fault tests: stub ${WORK}/stub/libcuda.so.1 in front of the driver ${drv}" | tee -a "${LOG}/faults.log"
     for t in fault_startup faults; do
         if [[ ! -x "${WORK}/faults/${t}" ]]; then
             echo "fault tests: ${t} is not in the bundle"; status=1; continue
         fi
         echo "== ${t}" >> "${LOG}/faults.log"
-        GCMX_FAULTS_FULL=1 timeout "${GCMX_FAULTS_TIMEOUT:-600}" "${WORK}/faults/${t}" --test-threads=1 \
+        LD_LIBRARY_PATH="${WORK}/stub${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}" GCMX_STUB_DRIVER="${drv}" \
+            GCMX_FAULTS_FULL=1 timeout "${GCMX_FAULTS_TIMEOUT:-600}" "${WORK}/faults/${t}" --test-threads=1 \
             >> "${LOG}/faults.log" 2>&1
         rc=$?
         [[ $rc == 0 ]] || { status=1; echo "   ${t} FAILED (exit ${rc}); see faults.log"; }
     done
-    grep -oE "(fault-injection|out of memory:|concurrency:).*|^test result.*|FAIL.*|HUNG.*" "${LOG}/faults.log"
+    grep -oE "(fault-injection|out of memory:|concurrency:|gcmx stub libcuda:).*|^test result.*|FAIL.*|HUNG.*" \
+        "${LOG}/faults.log"
     grep -oE "fault-injection .*: [0-9]+ cases" "${LOG}/faults.log" | grep -oE "[0-9]+ cases" \
         | awk '{n += $1} END {print "fault cases in all: " n}'
 }

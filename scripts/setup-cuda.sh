@@ -11,7 +11,9 @@
 #    loads and that cust 0.3.2 (the tests' "other CUDA library") links; each returns CUDA_ERROR_NO_DEVICE (100).
 #    gcmx-cuda opens it through LD_LIBRARY_PATH as it would the driver's, and reports "no CUDA device"
 #    (CI, build machines). On a GPU machine the real driver's libcuda.so.1 is found first. gcmx-cuda's
-#    fault-injection tests switch the stub into emulating a device (see the stub's header).
+#    fault-injection tests switch the stub into emulating a device and inject driver failures through it
+#    (or, on a GPU machine with GCMX_STUB_DRIVER, put it in front of the real driver; see the stub's header).
+#    Rebuilt whenever the stub's source or gcmx_abi.h is newer than the library.
 # 3. Prints the environment to export.
 #
 # Idempotent: re-running after success only re-checks and re-prints the environment.
@@ -70,7 +72,7 @@ if [[ ! -f "${STUB_DIR}/libcuda.so.1" || "${STUB_SRC}" -nt "${STUB_DIR}/libcuda.
       || "${STUB_ABI}" -nt "${STUB_DIR}/libcuda.so.1" ]]; then
     mkdir -p "${STUB_DIR}"
     "${CC_BIN}" -shared -fPIC -O2 -Wall -Wextra -Werror -pthread -I "${ROOT}/cuda" -Wl,-soname,libcuda.so.1 \
-        -o "${STUB_DIR}/libcuda.so.1.tmp" "${STUB_SRC}"
+        -o "${STUB_DIR}/libcuda.so.1.tmp" "${STUB_SRC}" -ldl
     mv -f "${STUB_DIR}/libcuda.so.1.tmp" "${STUB_DIR}/libcuda.so.1"
 fi
 ln -sfn libcuda.so.1 "${STUB_DIR}/libcuda.so"

@@ -16,9 +16,10 @@
 #             depends on the packages with features = ["cuda"], built and run in `env -i` (no nvcc, no
 #             CUDA variables, no libcuda): it must start and fall back to the CPU
 #   cuda      nvcc 13.5 from PyPI + a stub libcuda; the shipped fatbin rebuilt from cuda/ and compared
-#             byte for byte; gcmx-cuda's tests with fault injection on a device the stub emulates in
-#             host memory; gcmx's and gcmx-cli's tests with `cuda` (no GPU here: GPU tests say so; the
-#             GPU itself: scripts/gpu-build.sh, then gpu-run.sh on a CUDA machine)
+#             byte for byte; gcmx-cuda's tests with driver faults that the stub injects (driven by the
+#             dev-only crate gcmx-cuda-testkit) on a device it emulates in host memory; gcmx's and
+#             gcmx-cli's tests with `cuda` (no GPU here: GPU tests say so; the GPU itself:
+#             scripts/gpu-build.sh, then gpu-run.sh on a CUDA machine)
 #   lint      cargo fmt --check, clippy -D warnings (with and without `cuda`), rustdoc -D warnings (every
 #             feature, as docs.rs builds it), and a check with the toolchain named by rust-version
 #   fuzz      a short run of every fuzz target where a nightly toolchain and cargo-fuzz exist
@@ -74,7 +75,8 @@ if [[ ${CPU_ONLY} == 0 ]]; then
     phase cuda "nvcc 13.5 + stub libcuda; GPU fault injection on an emulated device; gcmx's tests with cuda"
     eval "$(scripts/setup-cuda.sh)"
     scripts/build-kernels.sh --check
-    cargo test --release -p gcmx-cuda --features fault-injection
+    cargo test --release -p gcmx-cuda --features cuda
+    cargo test --release -p gcmx-cuda-testkit
     cargo test --release -p gcmx --features cuda
     cargo test --release -p gcmx-cli --features cuda
 fi
@@ -85,7 +87,7 @@ cargo clippy -q --all-targets -- -D warnings
 cargo clippy -q -p gcmx --all-targets --features hazmat -- -D warnings
 if [[ ${CPU_ONLY} == 0 ]]; then
     cargo clippy -q --workspace --all-targets \
-        --features gcmx/cuda,gcmx-cli/cuda,gcmx-cuda/bench,gcmx-cuda/fault-injection,gcmx-stream/tokio -- -D warnings
+        --features gcmx/cuda,gcmx-cli/cuda,gcmx-cuda/bench,gcmx-stream/tokio -- -D warnings
 fi
 RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps
 RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p gcmx -p gcmx-cuda -p gcmx-stream --all-features

@@ -60,14 +60,6 @@ pub use memory::DeviceMemory;
 pub use pending::Pending;
 pub use pinned::PinnedRegion;
 pub use resident::DeviceBuf;
-/// Fault injection and the test emulator (feature `fault-injection`, for tests only): make chosen
-/// driver calls fail, switch the stub libcuda into emulating a device, read its counters.
-#[cfg(feature = "fault-injection")]
-#[cfg_attr(docsrs, doc(cfg(feature = "fault-injection")))]
-pub mod fault {
-    pub use crate::runtime::emulator::*;
-    pub use crate::runtime::fault::*;
-}
 pub use runtime::{DeviceInfo, GhashVariant, RawDeviceSpan, Stream};
 
 /// Device `ordinal` (0 is the default device) and the kernels loaded on it. Starts the driver on first
@@ -88,6 +80,16 @@ pub use runtime::{DeviceInfo, GhashVariant, RawDeviceSpan, Stream};
 /// ```
 pub fn device_info(ordinal: u32) -> Result<DeviceInfo, Error> {
     runtime::Gpu::get(ordinal).map(|g| g.info().clone())
+}
+
+/// Free what gcmx keeps on every started device for reuse between calls: idle streams with their
+/// page-locked staging, the device buffers of the pipeline's and batches' per-device state,
+/// parameter slots and device-batch scratches (each wiped before it is freed). Work in flight keeps
+/// what it uses until it ends; later calls allocate again. For a process that is done with the GPU
+/// for a while and wants its memory back, or that counts the device's live allocations. Without a
+/// started device (or without the `cuda` feature) it does nothing.
+pub fn release_cached() {
+    runtime::release_cached();
 }
 
 /// How many CUDA devices the driver reports (`Error::BackendUnavailable` without a driver).
@@ -125,10 +127,10 @@ mod tests {
     /// BackendUnavailable, and asking again must try again (not panic, not cache a half state).
     #[test]
     fn reports_device_or_its_absence() {
-        // With fault injection the runtime's unit tests in this binary switch the stub libcuda into
-        // emulating a device: switch it first, so that the answer does not depend on their order.
-        #[cfg(feature = "fault-injection")]
-        fault::emulate();
+        // The runtime's unit tests in this binary switch the stub libcuda (where it is the loaded
+        // libcuda) into emulating a device: switch it first, so that the answer does not depend on
+        // their order.
+        gcmx_cuda_testkit::fault::emulate();
         match device_info(0) {
             Err(Error::BackendUnavailable(why)) => {
                 // Straight to stderr (not through the harness's captured print!) so CI logs show it.

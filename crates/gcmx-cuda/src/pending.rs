@@ -144,14 +144,6 @@ impl<'a> Pending<'a> {
         Ok(())
     }
 
-    /// Whether the work is complete (without waiting).
-    pub fn is_complete(&self) -> Result<bool, Error> {
-        match &self.fence {
-            Some(f) => f.done(),
-            None => Ok(true),
-        }
-    }
-
     fn finish(&mut self) -> Result<(), Error> {
         let r = self.settle();
         if let Err(e) = &r

@@ -5,8 +5,9 @@
  * stub under lib64/stubs, the PyPI packages do not. scripts/setup-cuda.sh compiles this file into
  * .toolchain/cuda-stub/libcuda.so.1 (soname libcuda.so.1, symlink libcuda.so) so gcmx-cuda builds and its binaries
  * START on a machine with no driver; on a GPU machine the real driver's libcuda.so.1 is found first at run time.
+ * It is also where gcmx-cuda's tests inject driver failures: the library itself has no test hooks.
  *
- * Two modes.
+ * Three modes, and a fault table in front of all of them.
  *
  * "No device" (the default): every entry point declared by cust_raw 0.11.3's bindings (it covers every cu* symbol
  * cust 0.3.2 and gcmx-cuda link) returns CUDA_ERROR_NO_DEVICE (100), cuInit included, so callers report "no CUDA
@@ -14,9 +15,10 @@
  * arguments (on the SysV x86-64 / AArch64 ABIs a C function that ignores its arguments may be called with any
  * argument list). The two error-string functions always work, because cust formats its errors with them.
  *
- * Emulation (switched on by gcmx_stub_emulate(), which gcmx-cuda's fault-injection tests call through dlsym before
- * the first use of the device; a real driver has no such symbol): one device (ordinal 0, "sm_90", memory capped at
- * the configured size) whose memory is host RAM, so the host side of gcmx-cuda runs end to end without a GPU:
+ * Emulation (switched on by gcmx_stub_emulate(), which gcmx-cuda's tests call through dlsym, by way of the dev-only
+ * crate gcmx-cuda-testkit, before the first use of the device; a real driver has no such symbol): one device
+ * (ordinal 0, "sm_90", memory capped at the configured size) whose memory is host RAM, so the host side of gcmx-cuda
+ * runs end to end without a GPU:
  *   - init, device queries, the primary context (retain/release, current per thread), module load (accepts a fatbin
  *     image, checked by its magic number) and kernel lookup by name;
  *   - device memory: aligned malloc, zeroed (so that whatever is not zero was written by a call); page-locked host
@@ -45,7 +47,18 @@
  *     context references, for leak checks, and how many live allocations hold anything but zeros (what a call
  *     left behind in buffers that gcmx keeps between calls).
  * Everything is serialised by one mutex.
+ *
+ * Pass-through (GCMX_STUB_DRIVER=/absolute/path/to/the/driver's/libcuda.so.1, read at the first driver call): every
+ * entry point gcmx-cuda and cust's tests call (GCMX_ENTRY_POINTS below) is forwarded to that library, so the fault
+ * table can fail calls of a real driver on a GPU machine (scripts/gpu-run.sh faults). Emulation cannot be switched
+ * on then, and the other entry points answer CUDA_ERROR_NOT_SUPPORTED.
+ *
+ * Fault table (gcmx_stub_fault_*; "Fault injection" below): each call of an entry point gcmx-cuda uses is counted as
+ * one kind (Op in gcmx-cuda-testkit); armed, the nth call of a kind fails once, or fails with every counted call
+ * after it (a lost context), returning the driver's code for such a failure. A wait reports its failure after
+ * waiting; releases and queries are not counted.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,7 +120,7 @@ static const struct {
     {CU_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
 
-GCMX_STUB_EXPORT int cuGetErrorString(int error, const char** p_str) {
+static int emu_cuGetErrorString(int error, const char** p_str) {
     size_t i;
     if (p_str == NULL) return CU_INVALID_VALUE;
     for (i = 0; i < sizeof gcmx_stub_errors / sizeof gcmx_stub_errors[0]; i++) {
@@ -120,7 +133,7 @@ GCMX_STUB_EXPORT int cuGetErrorString(int error, const char** p_str) {
     return CU_OK;
 }
 
-GCMX_STUB_EXPORT int cuGetErrorName(int error, const char** p_str) {
+static int emu_cuGetErrorName(int error, const char** p_str) {
     size_t i;
     if (p_str == NULL) return CU_INVALID_VALUE;
     for (i = 0; i < sizeof gcmx_stub_errors / sizeof gcmx_stub_errors[0]; i++) {
@@ -140,7 +153,7 @@ GCMX_STUB_EXPORT int cuGetErrorName(int error, const char** p_str) {
 typedef unsigned long long CUdeviceptr;
 typedef int CUdevice;
 
-/** What gcmx_stub_emulate() takes (mirrored by gcmx-cuda's runtime/fault.rs). */
+/** What gcmx_stub_emulate() takes (mirrored by gcmx-cuda-testkit's fault.rs). */
 struct gcmx_stub_config {
     uint64_t size;         /* sizeof(struct gcmx_stub_config), checked */
     uint64_t total_memory; /* bytes of emulated device memory */
@@ -148,7 +161,7 @@ struct gcmx_stub_config {
     uint32_t reserved;
 };
 
-/** What gcmx_stub_stats() fills (mirrored by gcmx-cuda's runtime/fault.rs). Live counts, then totals. */
+/** What gcmx_stub_stats() fills (mirrored by gcmx-cuda-testkit's fault.rs). Live counts, then totals. */
 struct gcmx_stub_stats {
     uint64_t size; /* sizeof(struct gcmx_stub_stats), checked */
     uint64_t device_allocs, device_bytes;
@@ -348,8 +361,12 @@ static int ctx_ok(const char* what) {
         if (!ctx_ok(what)) EMU_RETURN(CU_INVALID_CONTEXT); \
     } while (0)
 
+static int pass_through(void);
+
+/* Switch emulation on (not while forwarding to a real driver: CUDA_ERROR_NOT_SUPPORTED). */
 GCMX_STUB_EXPORT int gcmx_stub_emulate(const struct gcmx_stub_config* cfg) {
     if (cfg == NULL || cfg->size != sizeof *cfg || cfg->total_memory == 0) return CU_INVALID_VALUE;
+    if (pass_through()) return CU_NOT_SUPPORTED;
     pthread_mutex_lock(&emu_mu);
     emu_cfg = *cfg;
     emu_on = 1;
@@ -357,8 +374,10 @@ GCMX_STUB_EXPORT int gcmx_stub_emulate(const struct gcmx_stub_config* cfg) {
     return CU_OK;
 }
 
+/* The emulator's counters (not while forwarding to a real driver: CUDA_ERROR_NOT_SUPPORTED). */
 GCMX_STUB_EXPORT int gcmx_stub_stats(struct gcmx_stub_stats* out) {
     if (out == NULL || out->size != sizeof *out) return CU_INVALID_VALUE;
+    if (pass_through()) return CU_NOT_SUPPORTED;
     pthread_mutex_lock(&emu_mu);
     *out = emu_stats;
     out->size = sizeof *out;
@@ -385,27 +404,27 @@ GCMX_STUB_EXPORT int gcmx_stub_stats(struct gcmx_stub_stats* out) {
 /* Init, devices, context                                                                                           */
 /* ================================================================================================================ */
 
-GCMX_STUB_EXPORT int cuInit(unsigned flags) {
+static int emu_cuInit(unsigned flags) {
     (void)flags;
     EMU_ENTER();
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuDriverGetVersion(int* v) {
+static int emu_cuDriverGetVersion(int* v) {
     EMU_ENTER();
     if (v == NULL) EMU_RETURN(CU_INVALID_VALUE);
     *v = 13000;
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuDeviceGetCount(int* n) {
+static int emu_cuDeviceGetCount(int* n) {
     EMU_ENTER();
     if (n == NULL) EMU_RETURN(CU_INVALID_VALUE);
     *n = 1;
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuDeviceGet(CUdevice* d, int ordinal) {
+static int emu_cuDeviceGet(CUdevice* d, int ordinal) {
     EMU_ENTER();
     if (d == NULL) EMU_RETURN(CU_INVALID_VALUE);
     if (ordinal != 0) EMU_RETURN(CU_INVALID_DEVICE);
@@ -413,7 +432,7 @@ GCMX_STUB_EXPORT int cuDeviceGet(CUdevice* d, int ordinal) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuDeviceGetAttribute(int* v, int attrib, CUdevice d) {
+static int emu_cuDeviceGetAttribute(int* v, int attrib, CUdevice d) {
     EMU_ENTER();
     if (v == NULL || d != 0) EMU_RETURN(CU_INVALID_VALUE);
     switch (attrib) {
@@ -425,21 +444,21 @@ GCMX_STUB_EXPORT int cuDeviceGetAttribute(int* v, int attrib, CUdevice d) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuDeviceGetName(char* name, int len, CUdevice d) {
+static int emu_cuDeviceGetName(char* name, int len, CUdevice d) {
     EMU_ENTER();
     if (name == NULL || len <= 0 || d != 0) EMU_RETURN(CU_INVALID_VALUE);
     snprintf(name, (size_t)len, "%s", "gcmx emulated device (stub libcuda: host memory, kernels not run)");
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
+static int emu_cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
     EMU_ENTER();
     if (bytes == NULL || d != 0) EMU_RETURN(CU_INVALID_VALUE);
     *bytes = (size_t)emu_cfg.total_memory;
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuDevicePrimaryCtxRetain(struct emu_ctx** ctx, CUdevice d) {
+static int emu_cuDevicePrimaryCtxRetain(struct emu_ctx** ctx, CUdevice d) {
     EMU_ENTER();
     if (ctx == NULL || d != 0) EMU_RETURN(CU_INVALID_VALUE);
     emu_ctx_refs++;
@@ -447,7 +466,7 @@ GCMX_STUB_EXPORT int cuDevicePrimaryCtxRetain(struct emu_ctx** ctx, CUdevice d) 
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+static int emu_cuDevicePrimaryCtxRelease_v2(CUdevice d) {
     EMU_ENTER();
     if (d != 0 || emu_ctx_refs == 0) {
         emu_invalid("cuDevicePrimaryCtxRelease without a retained context");
@@ -457,7 +476,7 @@ GCMX_STUB_EXPORT int cuDevicePrimaryCtxRelease_v2(CUdevice d) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuCtxSetCurrent(struct emu_ctx* ctx) {
+static int emu_cuCtxSetCurrent(struct emu_ctx* ctx) {
     EMU_ENTER();
     if (ctx != NULL && ctx != &emu_primary) {
         emu_invalid("cuCtxSetCurrent: unknown context");
@@ -467,14 +486,14 @@ GCMX_STUB_EXPORT int cuCtxSetCurrent(struct emu_ctx* ctx) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuCtxGetCurrent(struct emu_ctx** ctx) {
+static int emu_cuCtxGetCurrent(struct emu_ctx** ctx) {
     EMU_ENTER();
     if (ctx == NULL) EMU_RETURN(CU_INVALID_VALUE);
     *ctx = emu_current;
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuCtxGetDevice(CUdevice* d) {
+static int emu_cuCtxGetDevice(CUdevice* d) {
     EMU_ENTER();
     EMU_NEED_CTX("cuCtxGetDevice");
     if (d == NULL) EMU_RETURN(CU_INVALID_VALUE);
@@ -482,7 +501,7 @@ GCMX_STUB_EXPORT int cuCtxGetDevice(CUdevice* d) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuCtxSynchronize(void) {
+static int emu_cuCtxSynchronize(void) {
     EMU_ENTER();
     EMU_NEED_CTX("cuCtxSynchronize");
     EMU_RETURN(CU_OK);
@@ -507,11 +526,11 @@ static int emu_load(struct emu_module** m, const void* image) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuModuleLoadData(struct emu_module** m, const void* image) { return emu_load(m, image); }
+static int emu_cuModuleLoadData(struct emu_module** m, const void* image) { return emu_load(m, image); }
 
-GCMX_STUB_EXPORT int cuModuleLoadFatBinary(struct emu_module** m, const void* image) { return emu_load(m, image); }
+static int emu_cuModuleLoadFatBinary(struct emu_module** m, const void* image) { return emu_load(m, image); }
 
-GCMX_STUB_EXPORT int cuModuleLoadDataEx(struct emu_module** m, const void* image, unsigned n, void* options,
+static int emu_cuModuleLoadDataEx(struct emu_module** m, const void* image, unsigned n, void* options,
                                         void** values) {
     (void)n;
     (void)options;
@@ -519,7 +538,7 @@ GCMX_STUB_EXPORT int cuModuleLoadDataEx(struct emu_module** m, const void* image
     return emu_load(m, image);
 }
 
-GCMX_STUB_EXPORT int cuModuleUnload(struct emu_module* m) {
+static int emu_cuModuleUnload(struct emu_module* m) {
     EMU_ENTER();
     if (m == NULL || m->magic != EMU_MAGIC_MODULE) {
         emu_invalid("cuModuleUnload: unknown module");
@@ -531,7 +550,7 @@ GCMX_STUB_EXPORT int cuModuleUnload(struct emu_module* m) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuModuleGetFunction(const struct emu_kernel** f, struct emu_module* m, const char* name) {
+static int emu_cuModuleGetFunction(const struct emu_kernel** f, struct emu_module* m, const char* name) {
     size_t i;
     EMU_ENTER();
     if (f == NULL || name == NULL || m == NULL || m->magic != EMU_MAGIC_MODULE) {
@@ -551,7 +570,7 @@ GCMX_STUB_EXPORT int cuModuleGetFunction(const struct emu_kernel** f, struct emu
 /* Memory                                                                                                           */
 /* ================================================================================================================ */
 
-GCMX_STUB_EXPORT int cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
+static int emu_cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
     EMU_ENTER();
     EMU_NEED_CTX("cuMemGetInfo");
     if (free_bytes == NULL || total == NULL) EMU_RETURN(CU_INVALID_VALUE);
@@ -560,7 +579,7 @@ GCMX_STUB_EXPORT int cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
+static int emu_cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
     void* m = NULL;
     EMU_ENTER();
     EMU_NEED_CTX("cuMemAlloc");
@@ -577,7 +596,7 @@ GCMX_STUB_EXPORT int cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuMemFree_v2(CUdeviceptr p) {
+static int emu_cuMemFree_v2(CUdeviceptr p) {
     long i;
     EMU_ENTER();
     EMU_NEED_CTX("cuMemFree");
@@ -593,7 +612,7 @@ GCMX_STUB_EXPORT int cuMemFree_v2(CUdeviceptr p) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuMemAllocHost_v2(void** p, size_t n) {
+static int emu_cuMemAllocHost_v2(void** p, size_t n) {
     void* m = NULL;
     EMU_ENTER();
     EMU_NEED_CTX("cuMemAllocHost");
@@ -608,7 +627,7 @@ GCMX_STUB_EXPORT int cuMemAllocHost_v2(void** p, size_t n) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuMemFreeHost(void* p) {
+static int emu_cuMemFreeHost(void* p) {
     long i;
     EMU_ENTER();
     EMU_NEED_CTX("cuMemFreeHost");
@@ -624,7 +643,7 @@ GCMX_STUB_EXPORT int cuMemFreeHost(void* p) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
+static int emu_cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
     (void)flags;
     EMU_ENTER();
     EMU_NEED_CTX("cuMemHostRegister");
@@ -636,7 +655,7 @@ GCMX_STUB_EXPORT int cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuMemHostUnregister(void* p) {
+static int emu_cuMemHostUnregister(void* p) {
     long i;
     EMU_ENTER();
     EMU_NEED_CTX("cuMemHostUnregister");
@@ -688,25 +707,25 @@ static int emu_memset(CUdeviceptr dst, unsigned char v, size_t n, const struct e
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+static int emu_cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
     return emu_htod(dst, src, n, NULL, 0);
 }
 
-GCMX_STUB_EXPORT int cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, struct emu_stream* s) {
+static int emu_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, struct emu_stream* s) {
     return emu_htod(dst, src, n, s, 1);
 }
 
-GCMX_STUB_EXPORT int cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { return emu_dtoh(dst, src, n, NULL, 0); }
+static int emu_cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { return emu_dtoh(dst, src, n, NULL, 0); }
 
-GCMX_STUB_EXPORT int cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, struct emu_stream* s) {
+static int emu_cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, struct emu_stream* s) {
     return emu_dtoh(dst, src, n, s, 1);
 }
 
-GCMX_STUB_EXPORT int cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
+static int emu_cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
     return emu_memset(dst, v, n, NULL, 0);
 }
 
-GCMX_STUB_EXPORT int cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, struct emu_stream* s) {
+static int emu_cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, struct emu_stream* s) {
     return emu_memset(dst, v, n, s, 1);
 }
 
@@ -725,18 +744,18 @@ static int emu_stream_create(struct emu_stream** s) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuStreamCreate(struct emu_stream** s, unsigned flags) {
+static int emu_cuStreamCreate(struct emu_stream** s, unsigned flags) {
     (void)flags;
     return emu_stream_create(s);
 }
 
-GCMX_STUB_EXPORT int cuStreamCreateWithPriority(struct emu_stream** s, unsigned flags, int priority) {
+static int emu_cuStreamCreateWithPriority(struct emu_stream** s, unsigned flags, int priority) {
     (void)flags;
     (void)priority;
     return emu_stream_create(s);
 }
 
-GCMX_STUB_EXPORT int cuStreamDestroy_v2(struct emu_stream* s) {
+static int emu_cuStreamDestroy_v2(struct emu_stream* s) {
     EMU_ENTER();
     EMU_NEED_CTX("cuStreamDestroy");
     if (s == NULL || !stream_ok(s, "cuStreamDestroy")) EMU_RETURN(CU_INVALID_HANDLE);
@@ -746,14 +765,14 @@ GCMX_STUB_EXPORT int cuStreamDestroy_v2(struct emu_stream* s) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuStreamSynchronize(struct emu_stream* s) {
+static int emu_cuStreamSynchronize(struct emu_stream* s) {
     EMU_ENTER();
     EMU_NEED_CTX("cuStreamSynchronize");
     if (!stream_ok(s, "cuStreamSynchronize")) EMU_RETURN(CU_INVALID_HANDLE);
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuStreamQuery(struct emu_stream* s) {
+static int emu_cuStreamQuery(struct emu_stream* s) {
     EMU_ENTER();
     EMU_NEED_CTX("cuStreamQuery");
     if (!stream_ok(s, "cuStreamQuery")) EMU_RETURN(CU_INVALID_HANDLE);
@@ -770,7 +789,7 @@ static int event_ok(const struct emu_event* e, const char* what) {
     return 0;
 }
 
-GCMX_STUB_EXPORT int cuEventCreate(struct emu_event** e, unsigned flags) {
+static int emu_cuEventCreate(struct emu_event** e, unsigned flags) {
     (void)flags;
     EMU_ENTER();
     EMU_NEED_CTX("cuEventCreate");
@@ -782,7 +801,7 @@ GCMX_STUB_EXPORT int cuEventCreate(struct emu_event** e, unsigned flags) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuEventDestroy_v2(struct emu_event* e) {
+static int emu_cuEventDestroy_v2(struct emu_event* e) {
     EMU_ENTER();
     EMU_NEED_CTX("cuEventDestroy");
     if (!event_ok(e, "cuEventDestroy")) EMU_RETURN(CU_INVALID_HANDLE);
@@ -792,28 +811,28 @@ GCMX_STUB_EXPORT int cuEventDestroy_v2(struct emu_event* e) {
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuEventRecord(struct emu_event* e, struct emu_stream* s) {
+static int emu_cuEventRecord(struct emu_event* e, struct emu_stream* s) {
     EMU_ENTER();
     EMU_NEED_CTX("cuEventRecord");
     if (!event_ok(e, "cuEventRecord") || !stream_ok(s, "cuEventRecord")) EMU_RETURN(CU_INVALID_HANDLE);
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuEventSynchronize(struct emu_event* e) {
+static int emu_cuEventSynchronize(struct emu_event* e) {
     EMU_ENTER();
     EMU_NEED_CTX("cuEventSynchronize");
     if (!event_ok(e, "cuEventSynchronize")) EMU_RETURN(CU_INVALID_HANDLE);
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuEventQuery(struct emu_event* e) {
+static int emu_cuEventQuery(struct emu_event* e) {
     EMU_ENTER();
     EMU_NEED_CTX("cuEventQuery");
     if (!event_ok(e, "cuEventQuery")) EMU_RETURN(CU_INVALID_HANDLE);
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuEventElapsedTime(float* ms, struct emu_event* start, struct emu_event* end) {
+static int emu_cuEventElapsedTime(float* ms, struct emu_event* start, struct emu_event* end) {
     EMU_ENTER();
     EMU_NEED_CTX("cuEventElapsedTime");
     if (ms == NULL) EMU_RETURN(CU_INVALID_VALUE);
@@ -1085,7 +1104,7 @@ static int emu_launch(const struct emu_kernel* f, unsigned gx, unsigned bx, stru
     return rc;
 }
 
-GCMX_STUB_EXPORT int cuLaunchCooperativeKernel(const struct emu_kernel* f, unsigned gx, unsigned gy, unsigned gz,
+static int emu_cuLaunchCooperativeKernel(const struct emu_kernel* f, unsigned gx, unsigned gy, unsigned gz,
                                                unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                                struct emu_stream* s, void** params) {
     (void)gy;
@@ -1103,7 +1122,7 @@ GCMX_STUB_EXPORT int cuLaunchCooperativeKernel(const struct emu_kernel* f, unsig
     EMU_RETURN(emu_launch(f, gx, bx, s, params, NULL, 1, "cuLaunchCooperativeKernel"));
 }
 
-GCMX_STUB_EXPORT int cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const struct emu_kernel* f, int block,
+static int emu_cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const struct emu_kernel* f, int block,
                                                                  size_t smem) {
     (void)block;
     (void)smem;
@@ -1114,7 +1133,7 @@ GCMX_STUB_EXPORT int cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, const s
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuStreamWaitEvent(struct emu_stream* s, struct emu_event* e, unsigned flags) {
+static int emu_cuStreamWaitEvent(struct emu_stream* s, struct emu_event* e, unsigned flags) {
     (void)flags;
     EMU_ENTER();
     EMU_NEED_CTX("cuStreamWaitEvent");
@@ -1122,13 +1141,13 @@ GCMX_STUB_EXPORT int cuStreamWaitEvent(struct emu_stream* s, struct emu_event* e
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuMemHostAlloc(void** p, size_t n, unsigned flags) {
+static int emu_cuMemHostAlloc(void** p, size_t n, unsigned flags) {
     (void)flags;
-    return cuMemAllocHost_v2(p, n);
+    return emu_cuMemAllocHost_v2(p, n);
 }
 
 /* Page-locked host memory is addressed by the device at its host address (unified addressing). */
-GCMX_STUB_EXPORT int cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned flags) {
+static int emu_cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsigned flags) {
     EMU_ENTER();
     EMU_NEED_CTX("cuMemHostGetDevicePointer");
     if (d == NULL || flags != 0 || !ranges_cover(&emu_host, (uintptr_t)p, 1)) {
@@ -1139,7 +1158,7 @@ GCMX_STUB_EXPORT int cuMemHostGetDevicePointer_v2(CUdeviceptr* d, void* p, unsig
     EMU_RETURN(CU_OK);
 }
 
-GCMX_STUB_EXPORT int cuLaunchKernel(const struct emu_kernel* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+static int emu_cuLaunchKernel(const struct emu_kernel* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                     unsigned by, unsigned bz, unsigned shmem, struct emu_stream* s, void** params,
                                     void** extra) {
     (void)gy;
@@ -1153,10 +1172,375 @@ GCMX_STUB_EXPORT int cuLaunchKernel(const struct emu_kernel* f, unsigned gx, uns
 }
 
 /* ================================================================================================================ */
-/* Every other entry point: no device (also in emulation: gcmx-cuda does not call them).                           */
+/* Pass-through: the real driver                                                                                    */
+/* ================================================================================================================ */
+
+/* GCMX_STUB_DRIVER (an absolute path to the real driver's libcuda.so.1), read once at the first driver call. When it
+ * is set the stub forwards every entry point of the table below to that library (opened with RTLD_LOCAL, so its
+ * symbols do not shadow the stub's), and the fault table below sits between the caller and the driver. A path that
+ * does not open, or that is this stub again, is reported on stderr once and every call then answers
+ * CUDA_ERROR_NO_DEVICE. */
+static pthread_once_t pass_once = PTHREAD_ONCE_INIT;
+static int pass_on;
+static void* pass_lib;
+
+static void pass_init(void) {
+    const char* path = getenv("GCMX_STUB_DRIVER");
+    if (path == NULL || path[0] == '\0') return;
+    pass_on = 1;
+    if (path[0] != '/') {
+        fprintf(stderr, "gcmx stub libcuda: GCMX_STUB_DRIVER=%s is not an absolute path; no driver\n", path);
+        return;
+    }
+    pass_lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (pass_lib == NULL) {
+        const char* why = dlerror();
+        fprintf(stderr, "gcmx stub libcuda: GCMX_STUB_DRIVER=%s does not open (%s); no driver\n", path,
+                why != NULL ? why : "unknown error");
+        return;
+    }
+    if (dlsym(pass_lib, "gcmx_stub_emulate") != NULL) {
+        fprintf(stderr, "gcmx stub libcuda: GCMX_STUB_DRIVER=%s is this stub, not a driver; no driver\n", path);
+        dlclose(pass_lib);
+        pass_lib = NULL;
+    }
+}
+
+/* Whether the stub forwards to a real driver (GCMX_STUB_DRIVER is set). */
+static int pass_through(void) {
+    pthread_once(&pass_once, pass_init);
+    return pass_on;
+}
+
+/* The real driver's function `name` (cached by the caller), or NULL when there is none. */
+static void* pass_symbol(void** cache, const char* name) {
+    void* f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (f == NULL && pass_lib != NULL) {
+        f = dlsym(pass_lib, name);
+        __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+/* ================================================================================================================ */
+/* Fault injection                                                                                                  */
+/* ================================================================================================================ */
+
+/* The kinds of driver call a fault can be injected into (the order of gcmx-cuda-testkit's `fault::Op`). Each entry
+ * point that gcmx-cuda calls is counted as one kind (the table below); calls that release resources (free,
+ * unregister, destroy, context release) and queries are not counted and never fail by injection. */
+enum fault_op {
+    OP_CONTEXT_CREATE, /* cuDevicePrimaryCtxRetain */
+    OP_MODULE_LOAD,    /* cuModuleLoadData */
+    OP_DEVICE_ALLOC,   /* cuMemAlloc_v2 */
+    OP_HOST_ALLOC,     /* cuMemAllocHost_v2, cuMemHostAlloc */
+    OP_HOST_REGISTER,  /* cuMemHostRegister_v2 */
+    OP_COPY_TO_DEVICE, /* cuMemcpyHtoDAsync_v2 */
+    OP_COPY_TO_HOST,   /* cuMemcpyDtoHAsync_v2, cuMemcpyDtoH_v2 */
+    OP_MEMSET,         /* cuMemsetD8Async, cuMemsetD8_v2 */
+    OP_LAUNCH,         /* cuLaunchKernel, cuLaunchCooperativeKernel, cuOccupancyMaxActiveBlocksPerMultiprocessor */
+    OP_SYNCHRONIZE,    /* cuStreamSynchronize, cuEventSynchronize, cuEventQuery: counted after their wait */
+    OP_STREAM_CREATE,  /* cuStreamCreate */
+    OP_EVENT,          /* cuEventCreate, cuEventRecord, cuStreamWaitEvent */
+    OP_COUNT,
+    OP_NONE = -1       /* not counted */
+};
+
+enum fault_mode { MODE_ONCE = 0, MODE_CONTEXT_LOST = 1 };
+
+/** What gcmx_stub_fault_last() fills: the latest injected failure since gcmx_stub_fault_arm(). */
+struct gcmx_stub_fault {
+    uint64_t size;   /* sizeof(struct gcmx_stub_fault), checked */
+    uint32_t op;     /* enum fault_op */
+    uint32_t lost;   /* 1: it failed because the context was lost */
+    uint64_t call;   /* which call of its kind (1-based, counted since the arming) */
+    int32_t code;    /* the CUresult it returned */
+    uint32_t reserved;
+};
+
+static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
+static int fault_armed;
+static enum fault_op fault_arm_op;
+static uint64_t fault_arm_nth;
+static enum fault_mode fault_arm_mode;
+static int fault_lost;
+static uint64_t fault_injected;
+static uint64_t fault_calls[OP_COUNT];
+static struct gcmx_stub_fault fault_last_hit;
+static int fault_have_last;
+static unsigned fault_codes_seen; /* bit i: code fault_code_names[i] was injected since the arming */
+
+/* The error a failed call of kind `op` returns: what the driver returns for such a failure. */
+static int fault_code(enum fault_op op, int lost) {
+    if (lost) return CU_ILLEGAL_ADDRESS;
+    switch (op) {
+        case OP_MODULE_LOAD: return CU_NO_BINARY_FOR_GPU;
+        case OP_COPY_TO_DEVICE:
+        case OP_COPY_TO_HOST:
+        case OP_MEMSET: return CU_INVALID_VALUE;
+        case OP_LAUNCH: return CU_LAUNCH_OUT_OF_RESOURCES;
+        case OP_SYNCHRONIZE: return CU_LAUNCH_FAILED;
+        default: return CU_OUT_OF_MEMORY;
+    }
+}
+
+/* The names and texts cuGetErrorName and cuGetErrorString give, while a fault is armed, for a code that was injected
+ * since the arming: marked, so that a message built from them names the injected fault. */
+static const struct {
+    int code;
+    const char* name;
+    const char* text;
+} fault_code_names[] = {
+    {CU_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS (injected fault, context lost)",
+     "injected fault: an illegal memory access was encountered (context lost)"},
+    {CU_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU (injected fault)",
+     "injected fault: no kernel image is available for execution on the device"},
+    {CU_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE (injected fault)", "injected fault: invalid argument"},
+    {CU_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (injected fault)",
+     "injected fault: too many resources requested for launch"},
+    {CU_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED (injected fault)", "injected fault: unspecified launch failure"},
+    {CU_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY (injected fault)", "injected fault: out of memory"},
+};
+#define FAULT_CODE_NAMES (sizeof fault_code_names / sizeof fault_code_names[0])
+
+/* Count a call of kind `op`; 1 with *rc set to the error when the armed fault strikes it. */
+static int fault_hit(enum fault_op op, int* rc) {
+    uint64_t call;
+    int strike = 0, lost = 0;
+    size_t i;
+    if (op < 0 || op >= OP_COUNT) return 0;
+    pthread_mutex_lock(&fault_mu);
+    call = ++fault_calls[op];
+    if (fault_lost) {
+        strike = 1;
+        lost = 1;
+    } else if (fault_armed && fault_arm_op == op && fault_arm_nth == call) {
+        strike = 1;
+        lost = fault_arm_mode == MODE_CONTEXT_LOST;
+        fault_lost = lost;
+    }
+    if (strike) {
+        *rc = fault_code(op, lost);
+        fault_injected++;
+        fault_last_hit.size = sizeof fault_last_hit;
+        fault_last_hit.op = (uint32_t)op;
+        fault_last_hit.lost = (uint32_t)lost;
+        fault_last_hit.call = call;
+        fault_last_hit.code = *rc;
+        fault_have_last = 1;
+        for (i = 0; i < FAULT_CODE_NAMES; i++) {
+            if (fault_code_names[i].code == *rc) fault_codes_seen |= 1u << i;
+        }
+    }
+    pthread_mutex_unlock(&fault_mu);
+    return strike;
+}
+
+/* The marked name (text: 0) or text (1) of `code` while it counts as injected, else NULL. */
+static const char* fault_error_string(int code, int text) {
+    const char* s = NULL;
+    size_t i;
+    pthread_mutex_lock(&fault_mu);
+    if (fault_armed) {
+        for (i = 0; i < FAULT_CODE_NAMES; i++) {
+            if (fault_code_names[i].code == code && (fault_codes_seen & (1u << i)) != 0) {
+                s = text ? fault_code_names[i].text : fault_code_names[i].name;
+            }
+        }
+    }
+    pthread_mutex_unlock(&fault_mu);
+    return s;
+}
+
+/* Make the `nth` call (1-based, counted from now) of kind `op` fail, once (mode 0) or with every counted call after it
+ * (mode 1: a lost context). Replaces an earlier arming and resets the counts and the latest failure. */
+GCMX_STUB_EXPORT int gcmx_stub_fault_arm(uint32_t op, uint64_t nth, uint32_t mode) {
+    if (op >= OP_COUNT || nth == 0 || (mode != MODE_ONCE && mode != MODE_CONTEXT_LOST)) return CU_INVALID_VALUE;
+    pthread_mutex_lock(&fault_mu);
+    fault_armed = 1;
+    fault_arm_op = (enum fault_op)op;
+    fault_arm_nth = nth;
+    fault_arm_mode = (enum fault_mode)mode;
+    fault_lost = 0;
+    fault_injected = 0;
+    memset(fault_calls, 0, sizeof fault_calls);
+    fault_have_last = 0;
+    fault_codes_seen = 0;
+    pthread_mutex_unlock(&fault_mu);
+    return CU_OK;
+}
+
+/* End the fault (also a lost context); *injected: the calls that failed by injection since the arming. The latest
+ * failure stays readable (gcmx_stub_fault_last) until the next arming. */
+GCMX_STUB_EXPORT int gcmx_stub_fault_disarm(uint64_t* injected) {
+    if (injected == NULL) return CU_INVALID_VALUE;
+    pthread_mutex_lock(&fault_mu);
+    fault_armed = 0;
+    fault_lost = 0;
+    *injected = fault_injected;
+    fault_injected = 0;
+    pthread_mutex_unlock(&fault_mu);
+    return CU_OK;
+}
+
+/* *n: counted calls of kind `op` since the last arming or gcmx_stub_fault_reset_counts(). */
+GCMX_STUB_EXPORT int gcmx_stub_fault_calls(uint32_t op, uint64_t* n) {
+    if (op >= OP_COUNT || n == NULL) return CU_INVALID_VALUE;
+    pthread_mutex_lock(&fault_mu);
+    *n = fault_calls[op];
+    pthread_mutex_unlock(&fault_mu);
+    return CU_OK;
+}
+
+/* Count calls from zero again (the fault stays armed). */
+GCMX_STUB_EXPORT int gcmx_stub_fault_reset_counts(void) {
+    pthread_mutex_lock(&fault_mu);
+    memset(fault_calls, 0, sizeof fault_calls);
+    pthread_mutex_unlock(&fault_mu);
+    return CU_OK;
+}
+
+/* The latest injected failure since the last arming; CUDA_ERROR_NOT_FOUND when there was none. */
+GCMX_STUB_EXPORT int gcmx_stub_fault_last(struct gcmx_stub_fault* out) {
+    int rc = CU_OK;
+    if (out == NULL || out->size != sizeof *out) return CU_INVALID_VALUE;
+    pthread_mutex_lock(&fault_mu);
+    if (fault_have_last) {
+        *out = fault_last_hit;
+    } else {
+        rc = CU_NOT_FOUND;
+    }
+    pthread_mutex_unlock(&fault_mu);
+    return rc;
+}
+
+/* ================================================================================================================ */
+/* The entry points gcmx-cuda and cust call: fault hook, then the real driver or the emulation                      */
+/* ================================================================================================================ */
+
+/* One line per entry point: (the kind it counts as, name, parameters, arguments). A kind's call fails by injection
+ * before it reaches the driver, except OP_SYNCHRONIZE: a wait runs first and then reports the injected failure (an
+ * error of earlier asynchronous work, which the wait has drained, as the driver reports it). */
+#define GCMX_ENTRY_POINTS(X)                                                                                         \
+    X(OP_NONE, cuInit, (unsigned flags), (flags))                                                                    \
+    X(OP_NONE, cuDriverGetVersion, (int* v), (v))                                                                    \
+    X(OP_NONE, cuDeviceGetCount, (int* n), (n))                                                                      \
+    X(OP_NONE, cuDeviceGet, (CUdevice* d, int ordinal), (d, ordinal))                                                \
+    X(OP_NONE, cuDeviceGetAttribute, (int* v, int attrib, CUdevice d), (v, attrib, d))                               \
+    X(OP_NONE, cuDeviceGetName, (char* name, int len, CUdevice d), (name, len, d))                                   \
+    X(OP_NONE, cuDeviceTotalMem_v2, (size_t* bytes, CUdevice d), (bytes, d))                                         \
+    X(OP_CONTEXT_CREATE, cuDevicePrimaryCtxRetain, (struct emu_ctx** ctx, CUdevice d), (ctx, d))                     \
+    X(OP_NONE, cuDevicePrimaryCtxRelease_v2, (CUdevice d), (d))                                                      \
+    X(OP_NONE, cuCtxSetCurrent, (struct emu_ctx* ctx), (ctx))                                                        \
+    X(OP_NONE, cuCtxGetCurrent, (struct emu_ctx** ctx), (ctx))                                                       \
+    X(OP_NONE, cuCtxGetDevice, (CUdevice* d), (d))                                                                   \
+    X(OP_NONE, cuCtxSynchronize, (void), ())                                                                         \
+    X(OP_MODULE_LOAD, cuModuleLoadData, (struct emu_module** m, const void* image), (m, image))                      \
+    X(OP_NONE, cuModuleLoadFatBinary, (struct emu_module** m, const void* image), (m, image))                        \
+    X(OP_NONE, cuModuleLoadDataEx,                                                                                   \
+      (struct emu_module** m, const void* image, unsigned n, void* options, void** values),                          \
+      (m, image, n, options, values))                                                                                \
+    X(OP_NONE, cuModuleUnload, (struct emu_module* m), (m))                                                          \
+    X(OP_NONE, cuModuleGetFunction, (const struct emu_kernel** f, struct emu_module* m, const char* name),           \
+      (f, m, name))                                                                                                  \
+    X(OP_NONE, cuMemGetInfo_v2, (size_t* free_bytes, size_t* total), (free_bytes, total))                            \
+    X(OP_DEVICE_ALLOC, cuMemAlloc_v2, (CUdeviceptr* p, size_t n), (p, n))                                            \
+    X(OP_NONE, cuMemFree_v2, (CUdeviceptr p), (p))                                                                   \
+    X(OP_HOST_ALLOC, cuMemAllocHost_v2, (void** p, size_t n), (p, n))                                                \
+    X(OP_HOST_ALLOC, cuMemHostAlloc, (void** p, size_t n, unsigned flags), (p, n, flags))                            \
+    X(OP_NONE, cuMemFreeHost, (void* p), (p))                                                                        \
+    X(OP_NONE, cuMemHostGetDevicePointer_v2, (CUdeviceptr* d, void* p, unsigned flags), (d, p, flags))               \
+    X(OP_HOST_REGISTER, cuMemHostRegister_v2, (void* p, size_t n, unsigned flags), (p, n, flags))                    \
+    X(OP_NONE, cuMemHostUnregister, (void* p), (p))                                                                  \
+    X(OP_NONE, cuMemcpyHtoD_v2, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n))                         \
+    X(OP_COPY_TO_DEVICE, cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void* src, size_t n, struct emu_stream* s),   \
+      (dst, src, n, s))                                                                                              \
+    X(OP_COPY_TO_HOST, cuMemcpyDtoH_v2, (void* dst, CUdeviceptr src, size_t n), (dst, src, n))                       \
+    X(OP_COPY_TO_HOST, cuMemcpyDtoHAsync_v2, (void* dst, CUdeviceptr src, size_t n, struct emu_stream* s),           \
+      (dst, src, n, s))                                                                                              \
+    X(OP_MEMSET, cuMemsetD8_v2, (CUdeviceptr dst, unsigned char v, size_t n), (dst, v, n))                           \
+    X(OP_MEMSET, cuMemsetD8Async, (CUdeviceptr dst, unsigned char v, size_t n, struct emu_stream* s),                \
+      (dst, v, n, s))                                                                                                \
+    X(OP_STREAM_CREATE, cuStreamCreate, (struct emu_stream** s, unsigned flags), (s, flags))                         \
+    X(OP_NONE, cuStreamCreateWithPriority, (struct emu_stream** s, unsigned flags, int priority),                    \
+      (s, flags, priority))                                                                                          \
+    X(OP_NONE, cuStreamDestroy_v2, (struct emu_stream* s), (s))                                                      \
+    X(OP_SYNCHRONIZE, cuStreamSynchronize, (struct emu_stream* s), (s))                                              \
+    X(OP_NONE, cuStreamQuery, (struct emu_stream* s), (s))                                                           \
+    X(OP_EVENT, cuStreamWaitEvent, (struct emu_stream* s, struct emu_event* e, unsigned flags), (s, e, flags))       \
+    X(OP_EVENT, cuEventCreate, (struct emu_event** e, unsigned flags), (e, flags))                                   \
+    X(OP_NONE, cuEventDestroy_v2, (struct emu_event* e), (e))                                                        \
+    X(OP_EVENT, cuEventRecord, (struct emu_event* e, struct emu_stream* s), (e, s))                                  \
+    X(OP_SYNCHRONIZE, cuEventSynchronize, (struct emu_event* e), (e))                                                \
+    X(OP_SYNCHRONIZE, cuEventQuery, (struct emu_event* e), (e))                                                      \
+    X(OP_NONE, cuEventElapsedTime, (float* ms, struct emu_event* start, struct emu_event* end), (ms, start, end))    \
+    X(OP_LAUNCH, cuOccupancyMaxActiveBlocksPerMultiprocessor,                                                        \
+      (int* n, const struct emu_kernel* f, int block, size_t smem), (n, f, block, smem))                             \
+    X(OP_LAUNCH, cuLaunchKernel,                                                                                     \
+      (const struct emu_kernel* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,     \
+       unsigned shmem, struct emu_stream* s, void** params, void** extra),                                           \
+      (f, gx, gy, gz, bx, by, bz, shmem, s, params, extra))                                                          \
+    X(OP_LAUNCH, cuLaunchCooperativeKernel,                                                                          \
+      (const struct emu_kernel* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,     \
+       unsigned shmem, struct emu_stream* s, void** params),                                                         \
+      (f, gx, gy, gz, bx, by, bz, shmem, s, params))
+
+#define GCMX_DEFINE_ENTRY(op, name, params, args)                                                                    \
+    GCMX_STUB_EXPORT int name params {                                                                               \
+        static void* real_;                                                                                          \
+        int rc_;                                                                                                     \
+        if ((op) != OP_SYNCHRONIZE && fault_hit((op), &rc_)) return rc_;                                             \
+        if (pass_through()) {                                                                                        \
+            int(*f_) params = (int(*) params)pass_symbol(&real_, #name);                                             \
+            rc_ = f_ != NULL ? f_ args : CU_NO_DEVICE;                                                               \
+        } else {                                                                                                     \
+            rc_ = emu_##name args;                                                                                   \
+        }                                                                                                            \
+        if ((op) == OP_SYNCHRONIZE) fault_hit((op), &rc_);                                                           \
+        return rc_;                                                                                                  \
+    }
+
+GCMX_ENTRY_POINTS(GCMX_DEFINE_ENTRY)
+
+/* The error strings: the driver's (or the stub's own table), marked while an injected failure returned the code. */
+GCMX_STUB_EXPORT int cuGetErrorName(int error, const char** p_str) {
+    static void* real_;
+    const char* marked;
+    if (p_str == NULL) return CU_INVALID_VALUE;
+    marked = fault_error_string(error, 0);
+    if (marked != NULL) {
+        *p_str = marked;
+        return CU_OK;
+    }
+    if (pass_through()) {
+        int (*f)(int, const char**) = (int (*)(int, const char**))pass_symbol(&real_, "cuGetErrorName");
+        if (f != NULL) return f(error, p_str);
+    }
+    return emu_cuGetErrorName(error, p_str);
+}
+
+GCMX_STUB_EXPORT int cuGetErrorString(int error, const char** p_str) {
+    static void* real_;
+    const char* marked;
+    if (p_str == NULL) return CU_INVALID_VALUE;
+    marked = fault_error_string(error, 1);
+    if (marked != NULL) {
+        *p_str = marked;
+        return CU_OK;
+    }
+    if (pass_through()) {
+        int (*f)(int, const char**) = (int (*)(int, const char**))pass_symbol(&real_, "cuGetErrorString");
+        if (f != NULL) return f(error, p_str);
+    }
+    return emu_cuGetErrorString(error, p_str);
+}
+
+/* ================================================================================================================ */
+/* Every other entry point: no device (also in emulation: gcmx-cuda does not call them; when forwarding: not        */
+/* supported, as these cannot be forwarded without their signatures).                                               */
 /* ================================================================================================================ */
 #define GCMX_NO_DEVICE(name) \
-    GCMX_STUB_EXPORT int name(void) { return CU_NO_DEVICE; }
+    GCMX_STUB_EXPORT int name(void) { return pass_through() ? CU_NOT_SUPPORTED : CU_NO_DEVICE; }
 
 GCMX_NO_DEVICE(cuArray3DCreate_v2)
 GCMX_NO_DEVICE(cuArray3DGetDescriptor_v2)

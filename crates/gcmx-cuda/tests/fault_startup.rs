@@ -1,4 +1,4 @@
-//! Faults while the device starts (feature `fault-injection`): context creation, module load, and the
+//! Faults while the device starts (injected by the stub libcuda): context creation, module load, and the
 //! allocation, stream, launch, wait and copy of the kernels' ABI check. A started device stays started
 //! for the life of the process, so these run in their own test binary, before anything else starts it.
 //!
@@ -13,8 +13,8 @@ mod gcmx;
 
 use std::time::Duration;
 
+use fault_common::fault::{self, Mode, Op};
 use fault_common::{bounded, same_live, say, stats};
-use gcmx_cuda::fault::{self, Mode, Op};
 use gcmx_cuda::{CudaEngine, DeviceBuf, Error};
 
 #[test]

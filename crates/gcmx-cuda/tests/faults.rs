@@ -1,5 +1,5 @@
-//! Every GPU API of gcmx driven through every kind of driver failure at several counts (feature
-//! `fault-injection`): the host pipeline (`gcmx::Gcm` on `Backend::Cuda`), its batches, the
+//! Every GPU API of gcmx driven through every kind of driver failure at several counts (injected by
+//! the stub libcuda): the host pipeline (`gcmx::Gcm` on `Backend::Cuda`), its batches, the
 //! device-resident API (`DeviceBuf`, `CudaKeyring::{seal_async, open_async}` and device batches,
 //! waited for), the keyring, engine creation and `PinnedRegion`. Without a GPU they run on the stub
 //! libcuda's emulated device; on a GPU (the bundle of scripts/gpu-build.sh) the same cases also compare
@@ -30,11 +30,11 @@ mod gcmx;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use fault_common::fault::{self, Mode, Op};
 use fault_common::{
     Dev, Rng, bounded, expected_seal, injected, is_injected, same_live, say, stats,
 };
 use gcmx::{Backend, Gcm, OpenJob, SealJob};
-use gcmx_cuda::fault::{self, Mode, Op};
 use gcmx_cuda::{
     CudaEngine, CudaKeyring, DeviceBatch, DeviceBuf, DeviceJob, DeviceMessage, Error, KeyedOpenJob,
     KeyedSealJob, PinnedRegion, Stream,
@@ -253,8 +253,8 @@ fn one_case<S: Scenario>(
 /// plaintext, J0, partial hashes or tags left behind), on the device and in page-locked staging.
 /// `kept`: device buffers the call may have added to the engine for good.
 fn lingering(
-    before: &Option<gcmx_cuda::fault::EmulatorStats>,
-    after: &Option<gcmx_cuda::fault::EmulatorStats>,
+    before: &Option<fault::EmulatorStats>,
+    after: &Option<fault::EmulatorStats>,
     kept: u64,
 ) -> Result<(), String> {
     let (Some(b), Some(a)) = (before, after) else {

@@ -22,25 +22,21 @@
 //! One implementation for every build: `sys` loads the driver API at run time (feature `cuda`; without
 //! it, it answers that this build has no CUDA backend, so [`Gpu::get`] reports
 //! `Error::BackendUnavailable` and nothing else can be reached), and `driver` is compiled and checked
-//! by the compiler either way. `fault` (feature `fault-injection`, for tests) makes chosen driver calls
-//! fail: every driver wrapper calls its hook once per driver call.
+//! by the compiler either way. Tests inject driver failures below this module, in the stub libcuda
+//! (`stub/libcuda_stub.c`, driven by the dev-only crate gcmx-cuda-testkit): nothing here is for them.
 
 use std::sync::Arc;
 
 use gcmx_core::backend::{DeviceError, Direction, Error};
 
 mod driver;
-#[cfg(feature = "fault-injection")]
-pub(crate) mod emulator;
-#[cfg_attr(not(feature = "fault-injection"), allow(unreachable_pub))]
-pub(crate) mod fault;
 mod sys;
 
 #[cfg(feature = "bench")]
 pub(crate) use driver::Event;
 pub(crate) use driver::{
     DeviceMem, DirectIo, Fence, Gpu, Lane, ParamSlot, Scratch, UserStream, direct_io,
-    direct_io_spans, pin_scope, queue_dbatch,
+    direct_io_spans, pin_scope, queue_dbatch, release_cached,
 };
 
 use crate::abi;

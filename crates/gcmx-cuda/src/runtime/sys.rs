@@ -244,13 +244,3 @@ fn api() -> Option<&'static Api> {
 pub(crate) fn load() -> Result<(), String> {
     opened().as_ref().map(|_| ()).map_err(Clone::clone)
 }
-
-/// The address of `name` in the loaded driver library, if it exports it (the test emulator's controls).
-#[cfg(feature = "fault-injection")]
-pub(crate) fn symbol(name: &CStr) -> Option<*mut c_void> {
-    let (lib, _): &(libloading::Library, Api) = opened().as_ref().ok()?;
-    // SAFETY: the value is only an address here; whoever casts it to a function type states why that
-    // type is the symbol's.
-    let s = unsafe { lib.get::<*mut c_void>(name.to_bytes_with_nul()) }.ok()?;
-    Some(*s)
-}

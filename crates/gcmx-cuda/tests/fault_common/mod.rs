@@ -8,8 +8,29 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::gcmx::{Backend, Gcm};
+use fault::{EmulatorStats, Injected};
 use gcmx_cuda::Error;
-use gcmx_cuda::fault::{self, EmulatorStats, Injected};
+
+/// The stub libcuda's controls (gcmx-cuda-testkit), with an [`emulate`](fault::emulate) that ends the
+/// test binary with a notice (and success) when the loaded libcuda is not the stub: without it no
+/// fault can be injected.
+pub(crate) mod fault {
+    pub(crate) use gcmx_cuda_testkit::fault::*;
+
+    /// Switch the stub into emulation where it can (see gcmx-cuda-testkit); the tests are not run,
+    /// with a notice, when the loaded libcuda is not the stub.
+    pub(crate) fn emulate() -> bool {
+        if !stub_loaded() {
+            super::say(
+                "fault-injection tests: NOT run: no libcuda.so.1, or not gcmx's stub libcuda, is loaded (put \
+                 .toolchain/cuda-stub first on LD_LIBRARY_PATH; on a GPU machine set GCMX_STUB_DRIVER to \
+                 the real driver's libcuda.so.1 too: scripts/gpu-run.sh faults does both)",
+            );
+            std::process::exit(0);
+        }
+        gcmx_cuda_testkit::fault::emulate()
+    }
+}
 
 /// Where the tests run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,17 +68,10 @@ pub(crate) fn say(s: &str) {
     let _ = writeln!(std::io::stderr(), "{s}");
 }
 
-/// The injected fault behind `e`, if `e` is a device error caused by one.
+/// The injected fault behind `e`, if `e` is a device error caused by one (the driver error the stub
+/// returned for its latest injected failure).
 pub(crate) fn injected(e: &Error) -> Option<Injected> {
-    let Error::Device(_) = e else { return None };
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        if let Some(i) = s.downcast_ref::<Injected>() {
-            return Some(*i);
-        }
-        src = s.source();
-    }
-    None
+    fault::injected(e)
 }
 
 /// `Err` with a description unless `e` is an `Error::Device` caused by an injected fault.

@@ -59,12 +59,6 @@ impl Gpu {
         // SAFETY: the driver is initialised (`count`); writes one device handle.
         let r = unsafe { cu::cuDeviceGet(&mut dev, ordinal as i32) };
         check(r, format!("cuDeviceGet({ordinal})")).map_err(|e| unavailable(with_sources(&e)))?;
-        fault::hit(Op::ContextCreate).map_err(|e| {
-            unavailable(format!(
-                "primary context of device {ordinal}: {}",
-                with_sources(&e)
-            ))
-        })?;
         let ctx = PrimaryContext::retain(dev).map_err(|e| {
             unavailable(format!(
                 "primary context of device {ordinal}: {}",
@@ -107,8 +101,6 @@ impl Gpu {
         // SAFETY: writes one int.
         let r = unsafe { cu::cuDriverGetVersion(&mut version) };
         check(r, "cuDriverGetVersion").map_err(|e| unavailable(with_sources(&e)))?;
-        fault::hit(Op::ModuleLoad)
-            .map_err(|e| unavailable(format!("loading the kernels: {}", with_sources(&e))))?;
         let module = Module::load(kernels::FATBIN).map_err(|e| {
             unavailable(format!(
                 "the gcmx kernels do not load on {name} (sm_{major}{minor}): {} (the fatbin holds sm_80..sm_120 and PTX 12.0)",
@@ -255,7 +247,6 @@ impl Gpu {
         self.enter()?;
         let f = self.function(name)?;
         let mut per_sm: i32 = 0;
-        fault::hit(Op::Launch)?;
         // SAFETY: queries the occupancy of a loaded kernel; writes one int.
         let r = unsafe {
             cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut per_sm, f, block as i32, 0)
@@ -320,8 +311,7 @@ impl Gpu {
 
 /// Drop what the layers above cache on every started device (their states, the idle parameter slots
 /// and scratches, the occupancy answers) and its idle lanes, so that tests can count live allocations
-/// and driver calls with none of it held (feature `fault-injection`).
-#[cfg(feature = "fault-injection")]
+/// and driver calls with none of it held (`crate::release_cached`).
 pub(crate) fn release_cached() {
     let gpus: Vec<Arc<Gpu>> = lock(&GPUS).clone();
     for g in gpus {
@@ -343,7 +333,6 @@ pub(crate) fn release_cached() {
 /// Launch `gcmx_abi_info` once and read its words (start-up, before the device is shared).
 pub(super) fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], Error> {
     const LEN: usize = abi::ABI_INFO_WORDS * 4;
-    fault::hit(Op::DeviceAlloc)?;
     let mut addr: cu::CUdeviceptr = 0;
     // SAFETY: allocates LEN bytes in the current context; writes the address.
     let r = unsafe { cu::cuMemAlloc_v2(&mut addr, LEN) };
@@ -361,12 +350,10 @@ pub(super) fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], E
         }
     }
     let probe = Probe(addr);
-    fault::hit(Op::StreamCreate)?;
     let stream = RawStream::new()?;
     let f = module.function("gcmx_abi_info")?;
     let mut arg = probe.0;
     let mut args = [(&mut arg as *mut u64).cast::<c_void>()];
-    fault::hit(Op::Launch)?;
     // SAFETY: gcmx_abi_info(uint64_t out) takes one device address and writes ABI_INFO_WORDS u32 there;
     // the buffer holds that many and outlives the synchronisation below; the driver copies the argument.
     let r = unsafe {
@@ -385,9 +372,7 @@ pub(super) fn abi_words(module: &Module) -> Result<[u32; abi::ABI_INFO_WORDS], E
         )
     };
     check(r, "launch gcmx_abi_info")?;
-    let synced = stream.synchronize("gcmx_abi_info");
-    fault::hit(Op::Synchronize).and(synced)?;
-    fault::hit(Op::CopyToHost)?;
+    stream.synchronize("gcmx_abi_info")?;
     let mut words = [0u32; abi::ABI_INFO_WORDS];
     // SAFETY: a synchronous copy of LEN bytes from the probe buffer (LEN bytes, its kernel done: the
     // stream was synchronised above) into `words` (LEN bytes); pageable memory is allowed for it.
@@ -470,7 +455,7 @@ impl Drop for Module {
     }
 }
 
-#[cfg(all(test, feature = "fault-injection"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -37,7 +37,6 @@ impl Registration {
             });
         }
         gpu.enter().ok()?;
-        fault::hit(Op::HostRegister).ok()?;
         // SAFETY: page-locks a live host range that the caller borrows exclusively for as long as this
         // registration lives; `Drop` unregisters it after every transfer on it has ended (direct_io).
         let r = unsafe { cu::cuMemHostRegister_v2(ptr, len, 0) };
@@ -254,7 +253,6 @@ pub(crate) fn pin_scope<R>(
         return Ok(f(buf));
     }
     gpu.enter()?;
-    fault::hit(Op::HostRegister)?;
     let ptr = buf.as_mut_ptr().cast::<c_void>();
     // SAFETY: page-locks the live range that `buf` borrows for this whole call; the guard below
     // unregisters it before the call returns (or unwinds).
@@ -271,7 +269,7 @@ pub(crate) fn pin_scope<R>(
     Ok(out)
 }
 
-#[cfg(all(test, feature = "fault-injection"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -172,7 +172,6 @@ impl Lane {
         self.gpu.enter()?;
         let f = self.gpu.function(name)?;
         let args: Vec<*mut c_void> = args.iter().map(|p| p.cast_mut()).collect();
-        fault::hit(Op::Launch)?;
         self.busy = true;
         // SAFETY: forwarded from this function's contract; cuLaunchKernel copies the argument values at
         // launch time, so they need only live through this call.
@@ -314,7 +313,6 @@ pub(super) unsafe fn launch_coop<P>(
     gpu.enter()?;
     let f = gpu.function(name)?;
     let mut args = [(p as *const P).cast_mut().cast::<c_void>()];
-    fault::hit(Op::Launch)?;
     // SAFETY: forwarded from this function's contract; the grid is at most the resident limit
     // (`Gpu::resident_blocks`), as cooperative launches require, and the driver copies the parameter
     // values at launch time.
@@ -370,7 +368,7 @@ pub(crate) fn queue_dbatch(
         // wait is an error of that work, which has drained).
         // SAFETY: waits on the caller's valid stream.
         let r = unsafe { cu::cuStreamSynchronize(s) };
-        let _ = fault::hit(Op::Synchronize).and(check(r, "cuStreamSynchronize"));
+        let _ = check(r, "cuStreamSynchronize");
         return Err(e);
     }
     for (m, w) in &uses {
@@ -382,7 +380,7 @@ pub(crate) fn queue_dbatch(
     Ok(fence)
 }
 
-#[cfg(all(test, feature = "fault-injection"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

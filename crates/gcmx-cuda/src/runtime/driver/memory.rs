@@ -57,7 +57,6 @@ impl DeviceMem {
         let mut addr = 0;
         if len > 0 {
             gpu.enter()?;
-            fault::hit(Op::DeviceAlloc)?;
             // SAFETY: an allocation of `len` bytes in the current context; writes the address. The memory
             // is never read as a Rust value, only by copies and kernels, and every host read of it comes
             // after a write (or the wipe in Drop).
@@ -254,7 +253,6 @@ impl Drop for DeviceMem {
 /// Set `len` bytes at `addr` to zero and wait (the legacy stream, which our streams synchronise with).
 /// Only for memory that no pending work uses (a buffer being freed); the context must be current.
 pub(super) fn memset_now(addr: u64, len: usize) -> Result<(), Error> {
-    fault::hit(Op::Memset)?;
     // SAFETY: sets device memory only, inside an allocation of this context that no pending work uses
     // (see the caller); the call returns when the memset is done.
     let r = unsafe { cu::cuMemsetD8_v2(addr, 0, len) };
@@ -285,7 +283,6 @@ impl PinnedMem {
         if len == 0 {
             return Ok(PinnedMem::empty());
         }
-        fault::hit(Op::HostAlloc)?;
         let mut p: *mut c_void = ptr::null_mut();
         // SAFETY: allocates `len` bytes of page-locked host memory in the current context; writes the
         // pointer.
@@ -358,7 +355,6 @@ impl ParamSlot {
         gpu.enter()?;
         let mut host: *mut c_void = ptr::null_mut();
         let flags = cu::CU_MEMHOSTALLOC_PORTABLE | cu::CU_MEMHOSTALLOC_DEVICEMAP;
-        fault::hit(Op::HostAlloc)?;
         // SAFETY: allocates `len` bytes of page-locked, device-mapped host memory; writes the pointer.
         let r = unsafe { cu::cuMemHostAlloc(&mut host, len, flags) };
         check(r, "cuMemHostAlloc")?;
@@ -442,7 +438,7 @@ impl Scratch {
     }
 }
 
-#[cfg(all(test, feature = "fault-injection"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use gcmx_core::{DeviceError, Error};
 use zeroize::Zeroize;
 
-use super::fault::{self, Op};
 use super::sys::{self as cu, CUresult};
 use super::{
     At, DB_ALIGN, DbArgs, DeviceInfo, GhashVariant, Launch, RawDeviceSpan, Region, Stream, internal,
@@ -118,11 +117,11 @@ pub(crate) use stream::*;
 /// The device the unit tests of this module run on: the stub libcuda's emulated device where the stub
 /// is the loaded libcuda (CI), else the first real device (a GPU machine). Tests that need it say so
 /// and return where neither exists.
-#[cfg(all(test, feature = "fault-injection"))]
+#[cfg(test)]
 pub(super) fn test_gpu() -> Option<Arc<Gpu>> {
     static EMULATE: std::sync::Once = std::sync::Once::new();
     EMULATE.call_once(|| {
-        super::emulator::emulate();
+        gcmx_cuda_testkit::fault::emulate();
     });
     match Gpu::get(0) {
         Ok(g) => Some(g),
@@ -139,8 +138,8 @@ pub(super) fn test_gpu() -> Option<Arc<Gpu>> {
 
 /// Whether the stub saw no memory freed unwiped and no asynchronous copy of memory that was not
 /// page-locked (on a real driver: nothing to read).
-#[cfg(all(test, feature = "fault-injection"))]
+#[cfg(test)]
 pub(super) fn nothing_freed_unwiped() -> bool {
-    super::emulator::emulator_stats()
+    gcmx_cuda_testkit::fault::emulator_stats()
         .is_none_or(|s| s.unwiped_frees == 0 && s.unwiped_host_frees == 0 && s.unpinned_copies == 0)
 }

@@ -56,7 +56,6 @@ impl Lane {
     /// A new lane (a non-blocking stream) on `gpu`.
     pub(crate) fn new(gpu: &Arc<Gpu>) -> Result<Lane, Error> {
         gpu.enter()?;
-        fault::hit(Op::StreamCreate)?;
         let stream = RawStream::new()?;
         Ok(Lane {
             gpu: gpu.clone(),
@@ -87,13 +86,12 @@ impl Lane {
         if self.busy {
             r = self.gpu.enter().and_then(|()| {
                 if self.sleepy {
-                    // Fence::wait reports the Synchronize hook.
+                    // Fence::wait waits on the event (cuEventSynchronize).
                     let f = Fence::new(&self.gpu)?;
                     f.record(self.stream.0)?;
                     f.wait()
                 } else {
-                    let synced = self.stream.synchronize("cuStreamSynchronize");
-                    fault::hit(Op::Synchronize).and(synced)
+                    self.stream.synchronize("cuStreamSynchronize")
                 }
             });
             self.busy = false;
@@ -198,7 +196,6 @@ impl Lane {
         dst.mem.order(self.stream.0, true)?;
         self.keep.push(dst.mem.clone());
         self.busy = true;
-        fault::hit(Op::CopyToDevice)?;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
         // buffer is held in `keep` until the lane waits.
         let r = unsafe { cu::cuMemcpyHtoDAsync_v2(d, src.cast(), n, self.stream.0) };
@@ -220,7 +217,6 @@ impl Lane {
         src.mem.order(self.stream.0, false)?;
         self.keep.push(src.mem.clone());
         self.busy = true;
-        fault::hit(Op::CopyToHost)?;
         // SAFETY: the host side by this function's contract; the device range was checked above and its
         // buffer is held in `keep` until the lane waits.
         let r = unsafe { cu::cuMemcpyDtoHAsync_v2(dst.cast(), s, n, self.stream.0) };
@@ -244,7 +240,6 @@ impl Lane {
             return Ok(());
         }
         self.gpu.enter()?;
-        fault::hit(Op::Memset)?;
         self.busy = true;
         // SAFETY: sets device memory only (no host memory is touched); the range is inside a live
         // allocation of this device for as long as the work is pending (see the method's contract).
@@ -258,7 +253,6 @@ impl Lane {
     #[cfg(feature = "bench")]
     pub(crate) fn record(&mut self, event: &Event) -> Result<(), Error> {
         self.gpu.enter()?;
-        fault::hit(Op::Event)?;
         self.busy = true;
         // SAFETY: both handles are valid: the event is alive for the call, the stream is ours.
         let r = unsafe { cu::cuEventRecord(event.0, self.stream.0) };
@@ -288,7 +282,6 @@ impl Event {
     /// A timing event on `gpu`.
     pub(crate) fn new(gpu: &Gpu) -> Result<Event, Error> {
         gpu.enter()?;
-        fault::hit(Op::Event)?;
         let mut raw: cu::CUevent = ptr::null_mut();
         // SAFETY: creates an event in the current context; writes the handle.
         let r = unsafe { cu::cuEventCreate(&mut raw, cu::CU_EVENT_DEFAULT) };
@@ -300,7 +293,7 @@ impl Event {
     pub(crate) fn elapsed_ms(&self, start: &Event) -> Result<f32, Error> {
         // SAFETY: waits on our valid event.
         let r = unsafe { cu::cuEventSynchronize(self.0) };
-        fault::hit(Op::Synchronize).and(check(r, "cuEventSynchronize"))?;
+        check(r, "cuEventSynchronize")?;
         let mut ms = 0f32;
         // SAFETY: both events are valid and recorded; writes one float.
         let r = unsafe { cu::cuEventElapsedTime(&mut ms, start.0, self.0) };
@@ -344,7 +337,6 @@ impl Fence {
         gpu.enter()?;
         let mut raw: cu::CUevent = ptr::null_mut();
         let flags = cu::CU_EVENT_DISABLE_TIMING | cu::CU_EVENT_BLOCKING_SYNC;
-        fault::hit(Op::Event)?;
         // SAFETY: creates an event in the current (this device's primary) context; writes the handle.
         let r = unsafe { cu::cuEventCreate(&mut raw, flags) };
         check(r, "cuEventCreate")?;
@@ -358,7 +350,6 @@ impl Fence {
     /// Record the fence after the work queued so far on `stream` (a stream of the same device).
     pub(super) fn record(&self, stream: cu::CUstream) -> Result<(), Error> {
         self.gpu.enter()?;
-        fault::hit(Op::Event)?;
         // SAFETY: both handles are valid: the event is ours, the stream is alive for the call.
         let r = unsafe { cu::cuEventRecord(self.raw, stream) };
         check(r, "cuEventRecord")
@@ -366,7 +357,6 @@ impl Fence {
 
     /// Make work queued later on `stream` wait until the fenced work is complete.
     pub(super) fn make_wait(&self, stream: cu::CUstream) -> Result<(), Error> {
-        fault::hit(Op::Event)?;
         // SAFETY: both handles are valid; the driver takes a reference to the event's current record.
         let r = unsafe { cu::cuStreamWaitEvent(stream, self.raw, 0) };
         check(r, "cuStreamWaitEvent")
@@ -377,13 +367,12 @@ impl Fence {
         self.gpu.enter()?;
         // SAFETY: queries our event.
         let r = unsafe { cu::cuEventQuery(self.raw) };
-        let done = match r {
+        // A query reports the errors of the work before it, as a synchronisation does.
+        match r {
             CUresult::CUDA_SUCCESS => Ok(true),
             CUresult::CUDA_ERROR_NOT_READY => Ok(false),
             e => check(e, "cuEventQuery").map(|()| false),
-        };
-        // A query reports the errors of the work before it, as a synchronisation does.
-        fault::hit(Op::Synchronize).and(done)
+        }
     }
 
     /// Wait (sleeping) until the fenced work is complete.
@@ -391,7 +380,7 @@ impl Fence {
         self.gpu.enter()?;
         // SAFETY: waits on our event.
         let r = unsafe { cu::cuEventSynchronize(self.raw) };
-        fault::hit(Op::Synchronize).and(check(r, "cuEventSynchronize"))
+        check(r, "cuEventSynchronize")
     }
 }
 
@@ -453,7 +442,6 @@ impl Stream {
     pub(crate) fn on(gpu: Arc<Gpu>) -> Result<Stream, Error> {
         gpu.enter()?;
         let mut raw: cu::CUstream = ptr::null_mut();
-        fault::hit(Op::StreamCreate)?;
         // SAFETY: creates a stream in the current context (this device's primary one); writes the handle.
         let r = unsafe { cu::cuStreamCreate(&mut raw, cu::CU_STREAM_NON_BLOCKING) };
         check(r, "cuStreamCreate")?;
@@ -498,7 +486,7 @@ impl Stream {
         self.inner.gpu.enter()?;
         // SAFETY: waits on a valid stream (ours, or borrowed under from_raw's contract).
         let r = unsafe { cu::cuStreamSynchronize(self.inner.raw) };
-        fault::hit(Op::Synchronize).and(check(r, "cuStreamSynchronize"))
+        check(r, "cuStreamSynchronize")
     }
 
     /// The device ordinal.
@@ -511,7 +499,7 @@ impl Stream {
     }
 }
 
-#[cfg(all(test, feature = "fault-injection"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
