@@ -68,7 +68,8 @@ run_tests() {
         "${WORK}/bin/gcmx-cuda-gpu-tests" --test-threads=1 2>&1 | tee "${LOG}/gpu-test.log"
     local rc=${PIPESTATUS[0]}
     [[ $rc == 0 ]] || status=1
-    grep -E "^GPU checks" "${LOG}/gpu-test.log" | awk '{p += $4; f += $6} END {
+    # (a check line may follow the harness's "test <name> ... " on the same line)
+    grep -oE "GPU checks [a-z_]+: [0-9]+ passed, [0-9]+ failed" "${LOG}/gpu-test.log" | awk '{p += $4; f += $6} END {
         printf "GPU TEST SUMMARY: %d passed, %d failed (%d tests)\n", p, f, NR}' | tee -a "${LOG}/gpu-test.log"
     echo "gcmx-cuda GPU tests exit ${rc}"
 }
