@@ -174,7 +174,14 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
                 Poll::Pending | Poll::Ready(Err(_)) if done > 0 => return Poll::Ready(Ok(done)),
                 other => return other.map(|r| r.map(|()| 0)),
             }
-            done += this.sealer.absorb(&buf[done..])?;
+            // Whole segments are copied in by the tasks that seal them (as in the sync writer).
+            let rest = &buf[done..];
+            done += match this.sealer.absorb_sealing(rest)? {
+                0 => this
+                    .sealer
+                    .absorb(&rest[..rest.len().min(this.sealer.copy_limit())])?,
+                n => n,
+            };
         }
         Poll::Ready(Ok(done))
     }

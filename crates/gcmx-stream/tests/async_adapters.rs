@@ -31,25 +31,28 @@ fn async_and_sync_adapters_read_each_other() {
                 let pt = data(n);
                 for window in [1usize, 3 * seg as usize, 0] {
                     let opts = Options::new().with_window_bytes(window);
-                    // async writer -> sync reader
-                    let mut w = ks
-                        .encrypting_async_writer_with(Vec::new(), b"a", &opts)
-                        .unwrap();
-                    for c in pt.chunks(77) {
-                        w.write_all(c).await.unwrap();
+                    // async writer -> sync reader, in small writes and in one (which seals
+                    // whole segments straight from the caller's buffer)
+                    for piece in [77usize, n.max(1)] {
+                        let mut w = ks
+                            .encrypting_async_writer_with(Vec::new(), b"a", &opts)
+                            .unwrap();
+                        for c in pt.chunks(piece) {
+                            w.write_all(c).await.unwrap();
+                        }
+                        w.shutdown().await.unwrap();
+                        let ct = w.into_inner();
+                        assert_eq!(
+                            ct.len() as u64,
+                            ks.primary().ciphertext_size(n as u64).unwrap()
+                        );
+                        let mut back = Vec::new();
+                        ks.decrypting_reader(&ct[..], b"a")
+                            .unwrap()
+                            .read_to_end(&mut back)
+                            .unwrap();
+                        assert_eq!(back, pt);
                     }
-                    w.shutdown().await.unwrap();
-                    let ct = w.into_inner();
-                    assert_eq!(
-                        ct.len() as u64,
-                        ks.primary().ciphertext_size(n as u64).unwrap()
-                    );
-                    let mut back = Vec::new();
-                    ks.decrypting_reader(&ct[..], b"a")
-                        .unwrap()
-                        .read_to_end(&mut back)
-                        .unwrap();
-                    assert_eq!(back, pt);
                     // sync writer -> async reader
                     let mut w = ks.encrypting_writer_with(Vec::new(), b"a", &opts).unwrap();
                     w.write_all(&pt).unwrap();
