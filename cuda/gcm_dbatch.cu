@@ -1,7 +1,7 @@
 // gcm_dbatch.cu -- device-resident batches: many AES-GCM messages whose descriptors, data, AADs, nonces,
 // tags and verdicts are in device memory (or page-locked host memory the device addresses), sealed or
 // opened in ONE cooperative launch. The caller's descriptors are checked on the device; tags are compared
-// on the device; refused messages are zeroed on the device.
+// on the device; a refused message is given back as its ciphertext on the device (gcmx's forgery policy).
 //
 // Math (details in gcmx_abi.h, "Device-resident batches", and dbatch.cuh): message of n blocks, front-
 // padded to K units of 1024 blocks; unit u's lanes run CTR (counter of real block r = ctr0 + 1 + r mod 2^32)
@@ -16,7 +16,7 @@
 // the round layout, and per thread (P3): its lane's five powers of H (10 KiB), its work item (2.5 KiB), its
 // pending unit value.
 //
-// Work: phases P1..P5 separated by grid barriers (all thread blocks are resident: cooperative launch).
+// Work: phases P1..P6 separated by grid barriers (all thread blocks are resident: cooperative launch).
 // P1 and P2 take contiguous message ranges per thread block (so that the per-block counts and the scans
 // line up), P4 strides over messages by global thread. Each round is one gcmx_aes_ctr_x32 call per lane,
 // so rounds cost the same whatever the message sizes; P3 hands them out one at a time from a counter (a
@@ -34,7 +34,8 @@
 // are derived afresh there too. ptxas's per-target spill report is in benches/gpu-notes.md.
 //
 // Secrets: keys and powers of H are read from device memory by index; J0 lives in the scratch from P1 to
-// P4, E_K(J0) and the accumulators from P3 to P4, and P4 zeroes all three (the scratch is also zeroed when
+// P4 (to P6 for a refused message, whose keystream P5 applies again), E_K(J0) and the accumulators from P3
+// to P4; P4 zeroes all three but a refused message's J0, which P6 zeroes (the scratch is also zeroed when
 // freed). The one-key kernels clear their shared mask table before they exit; every thread clears its
 // powers of H and pending value in shared memory at the end of P3. Nothing secret is in the launch
 // parameters.
@@ -369,10 +370,12 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
             verdict = gcmx_db_finish<CL>(p, m, kps[m.key], acc[k], gcmx_load16(e), slot);
             gcmx_store16(e, gcmx_u4(0u, 0u, 0u, 0u));
             acc[k] = gcmx_u128(0u, 0u);
-            m.j0[0] = m.j0[1] = m.j0[2] = m.j0[3] = 0u;
             if (verdict == GCMX_VERDICT_REFUSED) {
+                // P5 needs its J0 to apply the keystream again; P6 zeroes it.
                 m.info |= GCMX_DB_INFO_REFUSED;
                 atomicOr(refused, 1u);
+            } else {
+                m.j0[0] = m.j0[1] = m.j0[2] = m.j0[3] = 0u;
             }
         } else if (p.mode != GCMX_DB_OPEN) {
             gcmx_store16(slot, gcmx_u4(0u, 0u, 0u, 0u));
@@ -381,16 +384,38 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
     }
     gcmx_db_grid_sync(bar, p.bar_base + 4u * grid);
 
-    // P5: zero every block of a refused message (the same lanes as P3).
+    // P5: every block of a refused message gets its keystream again, which gives the caller back the
+    // ciphertext it passed in (the same lanes as P3); then, after barrier 5, P6 zeroes the J0s P4 kept.
+    // When no tag was wrong, each block only counts itself in at barrier 5, so every launch adds
+    // GCMX_DB_BARRIERS x grid to the counter.
     if (p.mode == GCMX_DB_OPEN && *reinterpret_cast<volatile uint32_t*>(refused) != 0u) {
         const uint64_t rounds = layout.start[GCMX_DB_COLS], warps = (uint64_t)grid * GCMX_DB_WARPS;
         for (uint64_t r = (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE; r < rounds; r += warps) {
             const GcmxDbWork w = gcmx_db_work(layout, r, lane, msgs, n, slots);
-            if (w.kind == GCMX_DB_UNIT && (msgs[w.msg].info & GCMX_DB_INFO_REFUSED) != 0u)
-                gcmx_db_wipe_lane(data, msgs[w.msg], w);
+            if (w.kind != GCMX_DB_UNIT || (msgs[w.msg].info & GCMX_DB_INFO_REFUSED) == 0u) continue;
+            const GcmxDbMsg m = msgs[w.msg];
+            if constexpr (ONE_KEY) {
+                const GcmxDbAesTbl aes = {keys, masks, p.nr, m.j0[0], m.j0[1], m.j0[2]};
+                gcmx_db_restore_lane(aes, data, m, w);
+            } else {
+                const GcmxAesCtrKey aes = {keys + m.key, m.j0[0], m.j0[1], m.j0[2]};
+                gcmx_db_restore_lane(aes, data, m, w);
+            }
+        }
+        gcmx_db_grid_sync(bar, p.bar_base + 5u * grid);
+        // P6: the kept J0s.
+        for (uint64_t k = (uint64_t)b * GCMX_DB_THREADS + t; k < n; k += (uint64_t)grid * GCMX_DB_THREADS) {
+            GcmxDbMsg& m = msgs[k];
+            m.j0[0] = m.j0[1] = m.j0[2] = m.j0[3] = 0u;
+        }
+    } else {
+        __syncthreads();
+        if (t == 0u) {
+            __threadfence();
+            atomicAdd(bar, 1u);
         }
     }
-    if constexpr (ONE_KEY) gcmx_smem_wipe(masks, GCMX_AES_MASK_WORDS); // P3, its last reader, ended at a barrier
+    if constexpr (ONE_KEY) gcmx_smem_wipe(masks, GCMX_AES_MASK_WORDS); // its last readers (P3, P5) ended at a barrier
 }
 
 /// Seal, nkeys == 1 (round keys from the shared mask table).

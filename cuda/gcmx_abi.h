@@ -307,8 +307,11 @@ typedef struct GcmxKeyPowersParams {
  *   P3  rounds, each warp taking the next from a counter in the scratch: CTR + GHASH of every unit,
  *       E_K(J0).
  *   P4  per message: AAD hash, tag; SEAL/EXPECT write it, OPEN compares the first tag_len bytes with
- *       tags[i] in constant time; verdicts; J0, E_K(J0) and the accumulator are zeroed in the scratch.
- *   P5  OPEN only, when a tag was wrong: the rounds again, zeroing every block of a refused message.
+ *       tags[i] in constant time; verdicts; J0 (but a refused message's), E_K(J0) and the accumulator are
+ *       zeroed in the scratch.
+ *   P5  OPEN only, when a tag was wrong: the rounds again, each lane of a refused message applying its
+ *       keystream again, so the message holds the ciphertext it was given (gcmx's forgery policy);
+ *   P6  after barrier 5: the J0s P4 kept are zeroed. With no wrong tag, barrier 5 is only counted.
  * Barriers: GCMX_DB_BARRIERS per launch on the scratch's counter (thread 0 of each block: fence, atomic
  * add, spin with acquire loads until the count reaches bar_base + k * gridDim.x; the host tracks the count,
  * which is never reset).
@@ -323,12 +326,12 @@ typedef struct GcmxKeyPowersParams {
 #define GCMX_DB_COLS 8u
 #define GCMX_DB_COL_FULL 0u
 #define GCMX_DB_COL_J0 7u
-#define GCMX_DB_BARRIERS 4u
+#define GCMX_DB_BARRIERS 5u
 #define GCMX_DB_UNIT_BLOCKS GCMX_WARP_CHUNK       /* 1024 blocks = 16 KiB per unit */
 #define GCMX_DB_UNIT_LOG2 10u
 
 #define GCMX_DB_SEAL 0u    /* encrypt, write tags */
-#define GCMX_DB_OPEN 1u    /* decrypt, compare with tags, verdicts, wipe refused messages */
+#define GCMX_DB_OPEN 1u    /* decrypt, compare with tags, verdicts, restore refused messages */
 #define GCMX_DB_EXPECT 2u  /* decrypt, write the expected tags (the caller compares) */
 #define GCMX_DB_J0_GIVEN 1u /* flag: each nonce field holds J0 (nonce_len 16) */
 
@@ -595,7 +598,7 @@ GCMX_LAYOUT_CONST(GCMX_FUSED_POW_COUNT, 132);
 GCMX_LAYOUT_CONST(GCMX_KEY_POWERS_THREADS, 64);
 GCMX_LAYOUT_CONST(GCMX_DB_THREADS, 128);
 GCMX_LAYOUT_CONST(GCMX_DB_COLS, 8);
-GCMX_LAYOUT_CONST(GCMX_DB_BARRIERS, 4);
+GCMX_LAYOUT_CONST(GCMX_DB_BARRIERS, 5);
 GCMX_LAYOUT_CONST(GCMX_DB_UNIT_BLOCKS, 1024);
 GCMX_LAYOUT_CONST(GCMX_DB_SEAL, 0);
 GCMX_LAYOUT_CONST(GCMX_DB_OPEN, 1);

@@ -676,7 +676,7 @@ static void db_setup(DbRun& R, const std::vector<BatchCase>& cases, bool decrypt
     R.verdicts.assign(cases.size(), 0xFF);
 }
 
-// Runs P1..P5 over R; mode GCMX_DB_SEAL / OPEN / EXPECT. Buffers are exactly their used size (ASan).
+// Runs P1..P6 over R; mode GCMX_DB_SEAL / OPEN / EXPECT. Buffers are exactly their used size (ASan).
 template <class Factory>
 static void db_run(DbRun& R, uint32_t mode, uint32_t tag_len, uint32_t flags)
 {
@@ -770,21 +770,30 @@ static void db_run(DbRun& R, uint32_t mode, uint32_t tag_len, uint32_t flags)
             if (verdict == GCMX_VERDICT_REFUSED) {
                 m.info |= GCMX_DB_INFO_REFUSED;
                 any_refused = true;
+            } else {
+                m.j0[0] = m.j0[1] = m.j0[2] = m.j0[3] = 0u;
             }
         } else if (mode != GCMX_DB_OPEN) {
             memset(slot, 0, 16);
         }
         R.verdicts[k] = (uint8_t)verdict;
     }
-    // P5
+    // P5: a refused message's lanes apply their keystream again (J0 kept by P4 for them only).
+    for (uint32_t k = 0; k < n; k++) {
+        const bool kept = msgs[k].j0[0] | msgs[k].j0[1] | msgs[k].j0[2] | msgs[k].j0[3];
+        CHECK(!kept || (msgs[k].info & GCMX_DB_INFO_REFUSED) != 0u, "message %u: J0 kept by P4 although not refused", k);
+    }
     if (mode == GCMX_DB_OPEN && any_refused) {
         for (uint64_t r = 0; r < L.start[GCMX_DB_COLS]; r++)
             for (uint32_t l = 0; l < 32; l++) {
                 const GcmxDbWork w = gcmx_db_work(L, r, l, msgs.data(), n, slots.data());
-                if (w.kind == GCMX_DB_UNIT && (msgs[w.msg].info & GCMX_DB_INFO_REFUSED))
-                    gcmx_db_wipe_lane(R.data.data(), msgs[w.msg], w);
+                if (w.kind != GCMX_DB_UNIT || !(msgs[w.msg].info & GCMX_DB_INFO_REFUSED)) continue;
+                const GcmxDbMsg m = msgs[w.msg];
+                gcmx_db_restore_lane(f.at(R.keys[m.key], m.j0[0], m.j0[1], m.j0[2]), R.data.data(), m, w);
             }
     }
+    // P6
+    for (uint32_t k = 0; k < n; k++) msgs[k].j0[0] = msgs[k].j0[1] = msgs[k].j0[2] = msgs[k].j0[3] = 0u;
 }
 
 // Seal, expect and open (with forged tags) every case through the emulation; compare with the reference.
@@ -840,8 +849,9 @@ static void check_db_cases(const std::vector<BatchCase>& cases, const char* what
             const bool forged = k % 3 == 1;
             bool ok;
             if (forged) {
-                ok = O.verdicts[k] == GCMX_VERDICT_REFUSED;
-                for (size_t i = 0; i < c.pt.size(); i++) ok = ok && O.data[O.data_at[k] + i] == 0;
+                // The forgery policy: the ciphertext it was given, byte for byte.
+                ok = O.verdicts[k] == GCMX_VERDICT_REFUSED &&
+                     (c.ct.empty() || memcmp(&O.data[O.data_at[k]], c.ct.data(), c.ct.size()) == 0);
             } else {
                 ok = O.verdicts[k] == GCMX_VERDICT_OK && (c.pt.empty() || memcmp(&O.data[O.data_at[k]], c.pt.data(), c.pt.size()) == 0);
             }

@@ -16,6 +16,7 @@ use crate::cipher::{Cipher, parallel_chunk};
 use crate::direction::Direction;
 use crate::engine::parallel_pays;
 use crate::frame::{check_lengths, tag_matches};
+use crate::refusal::Refused;
 
 /// AES-GCM nonce.
 pub type Nonce<NonceSize> = Array<u8, NonceSize>;
@@ -204,15 +205,22 @@ where
         let mut j0 = self.cipher.j0(nonce);
         let in_place = buffer.get_in().as_ptr() == buffer.get_out().as_ptr();
         let ok = if in_place {
-            // One fused pass; on a mismatch a second pass of the keystream restores the
-            // ciphertext before returning.
+            // One fused pass; on a mismatch gcmx's forgery policy (`Refused`): a second pass
+            // of the keystream gives the ciphertext back before returning.
             let buf = buffer.get_out();
             let mut expected = self.run(Direction::Open, &j0, associated_data, buf);
             let ok = tag_matches(&expected, tag);
             expected.zeroize();
             if !ok {
-                let mut again = self.run(Direction::Seal, &j0, associated_data, buf);
-                again.zeroize();
+                Refused::apply(
+                    buf,
+                    |b| {
+                        let mut again = self.run(Direction::Seal, &j0, associated_data, b);
+                        again.zeroize();
+                        Ok(())
+                    },
+                    |b| b.zeroize(),
+                );
             }
             ok
         } else {

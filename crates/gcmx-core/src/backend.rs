@@ -88,6 +88,8 @@ pub use crate::frame::seal;
 pub use crate::frame::seal_batch;
 /// The constant-time tag comparison, for a backend that checks tags on its own entry points.
 pub use crate::frame::tag_matches;
+/// gcmx's forgery policy: what a refused open leaves in a buffer opened in place.
+pub use crate::refusal::Refused;
 
 // The counter and the field.
 

@@ -1,10 +1,10 @@
 //! GCM framing, once for every backend: SP 800-38D's limits, J0, tag truncation, the
 //! constant-time tag comparison, and what a failed authentication leaves in the buffer.
 //!
-//! After a failed authentication the buffer is turned back into the ciphertext it held (sealing
-//! it again re-applies the same keystream), so the caller gets back exactly what it passed in
-//! and can, for example, try another key. If the engine fails while doing that, the buffer is
-//! zeroed instead. Either way it never holds unauthenticated plaintext when the call returns.
+//! After a failed authentication the buffer is what gcmx's forgery policy ([`Refused`]) leaves:
+//! the ciphertext it held (sealing it again re-applies the same keystream), or zeros if the
+//! engine fails doing that. Either way it never holds unauthenticated plaintext when the call
+//! returns.
 
 use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
@@ -15,6 +15,7 @@ use crate::direction::Direction;
 use crate::engine::{GcmEngine, Message};
 use crate::key::KeyMaterial;
 use crate::keyed::KeyedEngine;
+use crate::refusal::Refused;
 
 /// Longest plaintext GCM allows: 2^36 − 32 bytes (2^39 − 256 bits).
 pub const P_MAX: u64 = (1 << 36) - 32;
@@ -179,21 +180,8 @@ fn open_with(
     if ok {
         return Ok(());
     }
-    restore(engine, core::slice::from_mut(&mut msg));
+    Refused::messages(engine, core::slice::from_mut(&mut msg));
     Err(Error::Authentication)
-}
-
-/// Turn opened buffers back into their ciphertext by sealing them again; zero them all if the
-/// engine fails doing so.
-fn restore(engine: &dyn GcmEngine, msgs: &mut [Message<'_>]) {
-    let mut tags = vec![[0u8; 16]; msgs.len()];
-    if engine
-        .crypt_batch(Direction::Seal, msgs, &mut tags)
-        .is_err()
-    {
-        msgs.iter_mut().for_each(Message::wipe);
-    }
-    tags.zeroize();
 }
 
 /// One message of a batch to seal.
@@ -339,7 +327,7 @@ fn open_batch_with(
         for j in chunk {
             msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
         }
-        restore(engine, &mut msgs);
+        Refused::messages(engine, &mut msgs);
     }
     Err(Error::Authentication)
 }

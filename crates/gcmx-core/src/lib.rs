@@ -37,6 +37,7 @@ mod field;
 mod frame;
 mod key;
 mod keyed;
+mod refusal;
 
 pub use aead;
 pub use aead_impl::{Aes128Gcm, Aes192Gcm, Aes256Gcm, AesGcm, Nonce, Tag, TagSize};

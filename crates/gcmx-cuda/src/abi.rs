@@ -48,7 +48,7 @@ pub(crate) const DB_THREADS: u32 = 128;
 /// Columns of the device-batch plan.
 pub(crate) const DB_COLS: usize = 8;
 /// Grid barriers per device-batch launch.
-pub(crate) const DB_BARRIERS: u32 = 4;
+pub(crate) const DB_BARRIERS: u32 = 5;
 /// Blocks of a device-batch unit.
 pub(crate) const DB_UNIT_BLOCKS: u64 = WARP_CHUNK;
 /// Device-batch modes (`GCMX_DB_SEAL`, `_OPEN`, `_EXPECT`).

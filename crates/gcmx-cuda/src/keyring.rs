@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use gcmx_core::backend::{Direction, Error, KeyMaterial};
+use gcmx_core::backend::{Direction, Error, KeyMaterial, Refused};
 use zeroize::Zeroize;
 
 use crate::batch::{self, Batch};
@@ -38,6 +38,7 @@ use crate::runtime::{Gpu, Stream};
 ///     KeyedSealJob { key: 0, nonce: &[0u8; 12], aad: b"", buf: &mut a, tag: &mut ta },
 ///     KeyedSealJob { key: 1, nonce: &[1u8; 12], aad: b"hdr", buf: &mut b, tag: &mut tb },
 /// ])?;
+/// let sealed_b = b;
 /// tb[0] ^= 1; // a forged tag
 /// let ok = ring.open(&mut [
 ///     KeyedOpenJob { key: 0, nonce: &[0u8; 12], aad: b"", buf: &mut a, tag: &ta },
@@ -45,7 +46,7 @@ use crate::runtime::{Gpu, Stream};
 /// ])?;
 /// assert_eq!(ok, [true, false]);
 /// assert_eq!(&a, b"first message");
-/// assert_eq!(b, [0u8; 6]); // refused, and wiped
+/// assert_eq!(b, sealed_b); // refused: its ciphertext given back
 /// # Ok::<(), gcmx::cuda::Error>(())
 /// ```
 pub struct CudaKeyring {
@@ -93,7 +94,8 @@ pub struct KeyedOpenJob<'a> {
     pub nonce: &'a [u8],
     /// Associated data.
     pub aad: &'a [u8],
-    /// Ciphertext in; plaintext out if its tag is right, zeros if it is wrong.
+    /// Ciphertext in; plaintext out if its tag is right, the same ciphertext if it is wrong (gcmx's
+    /// forgery policy, `gcmx_core::backend::Refused`), zeros if the device fails.
     pub buf: &'a mut [u8],
     /// The tag to check.
     pub tag: &'a [u8],
@@ -213,8 +215,10 @@ impl CudaKeyring {
 
     /// Queue the opening of one message in device memory and return at once (as
     /// [`CudaKeyring::seal_async`]): the first `tag_len` bytes of `job.tag` are compared on the device
-    /// in constant time; on a mismatch the message is zeroed there, and [`Pending::wait`] returns
-    /// `Error::Authentication`. No unauthenticated plaintext is ever left in `job.data`.
+    /// in constant time; on a mismatch its keystream is applied again there, so `job.data` holds the
+    /// ciphertext it was given (gcmx's forgery policy, `gcmx_core::backend::Refused`), and
+    /// [`Pending::wait`] returns `Error::Authentication`. No unauthenticated plaintext is left in
+    /// `job.data` once the work is complete.
     pub fn open_async<'a>(
         &'a self,
         stream: Option<&'a Stream>,
@@ -267,8 +271,9 @@ impl CudaKeyring {
 
     /// Queue the opening of a device-resident batch and return at once: each message's tag in
     /// `batch.tags` is compared (its first `tag_len` bytes, in constant time) on the device; a message
-    /// with a wrong tag is zeroed there and gets [`crate::Verdict::Refused`]. No plaintext of a refused
-    /// message is ever in `batch.data`.
+    /// with a wrong tag gets [`crate::Verdict::Refused`] and its ciphertext back, in the same launch
+    /// (gcmx's forgery policy, `gcmx_core::backend::Refused`). No plaintext of a refused message is in
+    /// `batch.data` once the work is complete.
     pub fn open_batch_async<'a>(
         &'a self,
         stream: Option<&'a Stream>,
@@ -326,7 +331,9 @@ impl CudaKeyring {
     }
 
     /// Open every job; per job, whether its tag was right (compared in constant time). A job whose tag
-    /// is wrong has its buffer zeroed, so no buffer ever holds unauthenticated plaintext. Every job is
+    /// is wrong gets its ciphertext back (gcmx's forgery policy, `gcmx_core::backend::Refused`: its
+    /// keystream again, on the device), so no buffer holds unauthenticated plaintext when the call
+    /// returns. Every job is
     /// checked before any work; if the device fails, every buffer is zeroed and the call fails.
     pub fn open(&self, jobs: &mut [KeyedOpenJob<'_>]) -> Result<Vec<bool>, Error> {
         for j in jobs.iter() {
@@ -341,11 +348,32 @@ impl CudaKeyring {
             take: |j: &KeyedOpenJob<'_>, t| gcmx_core::backend::tag_matches(t, j.tag),
         };
         batch::run(&self.gpu, self.key_set(), &mut b, Direction::Open)?;
-        for (j, &good) in jobs.iter_mut().zip(&ok) {
-            if !good {
-                j.buf.zeroize();
-            }
+        // The device decrypted every message; those whose tag was wrong get their keystream again,
+        // sealed on the device, so they hold their ciphertext (gcmx's forgery policy; zeros if the
+        // device fails meanwhile).
+        let mut tags = vec![[0u8; 16]; ok.iter().filter(|&&g| !g).count()];
+        let mut refused: Vec<KeyedSealJob<'_>> = jobs
+            .iter_mut()
+            .zip(&ok)
+            .filter(|&(_, &good)| !good)
+            .zip(tags.iter_mut())
+            .map(|((j, _), t)| KeyedSealJob {
+                key: j.key,
+                nonce: j.nonce,
+                aad: j.aad,
+                buf: &mut *j.buf,
+                tag: t,
+            })
+            .collect();
+        if !refused.is_empty() {
+            Refused::apply(
+                &mut refused[..],
+                |r| self.seal(r),
+                |r| r.iter_mut().for_each(|j| j.buf.zeroize()),
+            );
         }
+        drop(refused);
+        batch::wipe(tags.as_flattened_mut());
         Ok(ok)
     }
 }

@@ -37,7 +37,8 @@ pub(crate) struct Slot {
 /// Leaking a `Pending` (`std::mem::forget`) is memory-safe: the borrows end, but gcmx's buffers (and
 /// keys) also record the work's completion event, and every later use of them (a download, another
 /// call on any stream, dropping them) waits for it first. What a leak loses is what `wait` reports: a
-/// single open's verdict (its refused message reads as zeros), and a failure's wipe.
+/// single open's verdict (its refused message reads as the ciphertext it was given), and a failure's
+/// wipe.
 ///
 /// ```no_run
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
@@ -127,7 +128,7 @@ impl<'a> Pending<'a> {
     /// fail on the device; gcmx's buffers still record the work's completion, and every later use of
     /// them waits for it.
     ///
-    /// A single open's verdict exists only here, and a refused message reads as zeros: so that no
+    /// A single open's verdict exists only here, and a refused message reads as its ciphertext: so that no
     /// forgery goes unnoticed, detaching a single open waits for it and returns its verdict, as
     /// [`Pending::wait`] does. Opens that leave their verdicts in device memory, ordered on the stream,
     /// are [`crate::DeviceBatch`]es (a batch of one message too). Everything else returns `Ok` at once.

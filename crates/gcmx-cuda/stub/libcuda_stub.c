@@ -33,7 +33,8 @@
  *                                INVALID), J0 from the nonce (12 bytes: nonce || 0^31 1; J0 given: the 16
  *                                bytes; other lengths: a hash), the same transform with J0's counter, a tag
  *                                mixed from J0, key index, lengths, the AAD and the ciphertext; SEAL and EXPECT
- *                                write it, OPEN compares tag_len bytes and zeroes a refused message; verdicts;
+ *                                write it, OPEN compares tag_len bytes and gives a refused message its
+ *                                ciphertext back (the transform again, as the real kernel does); verdicts;
  *                                the kernel's scratch and the buffers it reads may be page-locked host memory
  *                                mapped for the device (cuMemHostAlloc with DEVICEMAP), as on the real driver;
  *       gcmx_aes_expand_keys, gcmx_key_powers: a non-zero fill (so a missed wipe of them shows);
@@ -1061,7 +1062,8 @@ static int emu_dbatch(void** params, unsigned grid, unsigned block) {
         if (p.mode == GCMX_DB_OPEN) {
             uint32_t tl = p.tag_len == 0 || p.tag_len > 16 ? 16 : p.tag_len;
             if (memcmp(tagp, tag, tl) != 0) {
-                memset(data, 0, d.data_len);
+                /* gcmx's forgery policy, as the real kernel's P5: the keystream again, the ciphertext back. */
+                if (d.data_len) emu_xor(data, data, d.data_len, j0[0], ctr_first);
                 *ver = GCMX_VERDICT_REFUSED;
                 continue;
             }

@@ -970,8 +970,8 @@ impl Scenario for DeviceCall {
                     .buf
                     .to_vec()
                     .map_err(|e| format!("download after refusal: {e}"))?;
-                ensure(zero(&got), || {
-                    "a refused device open left the buffer not wiped".into()
+                ensure(got == s.ct, || {
+                    "a refused device open left the buffer not its ciphertext".into()
                 })
             }
             Err(e) => {
@@ -1205,10 +1205,14 @@ impl Scenario for DeviceBatchCall {
                 for (i, m) in s.msgs.iter().enumerate() {
                     let bad = self.forged && i == 4;
                     let got = s.message(&data, i);
-                    ensure(
-                        v[i] == u8::from(bad) && if bad { zero(&got) } else { got == m.pt },
-                        || format!("message {i}: verdict {}, or wrong / not zeroed", v[i]),
-                    )?;
+                    let want = if bad {
+                        expected_seal(dev, &s.keys[m.key], &m.nonce, &m.aad, &m.pt).0
+                    } else {
+                        m.pt.clone()
+                    };
+                    ensure(v[i] == u8::from(bad) && got == want, || {
+                        format!("message {i}: verdict {}, or wrong / not its ciphertext", v[i])
+                    })?;
                 }
                 Ok(())
             }
@@ -1403,6 +1407,7 @@ impl Scenario for Keyring {
         let mut s = RingState::new(rng);
         if self.open {
             s.seal().expect("keyring seal");
+            s.m.cts = s.m.bufs.clone();
             if self.forged {
                 s.m.tags[4][7] ^= 2;
             }
@@ -1436,14 +1441,15 @@ impl Scenario for Keyring {
                 for i in 0..m.pts.len() {
                     let bad = self.forged && i == 4;
                     ensure(s.verdicts[i] != bad, || format!("verdict {i} wrong"))?;
-                    let want_zero = bad && !m.pts[i].is_empty();
+                    // A refused message: its ciphertext again, or zeros if the fault hit the
+                    // sealing that gives it back.
                     ensure(
-                        if want_zero {
-                            zero(&m.bufs[i])
+                        if bad {
+                            m.bufs[i] == m.cts[i] || (fired && zero(&m.bufs[i]))
                         } else {
-                            bad || m.bufs[i] == m.pts[i]
+                            m.bufs[i] == m.pts[i]
                         },
-                        || format!("message {i}: wrong plaintext, or a refused one not zeroed"),
+                        || format!("message {i}: wrong plaintext, or a refused one neither its ciphertext nor zeros"),
                     )?;
                 }
                 Ok(())
@@ -2053,7 +2059,8 @@ fn concurrent_call(dev: Dev, i: u64, shared: &Gcm, shared_key: &[u8]) -> Result<
 }
 
 /// `Pending::detach`: a detached seal runs on and its buffer is read after it; a detached single open
-/// still reports a forgery (its verdict lives only in the `Pending`), with the message zeroed.
+/// still reports a forgery (its verdict lives only in the `Pending`), with the message's ciphertext
+/// given back.
 #[test]
 fn detached_work() {
     let (_turn, dev) = turn();
@@ -2093,9 +2100,10 @@ fn detached_work() {
         .open_async(Some(&stream), job, 16)
         .and_then(|p| p.detach());
     assert_eq!(opened, Err(Error::Authentication), "a detached forged open");
-    assert!(
-        zero(&buf.to_vec().expect("download")),
-        "refused, not zeroed"
+    assert_eq!(
+        buf.to_vec().expect("download"),
+        ct,
+        "refused, not given back as its ciphertext"
     );
     stream.synchronize().expect("stream");
 }

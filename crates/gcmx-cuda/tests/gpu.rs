@@ -679,8 +679,9 @@ fn batches(t: &mut Tally, rng: &mut Rng, n: usize) {
     t.check(mism == 0, || {
         format!("keyring seal: {mism} of {n} messages differ from the CPU")
     });
-    // open with a few forged tags: exactly those refused and wiped
+    // open with a few forged tags: exactly those refused, with their ciphertext given back
     let forged: Vec<usize> = vec![0, 7, n / 3, n - 1];
+    let sealed: Vec<Vec<u8>> = forged.iter().map(|&f| bufs[f].clone()).collect();
     for &f in &forged {
         tags[f][0] ^= 1;
     }
@@ -702,8 +703,8 @@ fn batches(t: &mut Tally, rng: &mut Rng, n: usize) {
     match ro {
         Ok(ok) => {
             let right = (0..n).all(|i| {
-                if forged.contains(&i) {
-                    !ok[i] && bufs[i].iter().all(|&x| x == 0)
+                if let Some(k) = forged.iter().position(|&f| f == i) {
+                    !ok[i] && bufs[i] == sealed[k]
                 } else {
                     ok[i] && bufs[i] == msgs[i].pt
                 }
@@ -773,7 +774,7 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
         t.check(r.is_ok() && got.as_deref() == Ok(&pt[..]), || {
             format!("device decrypt {len} B with a 13-byte tag ({r:?})")
         });
-        // forged tag: refused, device buffer wiped
+        // forged tag: refused, the device buffer holding the ciphertext again
         let r = dbuf.upload(0, &want);
         t.check(r.is_ok(), || format!("upload: {r:?}"));
         let mut bad = wtag;
@@ -781,11 +782,10 @@ fn device_api(t: &mut Tally, rng: &mut Rng, quick: bool) {
         let r = open_dev(&eng, &nonce, &aad, &mut dbuf, &bad);
         let got = dbuf.to_vec();
         t.check(
-            r == Err(Error::Authentication)
-                && got.as_ref().is_ok_and(|g| g.iter().all(|&b| b == 0)),
+            r == Err(Error::Authentication) && got.as_deref() == Ok(&want[..]),
             || {
                 format!(
-                    "device decrypt {len} B with a forged tag: not refused or not wiped ({r:?})"
+                    "device decrypt {len} B with a forged tag: not refused or not given back ({r:?})"
                 )
             },
         );
@@ -1346,7 +1346,7 @@ fn run_batch(
 
 /// Seal `cases` on the device (all of them with `keys`), compare with the CPU, open them back with
 /// `tag_len`-byte tags; `forged`: indices whose tag is changed before the open, which must be refused
-/// and zeroed while the others open. Returns (passed checks, failed descriptions).
+/// and hold their ciphertext again while the others open. Returns (passed checks, failed descriptions).
 #[allow(clippy::too_many_arguments)]
 fn device_batch_round(
     t: &mut Tally,
@@ -1400,7 +1400,7 @@ fn device_batch_round(
     let mut wrong = 0;
     for i in 0..cases.len() {
         let ok = if forged.contains(&i) {
-            verdicts[i] == 1 && pts[i].iter().all(|&b| b == 0)
+            verdicts[i] == 1 && pts[i] == cts[i]
         } else {
             verdicts[i] == 0 && pts[i] == cases[i].data
         };
@@ -1641,7 +1641,7 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
             r.is_ok() && buf.to_vec().ok() == Some(c.data.clone()),
             || format!("open_async {len} B: {r:?}"),
         );
-        // Forged: refused, zeroed on the device.
+        // Forged: refused, the ciphertext given back on the device.
         buf.upload(0, &want).expect("upload");
         let mut bad = wtag;
         bad[i % 16] ^= 1;
@@ -1660,8 +1660,7 @@ fn async_calls(t: &mut Tally, rng: &mut Rng, quick: bool) {
             )
             .and_then(|p| p.wait());
         t.check(
-            r == Err(Error::Authentication)
-                && buf.to_vec().is_ok_and(|v| v.iter().all(|&b| b == 0)),
+            r == Err(Error::Authentication) && buf.to_vec().is_ok_and(|v| v == want),
             || format!("open_async {len} B, forged tag: {r:?}"),
         );
     }
@@ -2142,7 +2141,8 @@ type Vector = (
 
 /// Every vector through a keyring's device batches, one batch per tag length, both synchronously and on
 /// a stream: vectors with a plaintext are sealed (ciphertext and tag compared) and opened; every vector
-/// is opened with its own tag (refused ones zeroed, the others giving the plaintext back).
+/// is opened with its own tag (refused ones holding their ciphertext again, the others giving the
+/// plaintext back).
 fn vectors_on_device(t: &mut Tally, what: &str, ring: &CudaKeyring, vs: &[Vector]) {
     let stream = gc::Stream::new(0).expect("stream");
     let mut lens: Vec<usize> = vs.iter().map(|v| v.5.len()).collect();
@@ -2210,11 +2210,11 @@ fn vectors_on_device(t: &mut Tally, what: &str, ring: &CudaKeyring, vs: &[Vector
                         .filter(|&i| {
                             let v = group[i];
                             if v.6 {
-                                // refused and zeroed, or (a table entry the kernel cannot take, such as
-                                // an empty nonce) invalid and untouched
+                                // refused with the ciphertext given back, or (a table entry the kernel
+                                // cannot take, such as an empty nonce) invalid and untouched
                                 let refused = gc::Verdict::from_byte(verdicts[i])
                                     == Some(gc::Verdict::Refused)
-                                    && pts[i].iter().all(|&b| b == 0);
+                                    && pts[i] == v.4;
                                 let invalid = gc::Verdict::from_byte(verdicts[i])
                                     == Some(gc::Verdict::Invalid)
                                     && pts[i] == v.4;
@@ -2385,7 +2385,7 @@ fn wycheproof_on_device(t: &mut Tally) {
             );
         } else {
             t.check(
-                r == Err(Error::Authentication) && got.iter().all(|&b| b == 0),
+                r == Err(Error::Authentication) && got == tc.ct,
                 || format!("wycheproof {} invalid, open_async: {r:?}", tc.tc_id),
             );
         }
