@@ -7,7 +7,7 @@
 //   P3  gcmx_db_work / gcmx_db_lane / gcmx_db_weight: which unit a lane of a round takes, its CTR + GHASH,
 //       and the unit value's weight h^(1024 (K-1-u)) in the message's accumulator;
 //   P4  gcmx_db_finish: AAD hash, length block, tag, constant-time comparison;
-//   P5  gcmx_db_restore_lane: the blocks of a refused message given back as their ciphertext (the
+//   P5  gcmx_db_restore_ctr / gcmx_db_restore_apply: the blocks of a refused message given back as their ciphertext (the
 //       lane's keystream applied again; gcmx's forgery policy, gcmx_core::backend::Refusal).
 // Constant time: branches and memory indices depend on lengths, offsets, key indices and the public
 // verdicts only; J0, H, keys, data and tags are never used to choose an address or a branch.
@@ -350,17 +350,22 @@ GCMX_HD uint32_t gcmx_db_finish(const GcmxDbParams& p, const GcmxDbMsg& msg, con
     return GCMX_VERDICT_OK;
 }
 
-/// P5, one lane of a unit of a refused message: the real blocks the lane decrypted in P3 get the same
-/// keystream again (the same counters as gcmx_gcm_lane_chunk), which turns them back into the ciphertext
-/// the caller passed in. `aes` is keyed with the message's key and J0 prefix, as in P3.
-GCMX_EXEC_CHECK_DISABLE
-template <class Aes> GCMX_HD void gcmx_db_restore_lane(const Aes& aes, uint8_t* data, const GcmxDbMsg& msg, const GcmxDbWork& w)
+/// P5, one lane of a unit of a refused message, in two steps around its AES call (so that the kernel
+/// keeps nothing but the keystream live across the call): the first counter of the lane's call, the same
+/// as in gcmx_gcm_lane_chunk (stride w.g) ...
+GCMX_HD uint32_t gcmx_db_restore_ctr(const GcmxDbMsg& msg, const GcmxDbWork& w)
+{
+    const GcmxDbGeom G = gcmx_db_geom(msg, w);
+    return gcmx_bswap32(msg.j0[3]) + 1u + ((uint32_t)(G.vb + w.i) - (uint32_t)G.m.pad);
+}
+
+/// ... and the keystream `ks` of that call applied again to the real blocks the lane decrypted in P3, which
+/// turns them back into the ciphertext the caller passed in (gcmx's forgery policy).
+GCMX_HD void gcmx_db_restore_apply(uint8_t* data, const GcmxDbMsg& msg, const GcmxDbWork& w,
+                                   const uint4 (&ks)[GCMX_AES_BLOCKS_PER_CALL])
 {
     if (w.kind != GCMX_DB_UNIT) return;
     const GcmxDbGeom G = gcmx_db_geom(msg, w);
-    const uint32_t ctr_first = gcmx_bswap32(msg.j0[3]) + 1u;
-    uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
-    aes(ctr_first + ((uint32_t)(G.vb + w.i) - (uint32_t)G.m.pad), w.g, ks);
     uint8_t* base = data + msg.data_off;
     GCMX_DB_UNROLL
     for (uint32_t j = 0; j < GCMX_AES_BLOCKS_PER_CALL; j++) {

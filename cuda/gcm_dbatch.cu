@@ -102,7 +102,12 @@ __device__ __forceinline__ uint32_t gcmx_db_smem_load_u32(const uint32_t* p)
     asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"((uint32_t)__cvta_generic_to_shared(p)) : "memory");
     return v;
 }
-/// A 64-bit shared-memory load that ptxas neither caches in a register nor hoists (the round count of P3).
+/// A 64-bit shared-memory store and load that ptxas neither drops, caches in a register nor hoists (the
+/// round count of P3, a thread's next round in P5).
+__device__ __forceinline__ void gcmx_db_smem_store_u64(uint64_t* p, uint64_t v)
+{
+    asm volatile("st.volatile.shared.u64 [%0], %1;" ::"r"((uint32_t)__cvta_generic_to_shared(p)), "l"(v) : "memory");
+}
 __device__ __forceinline__ uint64_t gcmx_db_smem_load_u64(const uint64_t* p)
 {
     uint64_t v;
@@ -207,6 +212,8 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
     // across the AES call and the lane's loads; cleared at the end of P3).
     __shared__ __align__(16) GcmxU128 lane_pw[GCMX_DB_LANE_POWERS][GCMX_DB_THREADS];
     __shared__ GcmxDbWorkSlots lane_w;
+    // P5: each thread's next round (shared memory, for the same reason as the work item).
+    __shared__ uint64_t p5_round[GCMX_DB_THREADS];
     constexpr bool CL = GCMX_DEFAULT_CLMAD;
     const uint32_t t = threadIdx.x, b = blockIdx.x, grid = gridDim.x, n = p.nmsgs;
     uint8_t* scr = reinterpret_cast<uint8_t*>(p.scratch);
@@ -388,19 +395,38 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
     // ciphertext it passed in (the same lanes as P3); then, after barrier 5, P6 zeroes the J0s P4 kept.
     // When no tag was wrong, each block only counts itself in at barrier 5, so every launch adds
     // GCMX_DB_BARRIERS x grid to the counter.
-    if (p.mode == GCMX_DB_OPEN && *reinterpret_cast<volatile uint32_t*>(refused) != 0u) {
-        const uint64_t rounds = layout.start[GCMX_DB_COLS], warps = (uint64_t)grid * GCMX_DB_WARPS;
-        for (uint64_t r = (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE; r < rounds; r += warps) {
-            const GcmxDbWork w = gcmx_db_work(layout, r, lane, msgs, n, slots);
-            if (w.kind != GCMX_DB_UNIT || (msgs[w.msg].info & GCMX_DB_INFO_REFUSED) == 0u) continue;
-            const GcmxDbMsg m = msgs[w.msg];
-            if constexpr (ONE_KEY) {
-                const GcmxDbAesTbl aes = {keys, masks, p.nr, m.j0[0], m.j0[1], m.j0[2]};
-                gcmx_db_restore_lane(aes, data, m, w);
-            } else {
-                const GcmxAesCtrKey aes = {keys + m.key, m.j0[0], m.j0[1], m.j0[2]};
-                gcmx_db_restore_lane(aes, data, m, w);
+    // (Only the open kernels compile P5: a seal kernel never runs in OPEN mode.)
+    bool restore = false;
+    if constexpr (DECRYPT) restore = p.mode == GCMX_DB_OPEN && *reinterpret_cast<volatile uint32_t*>(refused) != 0u;
+    if (restore) {
+        // As in P3, only the keystream stays in registers across the AES call: the round and the work
+        // item wait in shared memory, and everything else is derived afresh after the call.
+        gcmx_db_smem_store_u64(&p5_round[t], (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE);
+        for (;;) {
+            const uint32_t tt = gcmx_db_tid();
+            const uint64_t r = gcmx_db_smem_load_u64(&p5_round[tt]);
+            if (r >= gcmx_db_smem_load_u64(&layout.start[GCMX_DB_COLS])) break;
+            gcmx_db_smem_store_u64(&p5_round[tt], r + (uint64_t)gridDim.x * GCMX_DB_WARPS);
+            {
+                const GcmxDbWork w = gcmx_db_work(layout, r, tt % GCMX_WARP_SIZE, msgs, n, slots);
+                if (w.kind != GCMX_DB_UNIT || (msgs[w.msg].info & GCMX_DB_INFO_REFUSED) == 0u) continue;
+                lane_w.put(tt, w);
             }
+            uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
+            {
+                const GcmxDbWork w = lane_w.get(tt);
+                const GcmxDbMsg m = msgs[w.msg];
+                const uint32_t ctr = gcmx_db_restore_ctr(m, w);
+                if constexpr (ONE_KEY) {
+                    const GcmxDbAesTbl aes = {keys, masks, p.nr, m.j0[0], m.j0[1], m.j0[2]};
+                    aes(ctr, w.g, ks);
+                } else {
+                    const GcmxAesCtrKey aes = {keys + m.key, m.j0[0], m.j0[1], m.j0[2]};
+                    aes(ctr, w.g, ks);
+                }
+            }
+            const GcmxDbWork w = lane_w.get(gcmx_db_tid());
+            gcmx_db_restore_apply(data, msgs[w.msg], w, ks);
         }
         gcmx_db_grid_sync(bar, p.bar_base + 5u * grid);
         // P6: the kept J0s.

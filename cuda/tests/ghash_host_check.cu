@@ -789,7 +789,9 @@ static void db_run(DbRun& R, uint32_t mode, uint32_t tag_len, uint32_t flags)
                 const GcmxDbWork w = gcmx_db_work(L, r, l, msgs.data(), n, slots.data());
                 if (w.kind != GCMX_DB_UNIT || !(msgs[w.msg].info & GCMX_DB_INFO_REFUSED)) continue;
                 const GcmxDbMsg m = msgs[w.msg];
-                gcmx_db_restore_lane(f.at(R.keys[m.key], m.j0[0], m.j0[1], m.j0[2]), R.data.data(), m, w);
+                uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
+                f.at(R.keys[m.key], m.j0[0], m.j0[1], m.j0[2])(gcmx_db_restore_ctr(m, w), w.g, ks);
+                gcmx_db_restore_apply(R.data.data(), m, w, ks);
             }
     }
     // P6

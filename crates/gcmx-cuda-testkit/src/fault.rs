@@ -11,16 +11,13 @@
 //!
 //! On a machine without a GPU, [`emulate`] switches the stub into emulating a device in host memory,
 //! and [`emulator_stats`] reads its live allocations and the misuse it detected, for leak and wipe
-//! checks; [`release_cached`] first drops what gcmx caches between calls.
+//! checks (the tests call gcmx-cuda's `release_cached` first, to drop what gcmx caches between calls).
+//!
+//! This crate does not depend on gcmx-cuda (so the crate graph has no loop through gcmx-cuda's
+//! dev-dependencies): [`injected`] reads any error's chain of sources.
 
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::OnceLock;
-
-use gcmx_cuda::Error;
-
-/// Drop what gcmx caches per device between calls, so that live counts can be compared with none
-/// of it allocated (gcmx-cuda's [`gcmx_cuda::release_cached`]).
-pub use gcmx_cuda::release_cached;
 
 /// The kinds of driver call a fault can be injected into (the stub's `enum fault_op`, in its order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -293,10 +290,10 @@ pub fn last_injected() -> Option<Injected> {
     })
 }
 
-/// The injected failure behind `e`: `Some` when `e` is an `Error::Device` whose driver error (a source
-/// reading `NAME (code)`) has the code of the latest failure the stub injected since [`arm`].
-pub fn injected(e: &Error) -> Option<Injected> {
-    let Error::Device(_) = e else { return None };
+/// The injected failure behind `e`: `Some` when one of `e`'s sources (gcmx-cuda's driver error,
+/// reading `NAME (code)`) has the code of the latest failure the stub injected since [`arm`]. (Callers
+/// check first that `e` is gcmx-cuda's `Error::Device`.)
+pub fn injected(e: &(dyn std::error::Error + 'static)) -> Option<Injected> {
     let last = last_injected()?;
     let tail = format!("({})", last.code);
     let mut src = std::error::Error::source(e);

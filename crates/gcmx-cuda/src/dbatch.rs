@@ -86,7 +86,8 @@ impl DeviceMessage {
 pub enum Verdict {
     /// Sealed, or opened with the right tag.
     Ok,
-    /// Opened with a wrong tag: the message was zeroed on the device.
+    /// Opened with a wrong tag: the message holds its ciphertext again (gcmx's forgery policy,
+    /// applied on the device).
     Refused,
     /// The message's table entry failed the checks (see [`DeviceMessage`]): untouched.
     Invalid,

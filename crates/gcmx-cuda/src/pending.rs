@@ -113,7 +113,7 @@ impl<'a> Pending<'a> {
     }
 
     /// Wait (sleeping) until the work is complete. For a single open, `Error::Authentication` when the
-    /// tag was wrong (the message has been zeroed on the device); for a batch, the verdicts are in its
+    /// tag was wrong (the message holds its ciphertext again); for a batch, the verdicts are in its
     /// verdict buffer. `Error::Device` when the device failed: the `DeviceBuf`s the work wrote have
     /// been wiped (or marked lost).
     pub fn wait(mut self) -> Result<(), Error> {

@@ -1211,7 +1211,10 @@ impl Scenario for DeviceBatchCall {
                         m.pt.clone()
                     };
                     ensure(v[i] == u8::from(bad) && got == want, || {
-                        format!("message {i}: verdict {}, or wrong / not its ciphertext", v[i])
+                        format!(
+                            "message {i}: verdict {}, or wrong / not its ciphertext",
+                            v[i]
+                        )
                     })?;
                 }
                 Ok(())
@@ -1449,7 +1452,11 @@ impl Scenario for Keyring {
                         } else {
                             m.bufs[i] == m.pts[i]
                         },
-                        || format!("message {i}: wrong plaintext, or a refused one neither its ciphertext nor zeros"),
+                        || {
+                            format!(
+                                "message {i}: wrong plaintext, or a refused one neither its ciphertext nor zeros"
+                            )
+                        },
                     )?;
                 }
                 Ok(())

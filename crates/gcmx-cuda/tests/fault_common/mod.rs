@@ -15,7 +15,17 @@ use gcmx_cuda::Error;
 /// test binary with a notice (and success) when the loaded libcuda is not the stub: without it no
 /// fault can be injected.
 pub(crate) mod fault {
+    #[allow(unused_imports)] // fault_startup.rs does not use it
+    pub(crate) use gcmx_cuda::release_cached;
     pub(crate) use gcmx_cuda_testkit::fault::*;
+
+    /// The injected failure behind `e`, an `Error::Device` (see gcmx-cuda-testkit's `injected`).
+    pub(crate) fn injected(e: &gcmx_cuda::Error) -> Option<Injected> {
+        match e {
+            gcmx_cuda::Error::Device(_) => gcmx_cuda_testkit::fault::injected(e),
+            _ => None,
+        }
+    }
 
     /// Switch the stub into emulation where it can (see gcmx-cuda-testkit); the tests are not run,
     /// with a notice, when the loaded libcuda is not the stub.
