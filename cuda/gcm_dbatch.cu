@@ -377,8 +377,9 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
             verdict = gcmx_db_finish<CL>(p, m, kps[m.key], acc[k], gcmx_load16(e), slot);
             gcmx_store16(e, gcmx_u4(0u, 0u, 0u, 0u));
             acc[k] = gcmx_u128(0u, 0u);
-            if (verdict == GCMX_VERDICT_REFUSED) {
-                // P5 needs its J0 to apply the keystream again; P6 zeroes it.
+            // A refused message keeps its J0 for P5, which applies its keystream again; P6 zeroes it. (A
+            // seal kernel refuses nothing.)
+            if (DECRYPT && verdict == GCMX_VERDICT_REFUSED) {
                 m.info |= GCMX_DB_INFO_REFUSED;
                 atomicOr(refused, 1u);
             } else {
