@@ -359,6 +359,24 @@ GCMX_HD uint32_t gcmx_db_restore_ctr(const GcmxDbMsg& msg, const GcmxDbWork& w)
     return gcmx_bswap32(msg.j0[3]) + 1u + ((uint32_t)(G.vb + w.i) - (uint32_t)G.m.pad);
 }
 
+/// The seal kernels' unreachable refusal branch (gcm_dbatch.cu says why it is compiled): zero the real
+/// blocks of one lane of a unit.
+GCMX_HD void gcmx_db_wipe_lane(uint8_t* data, const GcmxDbMsg& msg, const GcmxDbWork& w)
+{
+    if (w.kind != GCMX_DB_UNIT) return;
+    const GcmxDbGeom G = gcmx_db_geom(msg, w);
+    uint8_t* base = data + msg.data_off;
+    const uint4 zero = gcmx_u4(0u, 0u, 0u, 0u);
+    GCMX_DB_UNROLL
+    for (uint32_t j = 0; j < GCMX_AES_BLOCKS_PER_CALL; j++) {
+        const uint64_t v = G.vb + w.i + (uint64_t)w.g * j;
+        if (v < G.m.pad) continue;
+        const uint64_t r = v - G.m.pad;
+        if (r < G.m.nfull) gcmx_store16(base + r * GCMX_BLOCK_BYTES, zero);
+        else if (r == G.m.nfull && G.m.tail != 0u) gcmx_store_partial(base + r * GCMX_BLOCK_BYTES, zero, G.m.tail);
+    }
+}
+
 /// ... and the keystream `ks` of that call applied again to the real blocks the lane decrypted in P3, which
 /// turns them back into the ciphertext the caller passed in (gcmx's forgery policy).
 GCMX_HD void gcmx_db_restore_apply(uint8_t* data, const GcmxDbMsg& msg, const GcmxDbWork& w,

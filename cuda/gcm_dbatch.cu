@@ -212,8 +212,8 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
     // across the AES call and the lane's loads; cleared at the end of P3).
     __shared__ __align__(16) GcmxU128 lane_pw[GCMX_DB_LANE_POWERS][GCMX_DB_THREADS];
     __shared__ GcmxDbWorkSlots lane_w;
-    // P5: each thread's next round (shared memory, for the same reason as the work item).
-    __shared__ uint64_t p5_round[GCMX_DB_THREADS];
+    // P5 (open kernels): each thread's next round (shared memory, for the same reason as the work item).
+    __shared__ uint64_t p5_round[DECRYPT ? GCMX_DB_THREADS : 1u];
     constexpr bool CL = GCMX_DEFAULT_CLMAD;
     const uint32_t t = threadIdx.x, b = blockIdx.x, grid = gridDim.x, n = p.nmsgs;
     uint8_t* scr = reinterpret_cast<uint8_t*>(p.scratch);
@@ -394,52 +394,65 @@ template <bool ONE_KEY, bool DECRYPT> __device__ __forceinline__ void gcmx_dbatc
 
     // P5: every block of a refused message gets its keystream again, which gives the caller back the
     // ciphertext it passed in (the same lanes as P3); then, after barrier 5, P6 zeroes the J0s P4 kept.
-    // When no tag was wrong, each block only counts itself in at barrier 5, so every launch adds
-    // GCMX_DB_BARRIERS x grid to the counter.
-    // (Only the open kernels compile P5: a seal kernel never runs in OPEN mode.)
-    bool restore = false;
-    if constexpr (DECRYPT) restore = p.mode == GCMX_DB_OPEN && *reinterpret_cast<volatile uint32_t*>(refused) != 0u;
-    if (restore) {
-        // As in P3, only the keystream stays in registers across the AES call: the round and the work
-        // item wait in shared memory, and everything else is derived afresh after the call.
-        gcmx_db_smem_store_u64(&p5_round[t], (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE);
-        for (;;) {
-            const uint32_t tt = gcmx_db_tid();
-            const uint64_t r = gcmx_db_smem_load_u64(&p5_round[tt]);
-            if (r >= gcmx_db_smem_load_u64(&layout.start[GCMX_DB_COLS])) break;
-            gcmx_db_smem_store_u64(&p5_round[tt], r + (uint64_t)gridDim.x * GCMX_DB_WARPS);
-            {
-                const GcmxDbWork w = gcmx_db_work(layout, r, tt % GCMX_WARP_SIZE, msgs, n, slots);
-                if (w.kind != GCMX_DB_UNIT || (msgs[w.msg].info & GCMX_DB_INFO_REFUSED) == 0u) continue;
-                lane_w.put(tt, w);
-            }
-            uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
-            {
-                const GcmxDbWork w = lane_w.get(tt);
-                const GcmxDbMsg m = msgs[w.msg];
-                const uint32_t ctr = gcmx_db_restore_ctr(m, w);
-                if constexpr (ONE_KEY) {
-                    const GcmxDbAesTbl aes = {keys, masks, p.nr, m.j0[0], m.j0[1], m.j0[2]};
-                    aes(ctr, w.g, ks);
-                } else {
-                    const GcmxAesCtrKey aes = {keys + m.key, m.j0[0], m.j0[1], m.j0[2]};
-                    aes(ctr, w.g, ks);
+    // When no tag was wrong, each block only counts itself in at barrier 5, so every launch of an open
+    // kernel adds GCMX_DB_BARRIERS_OPEN x grid to the counter. A seal kernel never runs in OPEN mode and
+    // refuses nothing: it has neither phase nor barrier 5 and ends after barrier 4 (GCMX_DB_BARRIERS_SEAL;
+    // its branch below is never taken).
+    if constexpr (DECRYPT) {
+        const bool restore = p.mode == GCMX_DB_OPEN && *reinterpret_cast<volatile uint32_t*>(refused) != 0u;
+        if (restore) {
+            // As in P3, only the keystream stays in registers across the AES call: the round and the work
+            // item wait in shared memory, and everything else is derived afresh after the call.
+            gcmx_db_smem_store_u64(&p5_round[t], (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE);
+            for (;;) {
+                const uint32_t tt = gcmx_db_tid();
+                const uint64_t r = gcmx_db_smem_load_u64(&p5_round[tt]);
+                if (r >= gcmx_db_smem_load_u64(&layout.start[GCMX_DB_COLS])) break;
+                gcmx_db_smem_store_u64(&p5_round[tt], r + (uint64_t)gridDim.x * GCMX_DB_WARPS);
+                {
+                    const GcmxDbWork w = gcmx_db_work(layout, r, tt % GCMX_WARP_SIZE, msgs, n, slots);
+                    if (w.kind != GCMX_DB_UNIT || (msgs[w.msg].info & GCMX_DB_INFO_REFUSED) == 0u) continue;
+                    lane_w.put(tt, w);
                 }
+                uint4 ks[GCMX_AES_BLOCKS_PER_CALL];
+                {
+                    const GcmxDbWork w = lane_w.get(tt);
+                    const GcmxDbMsg m = msgs[w.msg];
+                    const uint32_t ctr = gcmx_db_restore_ctr(m, w);
+                    if constexpr (ONE_KEY) {
+                        const GcmxDbAesTbl aes = {keys, masks, p.nr, m.j0[0], m.j0[1], m.j0[2]};
+                        aes(ctr, w.g, ks);
+                    } else {
+                        const GcmxAesCtrKey aes = {keys + m.key, m.j0[0], m.j0[1], m.j0[2]};
+                        aes(ctr, w.g, ks);
+                    }
+                }
+                const GcmxDbWork w = lane_w.get(gcmx_db_tid());
+                gcmx_db_restore_apply(data, msgs[w.msg], w, ks);
             }
-            const GcmxDbWork w = lane_w.get(gcmx_db_tid());
-            gcmx_db_restore_apply(data, msgs[w.msg], w, ks);
+            gcmx_db_grid_sync(bar, p.bar_base + 5u * grid);
+            // P6: the kept J0s.
+            for (uint64_t k = (uint64_t)b * GCMX_DB_THREADS + t; k < n; k += (uint64_t)grid * GCMX_DB_THREADS) {
+                GcmxDbMsg& m = msgs[k];
+                m.j0[0] = m.j0[1] = m.j0[2] = m.j0[3] = 0u;
+            }
+        } else {
+            __syncthreads();
+            if (t == 0u) {
+                __threadfence();
+                atomicAdd(bar, 1u);
+            }
         }
-        gcmx_db_grid_sync(bar, p.bar_base + 5u * grid);
-        // P6: the kept J0s.
-        for (uint64_t k = (uint64_t)b * GCMX_DB_THREADS + t; k < n; k += (uint64_t)grid * GCMX_DB_THREADS) {
-            GcmxDbMsg& m = msgs[k];
-            m.j0[0] = m.j0[1] = m.j0[2] = m.j0[3] = 0u;
-        }
-    } else {
-        __syncthreads();
-        if (t == 0u) {
-            __threadfence();
-            atomicAdd(bar, 1u);
+    } else if (p.mode == GCMX_DB_OPEN && *reinterpret_cast<volatile uint32_t*>(refused) != 0u) {
+        // Never taken: a seal kernel runs only in SEAL mode. It is compiled all the same because ptxas
+        // allocates the seal kernels' P3 better with it (on sm_90: no spill instead of 8 bytes, and about
+        // 2 % more device-batch seal throughput on an H200; benches/gpu-notes.md): it is the refusal phase
+        // the seal kernels carried before P5 gave refused messages their ciphertext back.
+        for (uint64_t r = (uint64_t)b * GCMX_DB_WARPS + t / GCMX_WARP_SIZE; r < layout.start[GCMX_DB_COLS];
+             r += (uint64_t)grid * GCMX_DB_WARPS) {
+            const GcmxDbWork w = gcmx_db_work(layout, r, t % GCMX_WARP_SIZE, msgs, n, slots);
+            if (w.kind == GCMX_DB_UNIT && (msgs[w.msg].info & GCMX_DB_INFO_REFUSED) != 0u)
+                gcmx_db_wipe_lane(data, msgs[w.msg], w);
         }
     }
     if constexpr (ONE_KEY) gcmx_smem_wipe(masks, GCMX_AES_MASK_WORDS); // its last readers (P3, P5) ended at a barrier

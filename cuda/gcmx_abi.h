@@ -73,7 +73,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct, constant or kernel signature below changes. */
-#define GCMX_ABI_VERSION 3u
+#define GCMX_ABI_VERSION 4u
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Basic types                                                                                      */
@@ -312,9 +312,10 @@ typedef struct GcmxKeyPowersParams {
  *   P5  OPEN only, when a tag was wrong: the rounds again, each lane of a refused message applying its
  *       keystream again, so the message holds the ciphertext it was given (gcmx's forgery policy);
  *   P6  after barrier 5: the J0s P4 kept are zeroed. With no wrong tag, barrier 5 is only counted.
- * Barriers: GCMX_DB_BARRIERS per launch on the scratch's counter (thread 0 of each block: fence, atomic
- * add, spin with acquire loads until the count reaches bar_base + k * gridDim.x; the host tracks the count,
- * which is never reset).
+ * Barriers: GCMX_DB_BARRIERS_SEAL per launch of a seal kernel (P1..P4), GCMX_DB_BARRIERS_OPEN per launch
+ * of an open kernel (barrier 5 too, counted even when P5 has nothing to do), on the scratch's counter
+ * (thread 0 of each block: fence, atomic add, spin with acquire loads until the count reaches
+ * bar_base + k * gridDim.x; the host tracks the count, which is never reset).
  *
  * Launch: gcmx_dbatch_seal1 / gcmx_dbatch_open1 (nkeys == 1: round keys from a shared-memory mask table)
  * or gcmx_dbatch_sealn / gcmx_dbatch_openn (any nkeys: round keys from the key in device memory), with
@@ -326,7 +327,8 @@ typedef struct GcmxKeyPowersParams {
 #define GCMX_DB_COLS 8u
 #define GCMX_DB_COL_FULL 0u
 #define GCMX_DB_COL_J0 7u
-#define GCMX_DB_BARRIERS 5u
+#define GCMX_DB_BARRIERS_SEAL 4u
+#define GCMX_DB_BARRIERS_OPEN 5u
 #define GCMX_DB_UNIT_BLOCKS GCMX_WARP_CHUNK       /* 1024 blocks = 16 KiB per unit */
 #define GCMX_DB_UNIT_LOG2 10u
 
@@ -582,7 +584,7 @@ GCMX_LAYOUT_FIELD(GcmxDbParams, _pad0, 124);
 GCMX_LAYOUT_FIELD(GcmxBwParams, in, 0);
 GCMX_LAYOUT_FIELD(GcmxBwParams, out, 8);
 GCMX_LAYOUT_FIELD(GcmxBwParams, nbytes, 16);
-GCMX_LAYOUT_CONST(GCMX_ABI_VERSION, 3);
+GCMX_LAYOUT_CONST(GCMX_ABI_VERSION, 4);
 GCMX_LAYOUT_CONST(GCMX_WARP_SIZE, 32);
 GCMX_LAYOUT_CONST(GCMX_POW_THREAD_BASE, 4);
 GCMX_LAYOUT_CONST(GCMX_BLOCKS_PER_REDUCTION, 4);
@@ -598,7 +600,8 @@ GCMX_LAYOUT_CONST(GCMX_FUSED_POW_COUNT, 132);
 GCMX_LAYOUT_CONST(GCMX_KEY_POWERS_THREADS, 64);
 GCMX_LAYOUT_CONST(GCMX_DB_THREADS, 128);
 GCMX_LAYOUT_CONST(GCMX_DB_COLS, 8);
-GCMX_LAYOUT_CONST(GCMX_DB_BARRIERS, 5);
+GCMX_LAYOUT_CONST(GCMX_DB_BARRIERS_SEAL, 4);
+GCMX_LAYOUT_CONST(GCMX_DB_BARRIERS_OPEN, 5);
 GCMX_LAYOUT_CONST(GCMX_DB_UNIT_BLOCKS, 1024);
 GCMX_LAYOUT_CONST(GCMX_DB_SEAL, 0);
 GCMX_LAYOUT_CONST(GCMX_DB_OPEN, 1);

@@ -7,7 +7,7 @@
 //! counts only: keys, power tables and J0 live in device memory (see the header's conventions).
 
 /// Version of the ABI this crate mirrors (`GCMX_ABI_VERSION`).
-pub(crate) const ABI_VERSION: u32 = 3;
+pub(crate) const ABI_VERSION: u32 = 4;
 /// Threads per warp.
 pub(crate) const WARP_SIZE: u32 = 32;
 /// Index of the first per-thread entry of a warp-strided power table.
@@ -47,8 +47,10 @@ pub(crate) const KEY_POW_POW2: usize = 32;
 pub(crate) const DB_THREADS: u32 = 128;
 /// Columns of the device-batch plan.
 pub(crate) const DB_COLS: usize = 8;
-/// Grid barriers per device-batch launch.
-pub(crate) const DB_BARRIERS: u32 = 5;
+/// Grid barriers per launch of a device-batch seal kernel (P1..P4).
+pub(crate) const DB_BARRIERS_SEAL: u32 = 4;
+/// Grid barriers per launch of a device-batch open kernel (P1..P4, and the one after P5).
+pub(crate) const DB_BARRIERS_OPEN: u32 = 5;
 /// Blocks of a device-batch unit.
 pub(crate) const DB_UNIT_BLOCKS: u64 = WARP_CHUNK;
 /// Device-batch modes (`GCMX_DB_SEAL`, `_OPEN`, `_EXPECT`).
@@ -397,7 +399,8 @@ same_values! {
     KEY_POWERS_THREADS => GCMX_KEY_POWERS_THREADS,
     DB_THREADS => GCMX_DB_THREADS,
     DB_COLS => GCMX_DB_COLS,
-    DB_BARRIERS => GCMX_DB_BARRIERS,
+    DB_BARRIERS_SEAL => GCMX_DB_BARRIERS_SEAL,
+    DB_BARRIERS_OPEN => GCMX_DB_BARRIERS_OPEN,
     DB_UNIT_BLOCKS => GCMX_DB_UNIT_BLOCKS,
     DB_SEAL => GCMX_DB_SEAL,
     DB_OPEN => GCMX_DB_OPEN,

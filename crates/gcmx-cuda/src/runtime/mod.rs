@@ -350,6 +350,17 @@ impl DbArgs<'_> {
         Ok(())
     }
 
+    /// The grid barriers a launch of [`Self::kernel`] counts on the scratch (the seal kernels have no
+    /// P5, hence no fifth barrier).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn barriers(&self) -> u32 {
+        if self.mode == abi::DB_SEAL {
+            abi::DB_BARRIERS_SEAL
+        } else {
+            abi::DB_BARRIERS_OPEN
+        }
+    }
+
     /// The kernel for these arguments.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn kernel(&self) -> &'static str {

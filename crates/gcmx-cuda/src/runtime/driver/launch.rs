@@ -140,7 +140,7 @@ impl Lane {
         // device buffer it names is held in `keep` until the lane waits (the slots and raw spans that
         // lanes never use are refused by db_prepare's caller contract: see `Region`).
         unsafe { launch_coop(&self.gpu, self.stream.0, name, grid, &p)? };
-        args.scratch.advance(grid);
+        args.scratch.advance(args.barriers(), grid);
         Ok(())
     }
 
@@ -362,7 +362,7 @@ pub(crate) fn queue_dbatch(
     // until the launch completes by the fence recorded below (DeviceMem::order / settle); the slot by its
     // fence (ParamSlot::drop and reuse wait); raw spans by RawDeviceSpan::new's contract.
     unsafe { launch_coop(&gpu, s, name, grid, &p)? };
-    args.scratch.advance(grid);
+    args.scratch.advance(args.barriers(), grid);
     if let Err(e) = fence.record(s) {
         // Without a fence nothing could tell when the launch is over: wait for it here (an error of the
         // wait is an error of that work, which has drained).

@@ -433,8 +433,9 @@ impl Scratch {
         self.mem.len()
     }
 
-    pub(super) fn advance(&mut self, grid: u32) {
-        self.bar = self.bar.wrapping_add(abi::DB_BARRIERS.wrapping_mul(grid));
+    /// Count in a launch of `grid` blocks with `barriers` grid barriers (`DbArgs::barriers`).
+    pub(super) fn advance(&mut self, barriers: u32, grid: u32) {
+        self.bar = self.bar.wrapping_add(barriers.wrapping_mul(grid));
     }
 }
 
