@@ -10,7 +10,8 @@
 #   tink      a Python venv with Google Tink for the CLI's interop tests           -> .toolchain/py
 #   cpu       cargo test of the default members (every crate but gcmx-cuda); vectors and Tink required
 #   readme    every ```sh block of README.md run as written (scripts/readme-check.py)
-#   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted)
+#   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted, the hazmat
+#             module), and gcmx-core's doctests with it
 #   dropin    aes-gcm 0.11.1's own tests, xaes-256-gcm and ssh-cipher with gcmx as their aes-gcm
 #   package   cargo package --workspace (each crate built from its package alone), then a project that
 #             depends on the packages with features = ["cuda"], built and run in `env -i` (no nvcc, no
@@ -62,8 +63,9 @@ cargo test --release -p gcmx-stream --features tokio
 phase readme "README.md's shell blocks, run as written (its Rust blocks ran as doctests above)"
 scripts/readme-check.py
 
-phase hazmat "gcmx's tests with the hazmat feature (short tags)"
+phase hazmat "gcmx's tests with the hazmat feature (short tags, the hazmat module)"
 cargo test --release -p gcmx --features hazmat
+cargo test --release -p gcmx-core --features hazmat --doc
 
 phase dropin "real users of aes-gcm 0.11 run their own tests against gcmx"
 scripts/dropin-check.sh

@@ -42,7 +42,9 @@
 //!
 //! Nothing here exports key bytes, raw AES blocks, the GHASH key or unauthenticated plaintext.
 //! A failed decryption returns an error and leaves the buffer holding the ciphertext it was
-//! given. Short tags (4 and 8 bytes) need the `hazmat` feature, as in `aes-gcm`.
+//! given. Short tags (4 and 8 bytes) need the `hazmat` feature, as in `aes-gcm`; that feature
+//! also adds the `hazmat` module, whose operations do not authenticate (GCM's keystream from any
+//! block of a message, a ciphertext's tag without decrypting it).
 //!
 //! A key type cannot be copied, so its round keys are wiped exactly once, when it is dropped:
 //!
@@ -67,6 +69,12 @@ pub use aead::{self, AeadCore, AeadInOut, Error, Key, KeyInit, KeySizeUser};
 #[cfg(feature = "aes")]
 #[cfg_attr(docsrs, doc(cfg(feature = "aes")))]
 pub use gcmx_core::aes;
+/// Operations that do not authenticate: GCM's keystream from any block of a message and a
+/// ciphertext's tag without decrypting it (reading part of a large message), and the short tags.
+/// Misuse releases unauthenticated plaintext or allows forgeries; read each item's hazards.
+#[cfg(feature = "hazmat")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hazmat")))]
+pub use gcmx_core::hazmat;
 pub use gcmx_core::{A_MAX, AesGcm, Nonce, P_MAX, Tag, TagSize};
 #[cfg(feature = "aes")]
 #[cfg_attr(docsrs, doc(cfg(feature = "aes")))]

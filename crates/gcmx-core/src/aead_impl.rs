@@ -116,6 +116,12 @@ where
         }
     }
 
+    /// The keyed cipher, for the `hazmat` operations.
+    #[cfg(feature = "hazmat")]
+    pub(crate) fn cipher(&self) -> &Cipher<Aes> {
+        &self.cipher
+    }
+
     /// One pass over `buf` in direction `dir`; the full tag.
     fn run(&self, dir: Direction, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
         match self.parallel {

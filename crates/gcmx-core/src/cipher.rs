@@ -184,6 +184,13 @@ where
         self.finish(j0, g, aad.len(), buf.len())
     }
 
+    /// XOR the keystream from block `first` of the message whose J0 is `j0` into `buf`, alone
+    /// (no hash): the `hazmat` feature's `apply_keystream`.
+    #[cfg(feature = "hazmat")]
+    pub(crate) fn apply_keystream(&self, j0: &[u8; 16], first: u64, buf: &mut [u8]) {
+        apply_keystream(&self.cipher, j0, first, buf);
+    }
+
     /// The full tag of ciphertext `ct` under `j0` and `aad`, without decrypting: what an open
     /// of `ct` expects (for callers whose output is not their input buffer).
     pub(crate) fn tag_of(&self, j0: &[u8; 16], aad: &[u8], ct: &[u8]) -> [u8; 16] {

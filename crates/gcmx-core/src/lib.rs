@@ -9,8 +9,10 @@
 //!   [`OpenJob`]), the length limits ([`A_MAX`], [`P_MAX`]), and the [`aead`] and [`aes`] crates;
 //! - [`backend`], what gcmx's backends build on: the engine trait, the CPU engines, the framing
 //!   entry points, key material, the counter and the GF(2^128) pieces.
+//! - `hazmat` (feature `hazmat`): operations that do not authenticate, for callers that check
+//!   the tag apart (GCM's keystream from any block of a message, a ciphertext's tag).
 //!
-//! Applications use the `gcmx` crate, which re-exports the first part. The second carries no
+//! Applications use the `gcmx` crate, which re-exports the first and third parts. The second carries no
 //! hazard to a holder of the raw key: key material never gives the key back, its other values
 //! are functions of the key that holder could compute anyway, and engines can only be driven by
 //! the framing, which never releases unauthenticated plaintext.
@@ -18,9 +20,10 @@
 //! ## Features
 //!
 //! - `alloc` (default): `aead`'s allocating API.
-//! - `hazmat`: the short tags of SP 800-38D appendix C (4 and 8 bytes) in the typed API and the
-//!   framing, whose usage limits the caller must keep. It adds no export: no backend needs an
-//!   operation beyond those of [`backend`], which hold no hazard for a holder of the raw key.
+//! - `hazmat`: the `hazmat` module, operations that do not authenticate (GCM's keystream from
+//!   any block of a message, a ciphertext's tag without decrypting), and the short tags of
+//!   SP 800-38D appendix C (4 and 8 bytes) in the typed API and the framing, whose usage limits
+//!   the caller must keep. No backend needs it: gcmx-cuda and `gcmx` build on [`backend`] alone.
 #![forbid(unsafe_code)]
 
 mod aead_impl;
@@ -35,6 +38,8 @@ mod engine;
 mod error;
 mod field;
 mod frame;
+#[cfg(feature = "hazmat")]
+pub mod hazmat;
 mod key;
 mod keyed;
 mod refusal;
