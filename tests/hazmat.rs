@@ -11,23 +11,11 @@ use gcmx::aead::consts::{U12, U60};
 use gcmx::aead::{AeadInOut, KeyInit};
 use gcmx::aes::{Aes128, Aes192, Aes256};
 use gcmx::{AesGcm, GcmError, Nonce, P_MAX, hazmat};
+mod common;
+
+use common::{bytes, seed};
 use rand::rngs::StdRng;
-use rand::{Rng, RngCore, SeedableRng};
-
-fn seed() -> u64 {
-    let s = match std::env::var("GCMX_TEST_SEED") {
-        Ok(s) => s.trim().parse().expect("GCMX_TEST_SEED is a decimal u64"),
-        Err(_) => rand::rng().random(),
-    };
-    println!("seed {s} (replay with GCMX_TEST_SEED={s})");
-    s
-}
-
-fn bytes(rng: &mut StdRng, n: usize) -> Vec<u8> {
-    let mut v = vec![0u8; n];
-    rng.fill_bytes(&mut v);
-    v
-}
+use rand::{Rng, SeedableRng};
 
 /// For one key size and nonce size: messages sealed by `aes-gcm`, their tags recomputed by
 /// `hazmat::tag` and random ranges decrypted by `hazmat::apply_keystream`.

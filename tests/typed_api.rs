@@ -11,23 +11,11 @@ use gcmx::aead::array::typenum::Unsigned;
 use gcmx::aead::consts::{U1, U8, U12, U13, U14, U15, U16, U60};
 use gcmx::aead::inout::InOutBuf;
 use gcmx::aead::{self, Aead, AeadCore, AeadInOut, KeyInit, Payload};
+mod common;
+
+use common::{bytes, seed};
 use rand::rngs::StdRng;
-use rand::{Rng, RngCore, SeedableRng};
-
-fn seed() -> u64 {
-    let s = match std::env::var("GCMX_TEST_SEED") {
-        Ok(s) => s.trim().parse().expect("GCMX_TEST_SEED is a decimal u64"),
-        Err(_) => rand::rng().random(),
-    };
-    println!("seed {s} (replay with GCMX_TEST_SEED={s})");
-    s
-}
-
-fn bytes(rng: &mut StdRng, n: usize) -> Vec<u8> {
-    let mut v = vec![0u8; n];
-    rng.fill_bytes(&mut v);
-    v
-}
+use rand::{Rng, SeedableRng};
 
 /// Lengths around block edges and around the multi-core threshold (`AUTO_PARALLEL_MIN`).
 fn lengths(rng: &mut StdRng) -> Vec<usize> {

@@ -104,3 +104,23 @@ pub(crate) fn nonce_for_j0(key: &[u8], j0: u128) -> [u8; 16] {
     let l = 128u128; // 0^64 || [len(N) in bits]_64
     (gf_mul(gf_mul(j0, hi) ^ l, hi)).to_be_bytes()
 }
+
+/// The seed of a randomized test: `GCMX_TEST_SEED` if set, else a fresh one; printed so that a
+/// failure can be replayed.
+pub(crate) fn seed() -> u64 {
+    use rand::Rng;
+    let s = match std::env::var("GCMX_TEST_SEED") {
+        Ok(s) => s.trim().parse().expect("GCMX_TEST_SEED is a decimal u64"),
+        Err(_) => rand::rng().random(),
+    };
+    println!("seed {s} (replay with GCMX_TEST_SEED={s})");
+    s
+}
+
+/// `n` random bytes from `rng`.
+pub(crate) fn bytes(rng: &mut rand::rngs::StdRng, n: usize) -> Vec<u8> {
+    use rand::RngCore;
+    let mut v = vec![0u8; n];
+    rng.fill_bytes(&mut v);
+    v
+}
