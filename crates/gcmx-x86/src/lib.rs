@@ -26,7 +26,7 @@
 //!     let mut ctr = [0u8; 16];
 //!     ctr[15] = 2; // J0 = 0^96 ‖ 1, first block uses J0 + 1
 //!     let mut y = 0u128;
-//!     k.seal(&ctr, &mut y, &mut buf);
+//!     k.seal(&ctr, &mut y, &mut buf[..]);
 //!     assert_eq!(u128::from_be_bytes(buf), 0x0388dace60b6a392f328c2b971b2fe78);
 //!     // length block: 0 bits of AAD, 128 bits of ciphertext
 //!     k.ghash(&mut y, &128u128.to_be_bytes());
@@ -42,16 +42,36 @@
 //!     let mut j0 = [0u8; 16];
 //!     j0[15] = 1; // 96-bit IV 0^96: J0 = IV ‖ 0^31 ‖ 1
 //!     let mut buf = [0u8; 16];
-//!     let tag = k.seal_message(&j0, b"", &mut buf);
+//!     let tag = k.seal_message(&j0, b"", &mut buf[..]);
 //!     assert_eq!(u128::from_be_bytes(buf), 0x0388dace60b6a392f328c2b971b2fe78);
 //!     assert_eq!(u128::from_be_bytes(tag), 0xab6e47d42cec13bdf53a67b21257bddf);
 //!     // open returns the expected tag; the caller compares it in constant time
-//!     assert_eq!(k.open_message(&j0, b"", &mut buf), tag);
+//!     assert_eq!(k.open_message(&j0, b"", &mut buf[..]), tag);
 //!     assert_eq!(buf, [0u8; 16]);
+//! }
+//! ```
+//!
+//! Every pass takes its data as an [`InOutBuf`]: in place (`&mut [u8]` converts into one) or
+//! from one buffer into another of the same length (`InOutBuf::new(src, dst)`), which reads the
+//! input once and writes only the output.
+//!
+//! ```
+//! use gcmx_x86::{InOutBuf, StitchedKey};
+//! if let Some(k) = StitchedKey::new(&[0u8; 16]) {
+//!     let mut j0 = [0u8; 16];
+//!     j0[15] = 1;
+//!     let pt = [0u8; 16];
+//!     let mut ct = [0u8; 16];
+//!     let tag = k.seal_message(&j0, b"", InOutBuf::new(&pt, &mut ct).unwrap());
+//!     assert_eq!(u128::from_be_bytes(ct), 0x0388dace60b6a392f328c2b971b2fe78);
+//!     assert_eq!(u128::from_be_bytes(tag), 0xab6e47d42cec13bdf53a67b21257bddf);
+//!     assert_eq!(pt, [0u8; 16]); // the input is only read
 //! }
 //! ```
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+
+pub use inout::InOutBuf;
 
 #[cfg(target_arch = "x86_64")]
 mod kernels;
@@ -191,14 +211,14 @@ impl StitchedKey {
         }
     }
 
-    /// CTR-encrypt `buf` in place starting from the counter block `ctr` (J0 with its last
-    /// 32-bit big-endian word already advanced to the first block; the counter wraps mod 2^32
-    /// and never carries into byte 11), then absorb the ciphertext, its last partial block
-    /// zero-padded, into the GHASH state `y`.
-    pub fn seal(&self, ctr: &[u8; 16], y: &mut u128, buf: &mut [u8]) {
+    /// CTR-encrypt `buf` (in place, or its input into its output) starting from the counter
+    /// block `ctr` (J0 with its last 32-bit big-endian word already advanced to the first
+    /// block; the counter wraps mod 2^32 and never carries into byte 11), then absorb the
+    /// ciphertext, its last partial block zero-padded, into the GHASH state `y`.
+    pub fn seal<'i, 'o>(&self, ctr: &[u8; 16], y: &mut u128, buf: impl Into<InOutBuf<'i, 'o, u8>>) {
         #[cfg(target_arch = "x86_64")]
         {
-            self.keys.seal(u128::from_be_bytes(*ctr), y, buf)
+            self.keys.seal(u128::from_be_bytes(*ctr), y, buf.into())
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -207,12 +227,12 @@ impl StitchedKey {
         }
     }
 
-    /// Absorb the ciphertext `buf` into `y` (as [`StitchedKey::seal`] does), then decrypt it in
-    /// place from the counter block `ctr`.
-    pub fn open(&self, ctr: &[u8; 16], y: &mut u128, buf: &mut [u8]) {
+    /// Absorb the ciphertext `buf` into `y` (as [`StitchedKey::seal`] does), then decrypt it
+    /// (in place, or its input into its output) from the counter block `ctr`.
+    pub fn open<'i, 'o>(&self, ctr: &[u8; 16], y: &mut u128, buf: impl Into<InOutBuf<'i, 'o, u8>>) {
         #[cfg(target_arch = "x86_64")]
         {
-            self.keys.open(u128::from_be_bytes(*ctr), y, buf)
+            self.keys.open(u128::from_be_bytes(*ctr), y, buf.into())
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -221,8 +241,8 @@ impl StitchedKey {
         }
     }
 
-    /// Seal one whole GCM message (SP 800-38D 7.1): encrypt `buf` in place under the
-    /// pre-counter block `j0` (the first block uses `inc32(J0)`), authenticate `aad` and the
+    /// Seal one whole GCM message (SP 800-38D 7.1): encrypt `buf` (in place, or its input into
+    /// its output) under the pre-counter block `j0` (the first block uses `inc32(J0)`), authenticate `aad` and the
     /// ciphertext, and return the full 16-byte tag `GHASH(A, C) ^ AES_K(J0)`. One call does all
     /// of it, the counter arithmetic included.
     ///
@@ -230,10 +250,15 @@ impl StitchedKey {
     /// [len(IV)]_64)` (which [`StitchedKey::ghash`] computes). GCM limits the message to
     /// `2^36 − 32` bytes per `J0`; past that the counter wraps and the keystream repeats,
     /// which the caller must prevent.
-    pub fn seal_message(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+    pub fn seal_message<'i, 'o>(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+    ) -> [u8; 16] {
         #[cfg(target_arch = "x86_64")]
         {
-            self.keys.message::<true>(j0, aad, buf)
+            self.keys.message::<true>(j0, aad, buf.into())
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -242,14 +267,19 @@ impl StitchedKey {
         }
     }
 
-    /// Open one whole GCM message: authenticate `aad` and the ciphertext `buf`, decrypt `buf`
-    /// in place, and return the **expected** tag. The caller must compare it with the received
-    /// tag in constant time and, on a mismatch, not release `buf` (re-sealing it with the same
-    /// `j0` restores the ciphertext).
-    pub fn open_message(&self, j0: &[u8; 16], aad: &[u8], buf: &mut [u8]) -> [u8; 16] {
+    /// Open one whole GCM message: authenticate `aad` and the ciphertext `buf`, decrypt it (in
+    /// place, or its input into its output), and return the **expected** tag. The caller must
+    /// compare it with the received tag in constant time and, on a mismatch, not release the
+    /// output (in place, re-sealing it with the same `j0` restores the ciphertext; else wipe it).
+    pub fn open_message<'i, 'o>(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+    ) -> [u8; 16] {
         #[cfg(target_arch = "x86_64")]
         {
-            self.keys.message::<false>(j0, aad, buf)
+            self.keys.message::<false>(j0, aad, buf.into())
         }
         #[cfg(not(target_arch = "x86_64"))]
         {

@@ -2,7 +2,7 @@
 //! byte, every length 0..=600 and some big ones, all three key sizes, counter wrap-around.
 
 use aes::cipher::{BlockCipherEncrypt, KeyInit, KeyIvInit, StreamCipher};
-use gcmx_x86::StitchedKey;
+use gcmx_x86::{InOutBuf, StitchedKey};
 use ghash::GHash;
 use ghash::universal_hash::UniversalHash;
 
@@ -115,7 +115,7 @@ fn check_kernel(k: &StitchedKey, key: &[u8], aad: &[u8], pt: &[u8], lenblk: &[u8
     let mut ct = pt.to_vec();
     let mut y = 0u128;
     k.ghash(&mut y, aad);
-    k.seal(&ctr, &mut y, &mut ct);
+    k.seal(&ctr, &mut y, &mut ct[..]);
     k.ghash(&mut y, lenblk);
 
     let mut want = pt.to_vec();
@@ -127,7 +127,7 @@ fn check_kernel(k: &StitchedKey, key: &[u8], aad: &[u8], pt: &[u8], lenblk: &[u8
     let mut back = ct.clone();
     let mut y2 = 0u128;
     k.ghash(&mut y2, aad);
-    k.open(&ctr, &mut y2, &mut back);
+    k.open(&ctr, &mut y2, &mut back[..]);
     k.ghash(&mut y2, lenblk);
     assert_eq!(back, pt, "{name}: open, len {len}");
     assert_eq!(y2, want_y, "{name}: open GHASH, len {len}");
@@ -141,12 +141,46 @@ fn check_kernel(k: &StitchedKey, key: &[u8], aad: &[u8], pt: &[u8], lenblk: &[u8
     aes_encrypt(key, &mut mask);
     let want_tag = (want_y ^ u128::from_be_bytes(mask)).to_be_bytes();
     let mut m = pt.to_vec();
-    let tag = k.seal_message(&j0, aad, &mut m);
+    let tag = k.seal_message(&j0, aad, &mut m[..]);
     assert_eq!(m, want, "{name}: seal_message ciphertext, len {len}");
     assert_eq!(tag, want_tag, "{name}: seal_message tag, len {len}");
-    let expected = k.open_message(&j0, aad, &mut m);
+    let expected = k.open_message(&j0, aad, &mut m[..]);
     assert_eq!(m, pt, "{name}: open_message plaintext, len {len}");
     assert_eq!(expected, want_tag, "{name}: open_message tag, len {len}");
+
+    // The same from one buffer into another: the output as in place, the input only read.
+    let mut out = vec![0xA5u8; len];
+    let tag = k.seal_message(&j0, aad, InOutBuf::new(pt, &mut out).unwrap());
+    assert_eq!(out, want, "{name}: seal_message out of place, len {len}");
+    assert_eq!(
+        tag, want_tag,
+        "{name}: seal_message out of place tag, len {len}"
+    );
+    let mut back = vec![0x5Au8; len];
+    let expected = k.open_message(&j0, aad, InOutBuf::new(&want, &mut back).unwrap());
+    assert_eq!(back, pt, "{name}: open_message out of place, len {len}");
+    assert_eq!(
+        expected, want_tag,
+        "{name}: open_message out of place tag, len {len}"
+    );
+    let (mut y3, mut y4) = (0u128, 0u128);
+    let mut out = vec![0u8; len];
+    k.ghash(&mut y3, aad);
+    k.seal(&ctr, &mut y3, InOutBuf::new(pt, &mut out).unwrap());
+    k.ghash(&mut y3, lenblk);
+    assert_eq!(
+        (out.as_slice(), y3),
+        (want.as_slice(), want_y),
+        "{name}: seal out of place, len {len}"
+    );
+    k.ghash(&mut y4, aad);
+    k.open(&ctr, &mut y4, InOutBuf::new(&want, &mut out).unwrap());
+    k.ghash(&mut y4, lenblk);
+    assert_eq!(
+        (out.as_slice(), y4),
+        (pt, want_y),
+        "{name}: open out of place, len {len}"
+    );
 }
 
 fn random_ctr(rng: &mut Rng) -> [u8; 16] {
@@ -200,7 +234,7 @@ fn counter_wraps_mod_2_32() {
             for k in kernels(&key) {
                 let mut buf = vec![0u8; len];
                 let mut y = 0;
-                k.seal(&ctr, &mut y, &mut buf);
+                k.seal(&ctr, &mut y, &mut buf[..]);
                 for (i, b) in buf.chunks(16).enumerate() {
                     let mut blk = ctr;
                     blk[12..].copy_from_slice(&start.wrapping_add(i as u32).to_be_bytes());
@@ -292,7 +326,7 @@ fn split_calls_continue() {
 fn split_calls_continue_with(k: &StitchedKey, pt: &[u8], ctr: [u8; 16]) {
     let mut whole = pt.to_vec();
     let mut yw = 0;
-    k.seal(&ctr, &mut yw, &mut whole);
+    k.seal(&ctr, &mut yw, &mut whole[..]);
     for cut in (0..=1000).step_by(16) {
         let mut parts = pt.to_vec();
         let mut y = 0;

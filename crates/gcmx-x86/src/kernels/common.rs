@@ -5,6 +5,7 @@
 use core::arch::x86_64::*;
 
 use bytemuck::cast;
+use inout::InOutBuf;
 use zeroize::Zeroize;
 
 use super::{Keys, NQ};
@@ -277,26 +278,29 @@ pub(super) fn ghash_tail(keys: &Keys, mut yv: __m128i, data: &[u8]) -> __m128i {
 }
 
 /// CTR and GHASH of the blocks after the bulk steps (fewer than one step), one at a time, from
-/// counter `c`; the last block may be partial, its ciphertext hashed zero-padded.
+/// counter `c`, read from `tail`'s input and written to its output; the last block may be
+/// partial, its ciphertext hashed zero-padded.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn crypt_tail<const SEAL: bool, const NR: usize>(
     keys: &Keys,
     mut c: u128,
     mut yv: __m128i,
-    tail: &mut [u8],
+    mut tail: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
     let q1: __m128i = cast(keys.q(1));
-    for b in tail.chunks_mut(16) {
-        let n = b.len();
+    while !tail.is_empty() {
+        let n = tail.len().min(16);
+        let (mut b, rest) = tail.split_at(n);
+        tail = rest;
         let mut t = [0u8; 16];
-        t[..n].copy_from_slice(b);
+        t[..n].copy_from_slice(b.get_in());
         if !SEAL {
             yv = absorb1(yv, load16(&t), q1);
         }
         let ks = aes1::<NR>(keys, cast(c.to_be_bytes()));
         let mut out: [u8; 16] = cast(_mm_xor_si128(load16(&t), ks));
-        b.copy_from_slice(&out[..n]);
+        b.get_out().copy_from_slice(&out[..n]);
         if SEAL {
             let mut z = [0u8; 16];
             z[..n].copy_from_slice(&out[..n]);

@@ -26,6 +26,7 @@
 //! data or the GHASH state; branches and masks depend only on lengths. The crate's
 //! `constant_time` test checks this on the compiled code.
 
+use inout::InOutBuf;
 use zeroize::Zeroize;
 
 mod common;
@@ -162,15 +163,15 @@ impl Keys {
         }
     }
 
-    pub(crate) fn seal(&self, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+    pub(crate) fn seal(&self, ctr: u128, y: &mut u128, buf: InOutBuf<'_, '_, u8>) {
         self.crypt::<true>(ctr, y, buf)
     }
 
-    pub(crate) fn open(&self, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+    pub(crate) fn open(&self, ctr: u128, y: &mut u128, buf: InOutBuf<'_, '_, u8>) {
         self.crypt::<false>(ctr, y, buf)
     }
 
-    fn crypt<const SEAL: bool>(&self, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+    fn crypt<const SEAL: bool>(&self, ctr: u128, y: &mut u128, buf: InOutBuf<'_, '_, u8>) {
         match self.level {
             #[allow(unsafe_code)]
             // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit features.
@@ -184,13 +185,14 @@ impl Keys {
         }
     }
 
-    /// A whole GCM message: seal (`SEAL`) or open `buf` in place under the pre-counter block
-    /// `j0` with associated data `aad`; returns the full tag (for open, the expected tag).
+    /// A whole GCM message: seal (`SEAL`) or open `buf`'s input into its output under the
+    /// pre-counter block `j0` with associated data `aad`; returns the full tag (for open, the
+    /// expected tag).
     pub(crate) fn message<const SEAL: bool>(
         &self,
         j0: &[u8; 16],
         aad: &[u8],
-        buf: &mut [u8],
+        buf: InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
         match self.level {
             #[allow(unsafe_code)]
@@ -217,7 +219,8 @@ impl Keys {
 }
 
 /// One GCM message from a kernel's parts (SP 800-38D 7.1-7.2): GHASH of the AAD, the CTR +
-/// GHASH pass over `buf` from `inc32(J0)`, the length block, the tag `S ^ E_K(J0)`. `block`
+/// GHASH pass from `buf`'s input to its output from `inc32(J0)`, the length block, the tag
+/// `S ^ E_K(J0)`. `block`
 /// encrypts one block in place, `ghash` absorbs bytes zero-padded, `crypt` runs the stitched
 /// pass from a counter block (as a `u128`). Each kernel width calls this from its own code, so
 /// the parts inline there.
@@ -225,17 +228,18 @@ impl Keys {
 fn message(
     j0: &[u8; 16],
     aad: &[u8],
-    buf: &mut [u8],
+    buf: InOutBuf<'_, '_, u8>,
     block: impl FnOnce(&mut [u8; 16]),
     ghash: impl Fn(&mut u128, &[u8]),
-    crypt: impl FnOnce(u128, &mut u128, &mut [u8]),
+    crypt: impl FnOnce(u128, &mut u128, InOutBuf<'_, '_, u8>),
 ) -> [u8; 16] {
     let mut mask = *j0;
     block(&mut mask);
     let mut y = 0u128;
     ghash(&mut y, aad);
+    let len = buf.len();
     crypt(first_counter(j0), &mut y, buf);
-    ghash(&mut y, &length_block(aad.len(), buf.len()));
+    ghash(&mut y, &length_block(aad.len(), len));
     let t = tag(y, u128::from_be_bytes(mask));
     mask.zeroize();
     y.zeroize();

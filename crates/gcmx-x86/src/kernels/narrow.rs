@@ -4,6 +4,7 @@
 use core::arch::x86_64::*;
 
 use bytemuck::cast;
+use inout::InOutBuf;
 use zeroize::Zeroize;
 
 use super::Keys;
@@ -130,7 +131,12 @@ pub(super) fn ghash_entry(keys: &Keys, y: &mut u128, data: &[u8]) {
 }
 
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
-pub(super) fn crypt_entry<const SEAL: bool>(keys: &Keys, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+pub(super) fn crypt_entry<const SEAL: bool>(
+    keys: &Keys,
+    ctr: u128,
+    y: &mut u128,
+    buf: InOutBuf<'_, '_, u8>,
+) {
     match keys.nr {
         10 => crypt_narrow::<SEAL, 10>(keys, ctr, y, buf),
         12 => crypt_narrow::<SEAL, 12>(keys, ctr, y, buf),
@@ -145,20 +151,22 @@ fn crypt_narrow<const SEAL: bool, const NR: usize>(
     keys: &Keys,
     ctr: u128,
     y: &mut u128,
-    buf: &mut [u8],
+    buf: InOutBuf<'_, '_, u8>,
 ) {
     let sp = narrow_powers(keys);
     let rev = rev128();
     let mut yv: __m128i = cast(*y);
     let bulk_len = buf.len() / NSTEP * NSTEP;
-    let (bulk, tail) = buf.split_at_mut(bulk_len);
+    let (mut bulk, tail) = buf.split_at(bulk_len);
 
     let mut base: __m128i = cast(ctr);
     let mut pending: Option<[__m128i; NW]> = None;
-    for s in bulk.chunks_exact_mut(NSTEP) {
+    while !bulk.is_empty() {
+        let (mut s, rest) = bulk.split_at(NSTEP);
+        bulk = rest;
         let mut d = [_mm_setzero_si128(); NW];
         for (j, x) in d.iter_mut().enumerate() {
-            *x = load16(&s[16 * j..]);
+            *x = load16(&s.get_in()[16 * j..]);
         }
         let mut ctrs = [_mm_setzero_si128(); NW];
         for (j, c) in ctrs.iter_mut().enumerate() {
@@ -181,7 +189,7 @@ fn crypt_narrow<const SEAL: bool, const NR: usize>(
         };
         for (j, x) in d.iter_mut().enumerate() {
             *x = _mm_xor_si128(*x, ks[j]);
-            store16(&mut s[16 * j..], *x);
+            store16(&mut s.get_out()[16 * j..], *x);
         }
         if SEAL {
             pending = Some(d);

@@ -4,6 +4,7 @@
 use core::arch::x86_64::*;
 
 use bytemuck::cast;
+use inout::InOutBuf;
 
 use super::common::{crypt_tail, ctr_add, ghash_tail, load32, reduce, rev128, store32};
 use super::{Keys, NQ};
@@ -111,9 +112,9 @@ fn wide_counters(base: &mut __m256i) -> [__m256i; W] {
     c
 }
 
-/// One stitched wide step over the 256 bytes `cur`, in place: AES (`NR` rounds) of the next 16
-/// counter blocks from `base`, XORed into `cur`; and, when `HASH`, the GHASH of the 16 blocks
-/// `h` into `y` (`h` is `cur` itself, read before it is overwritten, when `h` is `None`), one
+/// One stitched wide step over the 256 bytes of `cur`: AES (`NR` rounds) of the next 16 counter
+/// blocks from `base`, XORed into `cur`'s input and written to its output; and, when `HASH`, the
+/// GHASH of the 16 blocks `h` into `y` (`h` is `cur`'s input when `None`), one
 /// register's products after each of the first eight rounds, so that the AES and carry-less
 /// units work at the same time. Written like the 512-bit step (see `super::zmm`): rounds
 /// written out, round keys and powers read from the key where used, hashed blocks loaded where
@@ -126,7 +127,7 @@ fn wide_step<const SEAL: bool, const NR: usize, const HASH: bool>(
     base: &mut __m256i,
     y: __m128i,
     h: Option<&[u8]>,
-    cur: &mut [u8],
+    mut cur: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
     let keys: &Keys = core::hint::black_box(keys);
     let k0 = round_key(keys, 0);
@@ -140,7 +141,7 @@ fn wide_step<const SEAL: bool, const NR: usize, const HASH: bool>(
                     *x = _mm256_aesenc_epi128(*x, kr);
                 }
                 if HASH && $r - 1 < W {
-                    let src = h.unwrap_or(&*cur);
+                    let src = h.unwrap_or(cur.get_in());
                     wide_products(keys, $r - 1, load32(&src[32 * ($r - 1)..]), y, &mut acc);
                     let [a0, a1, a2] = &mut acc;
                     fence(a0, a1, a2, &mut s[0]);
@@ -153,9 +154,9 @@ fn wide_step<const SEAL: bool, const NR: usize, const HASH: bool>(
     // the last round key XOR the data: the last round gives the output directly
     let kl = round_key(keys, NR);
     for (j, x) in s.iter().enumerate() {
-        let d = load32(&cur[32 * j..]);
+        let d = load32(&cur.get_in()[32 * j..]);
         store32(
-            &mut cur[32 * j..],
+            &mut cur.get_out()[32 * j..],
             _mm256_aesenclast_epi128(*x, _mm256_xor_si256(kl, d)),
         );
     }
@@ -189,7 +190,12 @@ pub(super) fn ghash_entry(keys: &Keys, y: &mut u128, data: &[u8]) {
 }
 
 #[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-pub(super) fn crypt_entry<const SEAL: bool>(keys: &Keys, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+pub(super) fn crypt_entry<const SEAL: bool>(
+    keys: &Keys,
+    ctr: u128,
+    y: &mut u128,
+    buf: InOutBuf<'_, '_, u8>,
+) {
     match keys.nr {
         10 => crypt_wide::<SEAL, 10>(keys, ctr, y, buf),
         12 => crypt_wide::<SEAL, 12>(keys, ctr, y, buf),
@@ -197,20 +203,21 @@ pub(super) fn crypt_entry<const SEAL: bool>(keys: &Keys, ctr: u128, y: &mut u128
     }
 }
 
-/// The stitched wide loop. Seal: each step encrypts 16 blocks while hashing the previous
-/// step's ciphertext (read back from `buf`); open: each step hashes and decrypts the same 16
-/// blocks. Then the remaining blocks one by one, the last one possibly partial.
+/// The stitched wide loop from `buf`'s input to its output. Seal: each step encrypts 16 blocks
+/// while hashing the previous step's ciphertext (read back from the output); open: each step
+/// hashes and decrypts the same 16 blocks. Then the remaining blocks one by one, the last one
+/// possibly partial.
 #[inline]
 #[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn crypt_wide<const SEAL: bool, const NR: usize>(
     keys: &Keys,
     ctr: u128,
     y: &mut u128,
-    buf: &mut [u8],
+    buf: InOutBuf<'_, '_, u8>,
 ) {
     let mut yv: __m128i = cast(*y);
     let bulk_len = buf.len() / STEP * STEP;
-    let (bulk, tail) = buf.split_at_mut(bulk_len);
+    let (mut bulk, tail) = buf.split_at(bulk_len);
     let mut base = _mm256_add_epi32(
         _mm256_broadcastsi128_si256(cast(ctr)),
         _mm256_set_epi32(0, 0, 0, 1, 0, 0, 0, 0),
@@ -219,18 +226,19 @@ fn crypt_wide<const SEAL: bool, const NR: usize>(
     // and the last step's ciphertext is hashed after the loop.
     let n = bulk.len() / STEP;
     for i in 0..n {
+        let (mut done, rest) = bulk.reborrow().split_at(i * STEP);
+        let cur = rest.split_at(STEP).0;
         if SEAL && i == 0 {
-            wide_step::<SEAL, NR, false>(keys, &mut base, yv, None, &mut bulk[..STEP]);
+            wide_step::<SEAL, NR, false>(keys, &mut base, yv, None, cur);
         } else if SEAL {
-            let (prev, cur) = bulk[(i - 1) * STEP..(i + 1) * STEP].split_at_mut(STEP);
+            let prev = &done.get_out()[(i - 1) * STEP..];
             yv = wide_step::<SEAL, NR, true>(keys, &mut base, yv, Some(prev), cur);
         } else {
-            let cur = &mut bulk[i * STEP..(i + 1) * STEP];
             yv = wide_step::<SEAL, NR, true>(keys, &mut base, yv, None, cur);
         }
     }
     if SEAL && n > 0 {
-        yv = wide_ghash_step(keys, yv, &bulk[(n - 1) * STEP..]);
+        yv = wide_ghash_step(keys, yv, &bulk.get_out()[(n - 1) * STEP..]);
     }
     let c = ctr_add(ctr, bulk_len / 16);
     *y = cast(crypt_tail::<SEAL, NR>(keys, c, yv, tail));

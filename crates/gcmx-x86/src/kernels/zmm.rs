@@ -24,6 +24,7 @@
 use core::arch::x86_64::*;
 
 use bytemuck::cast;
+use inout::InOutBuf;
 
 use super::Keys;
 use super::common::{POLY_C, aes1, hash_key, power_tree, rev128};
@@ -294,9 +295,9 @@ fn fence(acc: &mut [__m512i; 3], s: &mut [__m512i; R]) {
     }
 }
 
-/// One stitched step over the 512 bytes `cur`, in place: AES (`NR` rounds) of the next 32
-/// counter blocks from `base`, XORed into `cur`; and, when `HASH`, the GHASH of the 32 blocks
-/// `h` into `y` (`h` is `cur` itself, read before it is overwritten, when `h` is `None`), two
+/// One stitched step over the 512 bytes of `cur`: AES (`NR` rounds) of the next 32 counter
+/// blocks from `base`, XORed into `cur`'s input and written to its output; and, when `HASH`, the
+/// GHASH of the 32 blocks `h` into `y` (`h` is `cur`'s input when `None`), two
 /// registers' products after each of rounds 1, 3, 5 and 7. The rounds are written out one by
 /// one (the loop over rounds is not unrolled otherwise), and the hashed blocks are loaded from
 /// memory where they are used, which leaves registers for the AES state. Returns the new `y`.
@@ -309,7 +310,7 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
     base: &mut __m512i,
     y: __m128i,
     h: Option<&[u8]>,
-    cur: &mut [u8],
+    mut cur: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
     // The key through an opaque reference: the compiler then reads each round key and power
     // from the key where it is used instead of keeping them all in registers for the whole
@@ -327,7 +328,7 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
                     *x = _mm512_aesenc_epi128(*x, kr);
                 }
                 if HASH && $r % 2 == 1 && $r - 1 < R {
-                    let src = h.unwrap_or(&*cur);
+                    let src = h.unwrap_or(cur.get_in());
                     let j = $r - 1;
                     let (d, e) = (load64(&src[64 * j..]), load64(&src[64 * (j + 1)..]));
                     step_products(keys, j, d, e, y, &mut acc);
@@ -341,9 +342,9 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
     // the last round key XOR the data: the last round gives the output directly
     let kl = round_key(keys, NR);
     for (j, x) in s.iter().enumerate() {
-        let d = load64(&cur[64 * j..]);
+        let d = load64(&cur.get_in()[64 * j..]);
         store64(
-            &mut cur[64 * j..],
+            &mut cur.get_out()[64 * j..],
             _mm512_aesenclast_epi128(*x, _mm512_xor_si512(kl, d)),
         );
     }
@@ -447,19 +448,24 @@ pub(super) fn ghash_entry(keys: &Keys, y: &mut u128, data: &[u8]) {
 }
 
 /// CTR and GHASH of fewer than one step's bytes from the byte-reflected counters `base` (lanes
-/// `c..c+3`): one register at a time, the last one masked to the message's end, the ciphertext
-/// added to `run`; then, if given, the length block. The run's block count must include them.
+/// `c..c+3`), from `tail`'s input to its output: one register at a time, the last one masked to
+/// the message's end, the ciphertext added to `run`; then, if given, the length block. The run's
+/// block count must include them.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn crypt_short<const SEAL: bool, const NR: usize>(
     keys: &Keys,
     base: __m512i,
     mut run: Run,
-    tail: &mut [u8],
+    mut tail: InOutBuf<'_, '_, u8>,
     len_block: Option<&[u8; 16]>,
 ) -> __m128i {
     let rev = rev512();
-    for (j, c) in tail.chunks_mut(64).enumerate() {
+    let mut j = 0;
+    while !tail.is_empty() {
+        let n = tail.len().min(64);
+        let (mut c, rest) = tail.split_at(n);
+        tail = rest;
         let mut s = _mm512_xor_si512(
             _mm512_shuffle_epi8(inc(base, 4 * j), rev),
             round_key(keys, 0),
@@ -467,7 +473,7 @@ fn crypt_short<const SEAL: bool, const NR: usize>(
         for r in 1..NR {
             s = _mm512_aesenc_epi128(s, round_key(keys, r));
         }
-        let d = load_partial(c);
+        let d = load_partial(c.get_in());
         let out = _mm512_aesenclast_epi128(s, _mm512_xor_si512(round_key(keys, NR), d));
         // the ciphertext, zero past the message's end
         let ct = if SEAL {
@@ -476,7 +482,8 @@ fn crypt_short<const SEAL: bool, const NR: usize>(
             d
         };
         run.add(keys, ct, blocks(c.len()));
-        store_partial(c, out);
+        store_partial(c.get_out(), out);
+        j += 1;
     }
     if let Some(l) = len_block {
         run.add(keys, load_partial(l), 1);
@@ -485,7 +492,12 @@ fn crypt_short<const SEAL: bool, const NR: usize>(
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-pub(super) fn crypt_entry<const SEAL: bool>(keys: &Keys, ctr: u128, y: &mut u128, buf: &mut [u8]) {
+pub(super) fn crypt_entry<const SEAL: bool>(
+    keys: &Keys,
+    ctr: u128,
+    y: &mut u128,
+    buf: InOutBuf<'_, '_, u8>,
+) {
     match keys.nr {
         10 => *y = cast(crypt::<SEAL, 10>(keys, ctr, cast(*y), buf, None)),
         12 => *y = cast(crypt::<SEAL, 12>(keys, ctr, cast(*y), buf, None)),
@@ -510,43 +522,39 @@ fn prefetch_step(bulk: &[u8], i: usize) {
     }
 }
 
-/// The stitched loop over `buf` from counter block `ctr`: whole steps, then the rest and, if
-/// given, the length block, hashed with one reduction.
+/// The stitched loop from `buf`'s input to its output from counter block `ctr`: whole steps,
+/// then the rest and, if given, the length block, hashed with one reduction.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn crypt<const SEAL: bool, const NR: usize>(
     keys: &Keys,
     ctr: u128,
     mut y: __m128i,
-    buf: &mut [u8],
+    buf: InOutBuf<'_, '_, u8>,
     len_block: Option<&[u8; 16]>,
 ) -> __m128i {
     let bulk_len = buf.len() / STEP * STEP;
-    let (bulk, tail) = buf.split_at_mut(bulk_len);
+    let (mut bulk, tail) = buf.split_at(bulk_len);
     let mut base = first_counters(ctr);
-    // Seal hashes each step's ciphertext during the next step (reading it back from `buf`):
-    // the first step only encrypts, and the last step's ciphertext is hashed after the loop.
-    // Open hashes each step's ciphertext before decrypting it.
+    // Seal hashes each step's ciphertext during the next step (reading it back from the
+    // output): the first step only encrypts, and the last step's ciphertext is hashed after the
+    // loop. Open hashes each step's ciphertext before decrypting it.
     let n = bulk.len() / STEP;
     for i in 0..n {
-        prefetch_step(bulk, i + PREFETCH_AHEAD);
+        prefetch_step(bulk.get_in(), i + PREFETCH_AHEAD);
+        let (mut done, rest) = bulk.reborrow().split_at(i * STEP);
+        let cur = rest.split_at(STEP).0;
         if SEAL && i == 0 {
-            step::<SEAL, NR, false>(keys, &mut base, y, None, &mut bulk[..STEP]);
+            step::<SEAL, NR, false>(keys, &mut base, y, None, cur);
         } else if SEAL {
-            let (prev, cur) = bulk[(i - 1) * STEP..(i + 1) * STEP].split_at_mut(STEP);
+            let prev = &done.get_out()[(i - 1) * STEP..];
             y = step::<SEAL, NR, true>(keys, &mut base, y, Some(prev), cur);
         } else {
-            y = step::<SEAL, NR, true>(
-                keys,
-                &mut base,
-                y,
-                None,
-                &mut bulk[i * STEP..(i + 1) * STEP],
-            );
+            y = step::<SEAL, NR, true>(keys, &mut base, y, None, cur);
         }
     }
     if SEAL && n > 0 {
-        y = hash_step(keys, y, &bulk[(n - 1) * STEP..]);
+        y = hash_step(keys, y, &bulk.get_out()[(n - 1) * STEP..]);
     }
     let t = blocks(tail.len());
     match len_block {
@@ -572,7 +580,7 @@ pub(super) fn message_entry<const SEAL: bool>(
     keys: &Keys,
     j0: &[u8; 16],
     aad: &[u8],
-    buf: &mut [u8],
+    buf: InOutBuf<'_, '_, u8>,
 ) -> [u8; 16] {
     match keys.nr {
         10 => message::<SEAL, 10>(keys, j0, aad, buf),
@@ -590,7 +598,7 @@ fn message<const SEAL: bool, const NR: usize>(
     keys: &Keys,
     j0: &[u8; 16],
     aad: &[u8],
-    buf: &mut [u8],
+    buf: InOutBuf<'_, '_, u8>,
 ) -> [u8; 16] {
     let mask: __m128i = aes1::<NR>(keys, cast(*j0));
     let ctr = super::first_counter(j0);
