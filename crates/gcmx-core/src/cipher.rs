@@ -8,6 +8,7 @@
 //! cipher's own CTR backend and the `ghash` crate. The path is chosen in one place,
 //! `Cipher::hasher`; every loop below is written once for both.
 
+use aead::inout::InOutBuf;
 use aes::cipher::{Block, BlockCipherEncrypt, BlockSizeUser, consts::U16};
 use gcmx_x86::StitchedKey;
 use ghash::GHash;
@@ -171,6 +172,20 @@ where
         aad: &[u8],
         buf: &mut [u8],
     ) -> [u8; 16] {
+        self.crypt_inout(dir, j0, aad, buf.into())
+    }
+
+    /// [`Cipher::crypt`] from `buf`'s input into its output, which may be another buffer: the
+    /// stitched kernels then read the input once and write only the output (the generic path
+    /// copies the input over first).
+    #[inline]
+    pub(crate) fn crypt_inout(
+        &self,
+        dir: Direction,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
         if let Some(k) = &self.stitched {
             // The whole message (AAD, data, length block, mask) in one kernel call.
             return match dir {
@@ -178,6 +193,7 @@ where
                 Direction::Open => k.open_message(j0, aad, buf),
             };
         }
+        let buf = buf.into_out_with_copied_in();
         let mut g = self.hasher();
         g.update_padded(aad);
         self.fused_run(&mut g, j0, 0, buf, dir);

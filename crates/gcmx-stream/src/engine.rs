@@ -1,6 +1,9 @@
 //! Every use of the `gcmx` library by this crate, in one place: the engine for a file key,
 //! batch sealing and opening, one-segment sealing and opening.
 
+use gcmx::aead::inout::InOutBuf;
+use gcmx::aead::{AeadInOut, KeyInit};
+
 use crate::error::{Error, ErrorKind, Result};
 
 pub(crate) use gcmx::{Backend, OpenJob, SealJob};
@@ -9,11 +12,57 @@ pub(crate) use gcmx::{Backend, OpenJob, SealJob};
 pub(crate) struct Engine {
     gcm: gcmx::Gcm,
     /// The same key on one core, where the engine is the CPU's: segments that this crate
-    /// sends to rayon's pool itself, each copied and sealed in one task ([`Engine::seal_copying`]).
-    serial: Option<gcmx::Gcm>,
+    /// sends to rayon's pool itself, each sealed from the caller's bytes into the window in one
+    /// task ([`Engine::seal_copying`]).
+    serial: Option<Serial>,
 }
 
-/// A segment to seal from a copy: `src` is copied into `buf`, which is then sealed in place.
+/// The file key in gcmx's typed API, on the calling thread: it seals from one buffer into
+/// another in one pass (the input read once, only the output written). Wiped on drop.
+enum Serial {
+    Aes128(gcmx::Aes128Gcm),
+    Aes192(gcmx::Aes192Gcm),
+    Aes256(gcmx::Aes256Gcm),
+}
+
+impl Serial {
+    fn new(key: &[u8]) -> Option<Serial> {
+        Some(match key.len() {
+            16 => Serial::Aes128(gcmx::Aes128Gcm::new_from_slice(key).ok()?),
+            24 => Serial::Aes192(gcmx::Aes192Gcm::new_from_slice(key).ok()?),
+            32 => Serial::Aes256(gcmx::Aes256Gcm::new_from_slice(key).ok()?),
+            _ => return None,
+        })
+    }
+
+    /// Seals `io` (no associated data) under the 12-byte `nonce`; the 16-byte tag into `tag`.
+    fn seal(&self, nonce: &[u8], io: InOutBuf<'_, '_, u8>, tag: &mut [u8]) -> Result<()> {
+        fn run<C: AeadInOut>(
+            c: &C,
+            nonce: &[u8],
+            io: InOutBuf<'_, '_, u8>,
+            tag: &mut [u8],
+        ) -> Option<()> {
+            let nonce = gcmx::aead::Nonce::<C>::try_from(nonce).ok()?;
+            let t = c.encrypt_inout_detached(&nonce, &[], io).ok()?;
+            tag.get_mut(..t.len())?.copy_from_slice(&t);
+            Some(())
+        }
+        let done = match self {
+            Serial::Aes128(c) => run(c, nonce, io, tag),
+            Serial::Aes192(c) => run(c, nonce, io, tag),
+            Serial::Aes256(c) => run(c, nonce, io, tag),
+        };
+        done.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Crypto,
+                "AES-GCM failed: a segment's nonce, tag or length is invalid",
+            )
+        })
+    }
+}
+
+/// A segment to seal into the window: from `src` into `buf`, or `buf` in place.
 pub(crate) struct CopySeal<'a> {
     pub(crate) nonce: &'a [u8],
     /// The plaintext, or `None` when `buf` already holds it.
@@ -48,11 +97,7 @@ impl Engine {
         // `Auto` may send large messages to the GPU ("auto-offload"): only engines that stay
         // on the CPU get a serial twin.
         let cpu = matches!(gcm.engine_name(), "cpu" | "cpu-parallel" | "auto-cpu");
-        let serial = if cpu {
-            Some(gcmx::Gcm::with_backend(key, Backend::Cpu).map_err(lib_error)?)
-        } else {
-            None
-        };
+        let serial = if cpu { Serial::new(key) } else { None };
         Ok(Engine { gcm, serial })
     }
 
@@ -61,11 +106,10 @@ impl Engine {
         self.serial.is_some()
     }
 
-    /// Seals every job on rayon's pool, each copied from its source in the task that seals
-    /// it: the plaintext is read from memory once and sealed from the cache, and the copy
-    /// runs on every core instead of the caller's alone. Only where
-    /// [`Engine::can_seal_copying`]; on failure the buffers may hold plaintext (the caller
-    /// wipes them).
+    /// Seals every job on rayon's pool, each from its source straight into its window buffer in
+    /// the task that seals it: the plaintext is read once, by every core instead of the caller's
+    /// alone, and never copied. Only where [`Engine::can_seal_copying`]; on failure the buffers
+    /// may hold plaintext (the caller wipes them).
     pub(crate) fn seal_copying(&self, jobs: &mut [CopySeal<'_>]) -> Result<()> {
         use rayon::prelude::*;
         let Some(serial) = &self.serial else {
@@ -75,12 +119,16 @@ impl Engine {
             ));
         };
         jobs.par_iter_mut().with_max_len(1).try_for_each(|j| {
-            if let Some(src) = j.src {
-                j.buf.copy_from_slice(src);
-            }
-            serial
-                .encrypt_detached(j.nonce, &[], j.buf, j.tag)
-                .map_err(lib_error)
+            let io = match j.src {
+                Some(src) => InOutBuf::new(src, &mut *j.buf).map_err(|_| {
+                    Error::new(
+                        ErrorKind::Crypto,
+                        "a segment's source and window differ in length",
+                    )
+                })?,
+                None => InOutBuf::from(&mut *j.buf),
+            };
+            serial.seal(j.nonce, io, j.tag)
         })
     }
 
