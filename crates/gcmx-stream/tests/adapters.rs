@@ -467,3 +467,81 @@ fn large_reads_of_many_small_segments_from_a_trickling_reader_that_is_not_send()
         }
     }
 }
+
+/// An inner writer that refuses every `every`-th write with an error (not `Interrupted`),
+/// taking nothing, and takes at most `max` bytes of the others.
+struct Refusing {
+    out: Vec<u8>,
+    calls: usize,
+    every: usize,
+    max: usize,
+    /// Refuses only while this is set.
+    on: std::rc::Rc<std::cell::Cell<bool>>,
+    /// Writes refused.
+    refused: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl Write for Refusing {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.calls += 1;
+        if self.on.get() && self.calls % self.every == 0 {
+            self.refused.set(self.refused.get() + 1);
+            return Err(io::Error::other("refused"));
+        }
+        let n = buf.len().min(self.max);
+        self.out.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Large writes of whole segments (sealed a window at a time while the window before is
+/// written out) into an inner writer that fails now and then: a write that fails takes
+/// nothing or reports the bytes it took, the caller writes the rest again, and the stream
+/// decrypts to exactly the bytes written, on every thread count's path.
+#[test]
+fn large_writes_into_a_failing_writer_lose_and_repeat_nothing() {
+    let ks = keyset(16, 4096);
+    let (first, rest) = seg_plain(&ks);
+    let pt = data(first + 300 * rest + 77, 41);
+    for (every, max, window) in [
+        (2, usize::MAX, 0),
+        (3, 10_000, 16 << 10),
+        (5, 3000, 64 << 10),
+    ] {
+        let opts = Options::new()
+            .with_backend(Backend::CpuParallel)
+            .with_window_bytes(window);
+        let on = std::rc::Rc::new(std::cell::Cell::new(true));
+        let refused = std::rc::Rc::new(std::cell::Cell::new(0));
+        let inner = Refusing {
+            out: Vec::new(),
+            calls: 0,
+            every,
+            max,
+            on: on.clone(),
+            refused: refused.clone(),
+        };
+        let mut w = ks.encrypting_writer_with(inner, b"aad", &opts).unwrap();
+        let mut done: usize = 0;
+        for piece in [first + 40 * rest, 100 * rest + 5, usize::MAX] {
+            let end = done.saturating_add(piece).min(pt.len());
+            while done < end {
+                match w.write(&pt[done..end]) {
+                    Ok(n) => done += n,
+                    // a refusal before any byte was taken
+                    Err(e) => assert_eq!(e.to_string(), "refused"),
+                }
+            }
+        }
+        // `finish` consumes the writer: the inner writer stops refusing first.
+        on.set(false);
+        let inner = w.finish().unwrap();
+        assert!(refused.get() > 0, "the inner writer refused nothing");
+        let back = read_all(&ks, b"aad", &inner.out, &Options::new()).unwrap();
+        assert!(back == pt, "every {every}, max {max}, window {window}");
+    }
+}
