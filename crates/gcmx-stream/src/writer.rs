@@ -197,22 +197,6 @@ impl Sealer {
         }
     }
 
-    /// The result of a window sealed on the pool by [`EncryptingWriter::write_sealing`]; a
-    /// task that ended without one ends the stream.
-    fn receive(
-        &mut self,
-        rx: &Receiver<(Planned, Result<()>)>,
-    ) -> io::Result<(Planned, Result<()>)> {
-        rx.recv().map_err(|_| {
-            let e = Error::new(
-                ErrorKind::Crypto,
-                "the thread sealing a window ended without a result",
-            );
-            self.failed = Some(e.clone());
-            e.into()
-        })
-    }
-
     /// Copies as much of `data` as fits into the window; returns how much. Seals a full
     /// window first when `data` brings more (so the window's segments are not the last). Only
     /// call with nothing pending.
@@ -351,19 +335,20 @@ impl Sealer {
         }
     }
 
-    /// Cuts a window of the window's full segments together with the whole segments at the
-    /// start of `data` that follow them, to be sealed from `data` ([`Planned::seal`]): only at a
-    /// segment boundary, with nothing pending or in flight, on the CPU, and only segments that
-    /// at least one more byte of `data` follows (so none of them is the stream's last). `None`
-    /// when none of that applies (then [`Sealer::absorb`] copies).
-    pub(crate) fn plan_sealing(&mut self, data: &[u8]) -> io::Result<Option<Planned>> {
+    /// Seals the window's full segments together with the whole segments at the start of
+    /// `data` that follow them, each of those copied into the window in the task that seals
+    /// it (the caller's thread copies nothing): only at a segment boundary, with nothing
+    /// pending or in flight, on the CPU, and only segments that at least one more byte of
+    /// `data` follows (so none of them is the stream's last). Returns the bytes of `data`
+    /// taken: 0 when none of that applies (then [`Sealer::absorb`] copies).
+    pub(crate) fn absorb_sealing(&mut self, data: &[u8]) -> io::Result<usize> {
         self.check()?;
         if self.fill != 0
             || self.sealing()
             || !self.pending().is_empty()
             || !self.gcm.can_seal_copying()
         {
-            return Ok(None);
+            return Ok(0);
         }
         let (mut k, mut taken, mut end) = (0, 0, self.fill_off);
         while self.full + k < self.per_window {
@@ -378,92 +363,23 @@ impl Sealer {
         }
         // One segment alone would run on one core: let the window fill instead.
         if k == 0 || (self.full + k < 2 && self.per_window > 1) {
-            return Ok(None);
-        }
-        // An empty window takes the buffer written out last: with one window sealing on the
-        // pool while another is written out ([`EncryptingWriter::write_sealing`]), two buffers
-        // take turns instead of a third being allocated.
-        if self.full == 0
-            && let Some(drained) = self.spare.take()
-        {
-            self.spare = Some(std::mem::replace(&mut self.window, drained));
+            return Ok(0);
         }
         let cap = self.per_window * self.layout.segment_size();
         reserve_window(&mut self.window, end, cap)?;
         let copied = self.full;
         self.full += k;
-        match self.cut(false) {
-            Ok((window, end)) => Ok(Some(Planned {
-                taken,
-                window,
-                copied,
-                end,
-            })),
-            Err(e) => {
-                self.failed = Some(e.clone());
-                Err(e.into())
-            }
+        let r = self.cut(false).and_then(|(mut w, end)| {
+            seal_window_copying(&self.gcm, &self.prefix, &mut w, copied, &data[..taken])?;
+            self.out = 0..end;
+            self.sealed = Some(w);
+            Ok(())
+        });
+        if let Err(e) = r {
+            self.failed = Some(e.clone());
+            return Err(e.into());
         }
-    }
-
-    /// A planned window after [`Planned::seal`]: its ciphertext becomes the pending output, or
-    /// its failure ends the stream.
-    pub(crate) fn sealed_planned(&mut self, p: Planned, r: Result<()>) -> io::Result<()> {
-        match r {
-            Ok(()) => {
-                self.out = 0..p.end;
-                self.sealed = Some(p.window);
-                Ok(())
-            }
-            Err(e) => {
-                self.failed = Some(e.clone());
-                Err(e.into())
-            }
-        }
-    }
-
-    /// Takes back the last planned window, sealed but not to be written: its segments are cut
-    /// again from the bytes that come next. Its ciphertext was never written, so no two
-    /// plaintexts sealed under one of its nonces are ever seen. Only for a window that held no
-    /// plaintext before (`copied == 0`), planned after every other.
-    fn unplan(&mut self, p: Planned) {
-        debug_assert_eq!(p.copied, 0);
-        self.next_index -= p.window.segs.len() as u64;
-        if self.spare.is_none() {
-            self.spare = Some(p.window);
-        }
-    }
-
-    /// Seals the whole segments at the start of `data` that [`Sealer::plan_sealing`] takes, each
-    /// from `data` into the window in the task that seals it (the caller's thread copies
-    /// nothing); the ciphertext becomes pending. Returns the bytes of `data` taken (0: none).
-    pub(crate) fn absorb_sealing(&mut self, data: &[u8]) -> io::Result<usize> {
-        let Some(mut p) = self.plan_sealing(data)? else {
-            return Ok(0);
-        };
-        let taken = p.taken;
-        let r = p.seal(&self.gcm, &self.prefix, &data[..taken]);
-        self.sealed_planned(p, r)?;
         Ok(taken)
-    }
-}
-
-/// A window cut by [`Sealer::plan_sealing`], not sealed yet.
-pub(crate) struct Planned {
-    /// Bytes of the caller's data its new segments take.
-    taken: usize,
-    window: Window,
-    /// Its first segments that already held their plaintext.
-    copied: usize,
-    /// The end of its last segment.
-    end: usize,
-}
-
-impl Planned {
-    /// Seals the window, its new segments from `src` (the `taken` bytes), on rayon's pool. On
-    /// failure the window is wiped.
-    fn seal(&mut self, gcm: &Engine, prefix: &[u8; 7], src: &[u8]) -> Result<()> {
-        seal_window_copying(gcm, prefix, &mut self.window, self.copied, src)
     }
 }
 
@@ -472,67 +388,6 @@ impl<W: Write> EncryptingWriter<W> {
         self.inner
             .as_mut()
             .ok_or_else(|| io::Error::other("the stream is finished"))
-    }
-
-    /// Seals the whole segments at the start of `data` a window at a time as
-    /// [`Sealer::absorb_sealing`] does, each window on rayon's pool while the caller's thread
-    /// writes out the one before: the pool waits neither for the caller nor, at the end of each
-    /// window, for its slowest segment. Two windows are in use, and memory stays bounded by
-    /// them. Returns the bytes of `data` taken (0: none; then the caller copies).
-    ///
-    /// From a thread of rayon's pool it seals one window and returns (a worker waiting on the
-    /// pool's work could wait on itself).
-    fn write_sealing(&mut self, data: &[u8]) -> io::Result<usize> {
-        if rayon::current_thread_index().is_some() {
-            return self.sealer.absorb_sealing(data);
-        }
-        let Some(first) = self.sealer.plan_sealing(data)? else {
-            return Ok(0);
-        };
-        let gcm = Arc::clone(&self.sealer.gcm);
-        let prefix = self.sealer.prefix;
-        let gcm: &Engine = &gcm;
-        rayon::in_place_scope(|scope| {
-            let mut taken = 0;
-            let mut next = Some(first);
-            let mut flight: Option<Receiver<(Planned, Result<()>)>> = None;
-            loop {
-                let launched = next.take().map(|mut p| {
-                    let src = &data[taken..taken + p.taken];
-                    taken += p.taken;
-                    let (tx, rx) = sync_channel(1);
-                    scope.spawn(move |_| {
-                        let r = p.seal(gcm, &prefix, src);
-                        // A receiver gone (an error below) drops the window here, wiped.
-                        let _ = tx.send((p, r));
-                    });
-                    rx
-                });
-                if let Some(rx) = flight.take() {
-                    let (p, r) = self.sealer.receive(&rx)?;
-                    self.sealer.sealed_planned(p, r)?;
-                    if let Err(e) = self.drain() {
-                        // The window in flight is taken back: its bytes are not taken, and
-                        // the error comes at the next call (the bytes before it are taken).
-                        if let Some(rx) = launched {
-                            let (p, r) = self.sealer.receive(&rx)?;
-                            r.map_err(|e| {
-                                self.sealer.failed = Some(e.clone());
-                                io::Error::from(e)
-                            })?;
-                            taken -= p.taken;
-                            self.sealer.unplan(p);
-                        }
-                        return if taken > 0 { Ok(taken) } else { Err(e) };
-                    }
-                }
-                let Some(rx) = launched else {
-                    return Ok(taken);
-                };
-                flight = Some(rx);
-                next = self.sealer.plan_sealing(&data[taken..])?;
-            }
-        })
     }
 
     /// Writes every pending sealed byte.
@@ -589,7 +444,7 @@ impl<W: Write> Write for EncryptingWriter<W> {
                 return if done > 0 { Ok(done) } else { Err(e) };
             }
             let rest = &buf[done..];
-            done += match self.write_sealing(rest)? {
+            done += match self.sealer.absorb_sealing(rest)? {
                 0 => self
                     .sealer
                     .absorb(&rest[..rest.len().min(self.sealer.copy_limit())])?,

@@ -498,10 +498,10 @@ impl Write for Refusing {
     }
 }
 
-/// Large writes of whole segments (sealed a window at a time while the window before is
-/// written out) into an inner writer that fails now and then: a write that fails takes
-/// nothing or reports the bytes it took, the caller writes the rest again, and the stream
-/// decrypts to exactly the bytes written, on every thread count's path.
+/// Large writes of whole segments (sealed from the caller's bytes straight into the window)
+/// into an inner writer that fails now and then: a write that fails takes nothing or reports
+/// the bytes it took, the caller writes the rest again, and the stream decrypts to exactly the
+/// bytes written.
 #[test]
 fn large_writes_into_a_failing_writer_lose_and_repeat_nothing() {
     let ks = keyset(16, 4096);
