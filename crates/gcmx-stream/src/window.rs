@@ -277,9 +277,10 @@ fn sealed(w: &mut Window) {
     w.plain = w.high_water.min(w.buf.len()) > w.end();
 }
 
-/// Seals every segment of `w` on rayon's pool, segments `copied..` copied from `src` (their
-/// plaintexts back to back) in the tasks that seal them; segments before `copied` already hold
-/// their plaintext. Only where [`Engine::can_seal_copying`]. On failure the used part of the
+/// Seals every segment of `w` on rayon's pool, segments `copied..` from `src` (their
+/// plaintexts back to back) straight into the window, each in the task that seals it (the
+/// plaintext is read once and never copied); segments before `copied` already hold their
+/// plaintext and are sealed in place. Only where [`Engine::can_seal_copying`]. On failure the used part of the
 /// buffer is wiped.
 pub(crate) fn seal_window_copying(
     gcm: &Engine,

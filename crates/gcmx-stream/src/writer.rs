@@ -336,8 +336,8 @@ impl Sealer {
     }
 
     /// Seals the window's full segments together with the whole segments at the start of
-    /// `data` that follow them, each of those copied into the window in the task that seals
-    /// it (the caller's thread copies nothing): only at a segment boundary, with nothing
+    /// `data` that follow them, each of those sealed from `data` straight into the window in the
+    /// task that seals it (nothing is copied): only at a segment boundary, with nothing
     /// pending or in flight, on the CPU, and only segments that at least one more byte of
     /// `data` follows (so none of them is the stream's last). Returns the bytes of `data`
     /// taken: 0 when none of that applies (then [`Sealer::absorb`] copies).

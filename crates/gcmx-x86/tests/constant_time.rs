@@ -79,6 +79,10 @@ mod cases {
         EncryptBlock,
         SealMessage,
         OpenMessage,
+        /// `seal_message` from the data into a separate buffer.
+        SealMessageOut,
+        /// `open_message` from the data into a separate buffer.
+        OpenMessageOut,
         /// Deliberately leaky code (the self-check): must be caught.
         Leak,
     }
@@ -267,6 +271,8 @@ mod cases {
                     Op::Ghash,
                     Op::SealMessage,
                     Op::OpenMessage,
+                    Op::SealMessageOut,
+                    Op::OpenMessageOut,
                 ] {
                     v.push(Case {
                         op,
@@ -328,7 +334,7 @@ mod cases {
 mod tracee {
     use super::cases::{self, Case, Leak, Op, Source};
     use super::ct;
-    use gcmx_x86::StitchedKey;
+    use gcmx_x86::{InOutBuf, StitchedKey};
     use std::hint::black_box;
 
     use super::common::Rng;
@@ -530,6 +536,7 @@ mod tracee {
         key: Option<&StitchedKey>,
         s: &Secrets,
         buf: &mut [u8],
+        out: &mut [u8],
     ) {
         if let Op::Leak = case.op {
             black_box(leaky(case.leak.expect("a leak"), s, buf));
@@ -565,6 +572,15 @@ mod tracee {
             // `ctr` as J0: secret, as for a nonce that is not 12 bytes long
             Op::SealMessage => drop(black_box(key.seal_message(&s.ctr, s.aad(), buf))),
             Op::OpenMessage => drop(black_box(key.open_message(&s.ctr, s.aad(), buf))),
+            Op::SealMessageOut | Op::OpenMessageOut => {
+                let io = InOutBuf::new(buf, &mut out[..buf.len()]).expect("same lengths");
+                let t = if let Op::SealMessageOut = case.op {
+                    key.seal_message(&s.ctr, s.aad(), io)
+                } else {
+                    key.open_message(&s.ctr, s.aad(), io)
+                };
+                drop(black_box(t));
+            }
         }
     }
 
@@ -577,9 +593,10 @@ mod tracee {
         key: Option<&StitchedKey>,
         s: &Secrets,
         buf: &mut [u8],
+        out: &mut [u8],
     ) {
         ct::stop();
-        run_op(case, ctor, key, s, buf);
+        run_op(case, ctor, key, s, buf, out);
         ct::stop();
     }
 
@@ -587,6 +604,8 @@ mod tracee {
         let widths = cases::widths();
         let mut rng = Rng(0x5eed);
         let mut buf = vec![0u8; 4096];
+        // the output of the out-of-place cases, at the same address for every run
+        let mut out = vec![0u8; 4096];
         let mut slot = Secrets::default();
         for case in cases::all() {
             let sets = secret_sets(&case, &mut rng);
@@ -619,9 +638,9 @@ mod tracee {
                 let b = &mut buf[..case.len];
                 b.copy_from_slice(&slot.data);
                 if i == 0 {
-                    run_op(&case, ctor, key.as_ref(), &slot, b);
+                    run_op(&case, ctor, key.as_ref(), &slot, b, &mut out);
                 } else {
-                    bracketed(&case, ctor, key.as_ref(), &slot, b);
+                    bracketed(&case, ctor, key.as_ref(), &slot, b, &mut out);
                 }
                 drop(key);
             }
