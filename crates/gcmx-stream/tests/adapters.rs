@@ -484,7 +484,7 @@ struct Refusing {
 impl Write for Refusing {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.calls += 1;
-        if self.on.get() && self.calls % self.every == 0 {
+        if self.on.get() && self.calls.is_multiple_of(self.every) {
             self.refused.set(self.refused.get() + 1);
             return Err(io::Error::other("refused"));
         }
