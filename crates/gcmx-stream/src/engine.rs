@@ -13,7 +13,7 @@ pub(crate) struct Engine {
     gcm: gcmx::Gcm,
     /// The same key on one core, where the engine is the CPU's: segments that this crate
     /// sends to rayon's pool itself, each sealed from the caller's bytes into the window in one
-    /// task ([`Engine::seal_copying`]).
+    /// task ([`Engine::seal_from`]).
     serial: Option<Serial>,
 }
 
@@ -63,7 +63,7 @@ impl Serial {
 }
 
 /// A segment to seal into the window: from `src` into `buf`, or `buf` in place.
-pub(crate) struct CopySeal<'a> {
+pub(crate) struct SealFrom<'a> {
     pub(crate) nonce: &'a [u8],
     /// The plaintext, or `None` when `buf` already holds it.
     pub(crate) src: Option<&'a [u8]>,
@@ -101,21 +101,21 @@ impl Engine {
         Ok(Engine { gcm, serial })
     }
 
-    /// Whether [`Engine::seal_copying`] runs here.
-    pub(crate) fn can_seal_copying(&self) -> bool {
+    /// Whether [`Engine::seal_from`] runs here.
+    pub(crate) fn can_seal_from(&self) -> bool {
         self.serial.is_some()
     }
 
     /// Seals every job on rayon's pool, each from its source straight into its window buffer in
     /// the task that seals it: the plaintext is read once, by every core instead of the caller's
-    /// alone, and never copied. Only where [`Engine::can_seal_copying`]; on failure the buffers
+    /// alone, and never copied. Only where [`Engine::can_seal_from`]; on failure the buffers
     /// may hold plaintext (the caller wipes them).
-    pub(crate) fn seal_copying(&self, jobs: &mut [CopySeal<'_>]) -> Result<()> {
+    pub(crate) fn seal_from(&self, jobs: &mut [SealFrom<'_>]) -> Result<()> {
         use rayon::prelude::*;
         let Some(serial) = &self.serial else {
             return Err(Error::new(
                 ErrorKind::Crypto,
-                "copying seal asked of an engine without a CPU path",
+                "a seal from the caller's bytes asked of an engine without a CPU path",
             ));
         };
         jobs.par_iter_mut().with_max_len(1).try_for_each(|j| {

@@ -6,7 +6,7 @@ use std::io::{self, Read};
 
 use zeroize::Zeroizing;
 
-use crate::engine::{CopySeal, Engine, OpenError, OpenJob, SealJob};
+use crate::engine::{Engine, OpenError, OpenJob, SealFrom, SealJob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{NONCE_LEN, TAG_LEN, segment_nonce};
 
@@ -280,9 +280,9 @@ fn sealed(w: &mut Window) {
 /// Seals every segment of `w` on rayon's pool, segments `copied..` from `src` (their
 /// plaintexts back to back) straight into the window, each in the task that seals it (the
 /// plaintext is read once and never copied); segments before `copied` already hold their
-/// plaintext and are sealed in place. Only where [`Engine::can_seal_copying`]. On failure the used part of the
-/// buffer is wiped.
-pub(crate) fn seal_window_copying(
+/// plaintext and are sealed in place. Only where [`Engine::can_seal_from`]. On failure the
+/// used part of the buffer is wiped.
+pub(crate) fn seal_window_from(
     gcm: &Engine,
     prefix: &[u8; 7],
     w: &mut Window,
@@ -292,7 +292,7 @@ pub(crate) fn seal_window_copying(
     w.plain = true;
     let nonces = nonces(prefix, w);
     let mut rest = src;
-    let mut jobs: Vec<CopySeal<'_>> = Vec::with_capacity(w.segs.len());
+    let mut jobs: Vec<SealFrom<'_>> = Vec::with_capacity(w.segs.len());
     for (j, ((buf, tag), nonce)) in segment_parts(w).into_iter().zip(&nonces).enumerate() {
         let src = if j >= copied {
             let (head, tail) = rest.split_at_checked(buf.len()).ok_or_else(|| {
@@ -306,7 +306,7 @@ pub(crate) fn seal_window_copying(
         } else {
             None
         };
-        jobs.push(CopySeal {
+        jobs.push(SealFrom {
             nonce: nonce.as_slice(),
             src,
             buf,
@@ -314,7 +314,7 @@ pub(crate) fn seal_window_copying(
         });
     }
     let r = if rest.is_empty() {
-        gcm.seal_copying(&mut jobs)
+        gcm.seal_from(&mut jobs)
     } else {
         Err(Error::new(
             ErrorKind::Crypto,

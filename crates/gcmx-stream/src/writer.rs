@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
-use crate::window::{Seg, Window, copy, grow, reserve_window, seal_window, seal_window_copying};
+use crate::window::{Seg, Window, copy, grow, reserve_window, seal_window, seal_window_from};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -323,10 +323,10 @@ impl Sealer {
     }
 
     /// How many bytes [`Sealer::absorb`] should take at most before [`Sealer::absorb_sealing`]
-    /// is tried again: the rest of a partly filled segment where the engine seals from copies
-    /// (so that the whole segments after it can go that way), else any amount.
+    /// is tried again: the rest of a partly filled segment where the engine seals from the
+    /// caller's bytes (so that the whole segments after it can go that way), else any amount.
     pub(crate) fn copy_limit(&self) -> usize {
-        if self.fill > 0 && self.gcm.can_seal_copying() {
+        if self.fill > 0 && self.gcm.can_seal_from() {
             self.layout
                 .plaintext_len(self.next_index + self.full as u64)
                 - self.fill
@@ -346,7 +346,7 @@ impl Sealer {
         if self.fill != 0
             || self.sealing()
             || !self.pending().is_empty()
-            || !self.gcm.can_seal_copying()
+            || !self.gcm.can_seal_from()
         {
             return Ok(0);
         }
@@ -370,7 +370,7 @@ impl Sealer {
         let copied = self.full;
         self.full += k;
         let r = self.cut(false).and_then(|(mut w, end)| {
-            seal_window_copying(&self.gcm, &self.prefix, &mut w, copied, &data[..taken])?;
+            seal_window_from(&self.gcm, &self.prefix, &mut w, copied, &data[..taken])?;
             self.out = 0..end;
             self.sealed = Some(w);
             Ok(())
