@@ -13,8 +13,8 @@
 //!   place with one call.
 //! - `encrypting_writer <- io::copy`: the same plaintext, in memory, copied with `io::copy`
 //!   through the adapter into `io::sink()` (for a slice, `io::copy` makes one `write`: whole
-//!   segments are sealed from it straight into the window by the tasks that seal them, on
-//!   every core, with no copy).
+//!   segments are sealed from it by the tasks that seal them, on every core, with no copy,
+//!   each into a slot of a ring of segment buffers that is written out in order).
 //! - `encrypting_writer, 1 MiB writes`: the same in 1 MiB `write_all`s (each straddles a
 //!   segment boundary, so the caller's thread copies them into the window, which is then sealed
 //!   in parallel).

@@ -71,6 +71,19 @@ pub(crate) struct SealFrom<'a> {
     pub(crate) tag: &'a mut [u8],
 }
 
+fn seal_one_from(serial: &Serial, j: &mut SealFrom<'_>) -> Result<()> {
+    let io = match j.src {
+        Some(src) => InOutBuf::new(src, &mut *j.buf).map_err(|_| {
+            Error::new(
+                ErrorKind::Crypto,
+                "a segment's source and window differ in length",
+            )
+        })?,
+        None => InOutBuf::from(&mut *j.buf),
+    };
+    serial.seal(j.nonce, io, j.tag)
+}
+
 /// Why opening failed.
 pub(crate) enum OpenError {
     /// A tag did not match.
@@ -118,18 +131,21 @@ impl Engine {
                 "a seal from the caller's bytes asked of an engine without a CPU path",
             ));
         };
-        jobs.par_iter_mut().with_max_len(1).try_for_each(|j| {
-            let io = match j.src {
-                Some(src) => InOutBuf::new(src, &mut *j.buf).map_err(|_| {
-                    Error::new(
-                        ErrorKind::Crypto,
-                        "a segment's source and window differ in length",
-                    )
-                })?,
-                None => InOutBuf::from(&mut *j.buf),
-            };
-            serial.seal(j.nonce, io, j.tag)
-        })
+        jobs.par_iter_mut()
+            .with_max_len(1)
+            .try_for_each(|j| seal_one_from(serial, j))
+    }
+
+    /// Seals one job on the calling thread, from its source into its buffer (or in place), in
+    /// one pass. Only where [`Engine::can_seal_from`].
+    pub(crate) fn seal_one_from(&self, job: &mut SealFrom<'_>) -> Result<()> {
+        match &self.serial {
+            Some(serial) => seal_one_from(serial, job),
+            None => Err(Error::new(
+                ErrorKind::Crypto,
+                "a seal from the caller's bytes asked of an engine without a CPU path",
+            )),
+        }
     }
 
     /// Whether the engine is the GPU's (whose every call costs a transfer and a wait).

@@ -14,6 +14,7 @@ mod options;
 mod proto;
 mod random;
 mod reader;
+mod relay;
 mod seekable;
 mod window;
 mod wipe;

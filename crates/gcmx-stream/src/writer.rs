@@ -10,6 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
+use crate::relay::{self, relay};
 use crate::window::{Seg, Window, copy, grow, reserve_window, seal_window, seal_window_from};
 use crate::wipe::wipe_stacks;
 
@@ -61,9 +62,10 @@ impl Keyset {
 /// every reader refuses as truncated. Its buffer, which holds plaintext, is wiped on drop.
 ///
 /// Writes are buffered: bytes written reach the inner writer a window at a time, each window
-/// sealed on rayon's pool while the next one fills; [`flush`](Write::flush) writes every
-/// sealed window and flushes the inner writer, but cannot seal a partial window (its last
-/// segment could not be continued).
+/// sealed on rayon's pool while the next one fills (a write of more than a window of whole
+/// segments reaches it segment by segment, in order, as they are sealed); [`flush`](Write::flush)
+/// writes every sealed window and flushes the inner writer, but cannot seal a partial window
+/// (its last segment could not be continued).
 pub struct EncryptingWriter<W: Write> {
     inner: Option<W>,
     sealer: Sealer,
@@ -98,6 +100,8 @@ pub(crate) struct Sealer {
     out: std::ops::Range<usize>,
     /// A failure that ends the stream (it cannot be continued consistently).
     failed: Option<Error>,
+    /// The ring of segment buffers of large writes ([`Sealer::relay`]).
+    ring: Window,
 }
 
 impl Sealer {
@@ -133,6 +137,7 @@ impl Sealer {
             next_index: 0,
             out: 0..0,
             failed: None,
+            ring: Window::new(),
         };
         Ok((sealer, header.to_bytes()))
     }
@@ -383,6 +388,83 @@ impl Sealer {
     }
 }
 
+impl Sealer {
+    /// Seals the whole segments at the start of `data` that at least one more byte of `data`
+    /// follows and writes them to `out`, through [`relay`] (no barrier per window): only at a
+    /// segment boundary with an empty window, nothing pending or in flight, on the CPU, from a
+    /// thread outside rayon's pool, and for more than a window's worth of segments. Returns the
+    /// bytes of `data` taken: 0 when none of that applies. Sealed bytes that `out` did not
+    /// take become pending.
+    pub(crate) fn relay<W: Write + ?Sized>(
+        &mut self,
+        data: &[u8],
+        out: &mut W,
+    ) -> io::Result<usize> {
+        self.check()?;
+        if self.fill != 0
+            || self.full != 0
+            || self.sealing()
+            || !self.pending().is_empty()
+            || !self.gcm.can_seal_from()
+            || !relay::available()
+        {
+            return Ok(0);
+        }
+        let (mut count, mut taken) = (0, 0);
+        loop {
+            let index = self.next_index + count as u64;
+            let p = self.layout.plaintext_len(index);
+            if index > u64::from(u32::MAX) || taken + p >= data.len() {
+                break;
+            }
+            taken += p;
+            count += 1;
+        }
+        if count <= self.per_window {
+            return Ok(0);
+        }
+        let r = relay(
+            &self.gcm,
+            &self.prefix,
+            &self.layout,
+            self.next_index,
+            count,
+            &data[..taken],
+            &mut self.ring,
+            RING_WINDOWS * self.per_window,
+            out,
+        );
+        match r {
+            Ok(done) => {
+                self.next_index += done.segments as u64;
+                if !done.pending.is_empty() {
+                    let mut w = Window::new();
+                    w.buf = done.pending;
+                    w.high_water = w.buf.len();
+                    w.plain = false;
+                    w.segs.push(Seg {
+                        off: 0,
+                        len: w.buf.len(),
+                        last: false,
+                    });
+                    self.out = 0..w.buf.len();
+                    self.sealed = Some(w);
+                }
+                Ok(done.taken)
+            }
+            Err(e) => {
+                self.failed = Some(e.clone());
+                Err(e.into())
+            }
+        }
+    }
+}
+
+/// Slots in the ring of [`Sealer::relay`], in windows: with one segment per core in a window,
+/// a ring of one window leaves no slot free while the oldest segment is still being sealed;
+/// two keep every core busy (measured with benches/adapters.rs: benches/gpu-notes.md).
+const RING_WINDOWS: usize = 2;
+
 impl<W: Write> EncryptingWriter<W> {
     fn inner(&mut self) -> io::Result<&mut W> {
         self.inner
@@ -444,6 +526,15 @@ impl<W: Write> Write for EncryptingWriter<W> {
                 return if done > 0 { Ok(done) } else { Err(e) };
             }
             let rest = &buf[done..];
+            let inner = self
+                .inner
+                .as_mut()
+                .ok_or_else(|| io::Error::other("the stream is finished"))?;
+            let relayed = self.sealer.relay(rest, inner)?;
+            if relayed > 0 {
+                done += relayed;
+                continue;
+            }
             done += match self.sealer.absorb_sealing(rest)? {
                 0 => self
                     .sealer

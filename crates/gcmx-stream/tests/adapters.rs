@@ -545,3 +545,41 @@ fn large_writes_into_a_failing_writer_lose_and_repeat_nothing() {
         assert!(back == pt, "every {every}, max {max}, window {window}");
     }
 }
+
+/// One write of many windows of whole segments (sealed through the writer's ring of segment
+/// buffers), alone or after a partial segment, ending at, before and after a segment boundary:
+/// every reader gets the plaintext back, and the stream has the length Tink's layout gives.
+#[test]
+fn one_write_of_many_windows_round_trips_at_every_boundary() {
+    let ks = keyset(16, 64);
+    let (first, rest) = seg_plain(&ks);
+    let opts = Options::new()
+        .with_backend(Backend::CpuParallel)
+        .with_window_bytes(256);
+    for k in [40usize, 41, 100] {
+        for delta in [-1isize, 0, 1] {
+            let n = (first + k * rest).checked_add_signed(delta).unwrap();
+            let pt = data(n, k as u64);
+            for head in [0usize, 1, first, first + 5] {
+                let mut w = ks
+                    .encrypting_writer_with(Vec::new(), b"ring", &opts)
+                    .unwrap();
+                w.write_all(&pt[..head]).unwrap();
+                w.write_all(&pt[head..]).unwrap();
+                let ct = w.finish().unwrap();
+                let segments = if n <= first {
+                    1
+                } else {
+                    1 + (n - first).div_ceil(rest)
+                };
+                assert_eq!(ct.len(), 24 + n + 16 * segments, "n {n}, head {head}");
+                assert!(
+                    read_all(&ks, b"ring", &ct, &opts).unwrap() == pt,
+                    "n {n}, head {head}"
+                );
+                assert!(read_all_seekable(&ks, b"ring", &ct, &opts).unwrap() == pt);
+                assert!(bulk_decrypt(&ks, b"ring", &ct).unwrap() == pt);
+            }
+        }
+    }
+}

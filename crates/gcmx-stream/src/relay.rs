@@ -1,0 +1,316 @@
+//! Large writes without a barrier per window: whole segments sealed from the caller's bytes
+//! on rayon's pool, each into a slot of a ring of segment buffers, and written out in order
+//! by the calling thread as they complete.
+//!
+//! A window sealed at once ends with every core waiting for the slowest segment and the pool
+//! woken again for the next window; with one segment per core in a window, that wait and
+//! wake-up is a share of every window's time. Here a slot, once written out, takes the next
+//! segment at once, so the pool stays busy across the whole write, and a slot written by a core
+//! is most often sealed into again by the same core, while it is still in that core's cache.
+//! Memory is the ring: a window's worth of segments.
+
+use std::io::{self, Write};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::mpsc::channel;
+
+use crate::engine::{Engine, SealFrom};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::{Layout, TAG_LEN, segment_nonce};
+use crate::window::{Window, reserve_window, wipe};
+
+/// What [`relay`] did.
+pub(crate) struct Relayed {
+    /// Segments sealed (all of them taken from the caller's bytes, none the stream's last).
+    pub(crate) segments: usize,
+    /// Plaintext bytes taken.
+    pub(crate) taken: usize,
+    /// Sealed bytes the inner writer did not take (after a write error), in stream order.
+    pub(crate) pending: Vec<u8>,
+}
+
+/// Whether the calling thread can wait for tasks on rayon's global pool: not one of its own
+/// threads (whose waiting would hold a thread the tasks need) and a pool of two threads or more.
+pub(crate) fn available() -> bool {
+    rayon::current_thread_index().is_none() && rayon::current_num_threads() >= 2
+}
+
+/// Seals `count` whole segments, stream indexes `first_index..`, from `data` (their
+/// plaintexts back to back, exactly), none of them the last, and writes them to `out` in
+/// order. `ring` (at least a segment per slot, `slots` slots) holds ciphertext only when this
+/// returns. A write error stops new segments; the ones already sealed come back as
+/// [`Relayed::pending`]. A sealing failure wipes the ring and is returned.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn relay<W: Write + ?Sized>(
+    gcm: &Engine,
+    prefix: &[u8; 7],
+    layout: &Layout,
+    first_index: u64,
+    count: usize,
+    data: &[u8],
+    ring: &mut Window,
+    slots: usize,
+    out: &mut W,
+) -> Result<Relayed> {
+    let seg = layout.segment_size();
+    let slots = slots.clamp(1, count.max(1));
+    if first_index + count as u64 > u64::from(u32::MAX) + 1 {
+        return Err(Error::invalid(
+            "input too large: it needs more than 2^32 segments of this size",
+        ));
+    }
+    // Where each segment's plaintext starts in `data`, and its length.
+    let mut spans = Vec::with_capacity(count);
+    let mut off = 0;
+    for i in 0..count {
+        let p = layout.plaintext_len(first_index + i as u64);
+        spans.push((off, p));
+        off += p;
+    }
+    if off != data.len() {
+        return Err(Error::invalid("a relay's data is not whole segments"));
+    }
+    reserve_window(ring, slots * seg, slots * seg).map_err(|e| Error::io("cannot encrypt", e))?;
+    ring.plain = true;
+    ring.high_water = ring.high_water.max(slots * seg);
+
+    let mut done = Relayed {
+        segments: 0,
+        taken: 0,
+        pending: Vec::new(),
+    };
+    let mut failure: Option<Error> = None;
+    rayon::in_place_scope(|s| {
+        let (tx, rx) = channel::<(usize, &mut [u8], Result<()>)>();
+        // Freed slots, the most recently freed on top: the core that just sealed into it is
+        // the likeliest to take the next task.
+        let mut free: Vec<&mut [u8]> = ring.buf[..slots * seg].chunks_mut(seg).collect();
+        free.reverse();
+        let mut ready: Vec<Option<&mut [u8]>> = (0..slots).map(|_| None).collect();
+        let (mut spawned, mut written) = (0, 0);
+        let mut write_failed = false;
+        loop {
+            while !write_failed && failure.is_none() && spawned < count {
+                let Some(buf) = free.pop() else { break };
+                let i = spawned;
+                let (at, p) = spans[i];
+                let src = &data[at..at + p];
+                // The index fits: checked above.
+                let nonce = segment_nonce(prefix, (first_index + i as u64) as u32, false);
+                let tx = tx.clone();
+                s.spawn(move |_| {
+                    // A task that panicked would never report, and the loop below would wait
+                    // for it forever: its panic becomes a failure.
+                    let r = panic::catch_unwind(AssertUnwindSafe(|| {
+                        let (ct, rest) = buf.split_at_mut(p);
+                        gcm.seal_one_from(&mut SealFrom {
+                            nonce: &nonce,
+                            src: Some(src),
+                            buf: ct,
+                            tag: &mut rest[..TAG_LEN],
+                        })
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(Error::new(
+                            ErrorKind::Crypto,
+                            "a task sealing a segment panicked",
+                        ))
+                    });
+                    // The receiver outlives every task of the scope.
+                    let _ = tx.send((i, buf, r));
+                });
+                spawned += 1;
+            }
+            if written == spawned {
+                break;
+            }
+            let slot = loop {
+                if let Some(b) = ready[written % slots].take() {
+                    break b;
+                }
+                match rx.recv() {
+                    Ok((i, b, r)) => {
+                        if let Err(e) = r {
+                            failure.get_or_insert(e);
+                        }
+                        ready[i % slots] = Some(b);
+                    }
+                    // Cannot happen while `tx` lives; stop rather than wait forever.
+                    Err(_) => {
+                        failure.get_or_insert(Error::new(
+                            ErrorKind::Crypto,
+                            "a task sealing a segment ended without a result",
+                        ));
+                        return;
+                    }
+                }
+            };
+            if failure.is_some() {
+                // Nothing more is written; the tasks in flight end with the scope.
+                return;
+            }
+            let len = spans[written].1 + TAG_LEN;
+            let mut pos = 0;
+            while !write_failed && pos < len {
+                match out.write(&slot[pos..len]) {
+                    Ok(0) => write_failed = true,
+                    Ok(n) => pos += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => write_failed = true,
+                }
+            }
+            if write_failed {
+                // Kept for the next write or flush, which meets the inner writer's error again
+                // if it lasts.
+                done.pending.extend_from_slice(&slot[pos..len]);
+            }
+            free.push(slot);
+            written += 1;
+        }
+        done.segments = spawned;
+        done.taken = spans[..spawned].iter().map(|&(_, p)| p).sum();
+    });
+    match failure {
+        Some(e) => {
+            wipe(&mut ring.buf);
+            Err(e)
+        }
+        None => {
+            // Every slot holds ciphertext (or its earlier contents) only.
+            ring.plain = false;
+            Ok(done)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Backend;
+
+    /// Takes at most `max` bytes a call, and fails its `fail_at`-th call.
+    struct Flaky {
+        out: Vec<u8>,
+        calls: usize,
+        max: usize,
+        fail_at: usize,
+    }
+
+    impl Write for Flaky {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.calls += 1;
+            if self.calls == self.fail_at {
+                return Err(io::Error::other("refused"));
+            }
+            let n = buf.len().min(self.max);
+            self.out.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What the writer and the pending bytes hold together is every segment sealed one by one,
+    /// in order, whatever the inner writer takes and wherever it fails.
+    #[test]
+    fn written_and_pending_bytes_are_the_segments_in_order() {
+        let layout = Layout::new(100, 16);
+        let gcm = Engine::new(&[9u8; 16], Backend::CpuParallel).unwrap();
+        if !gcm.can_seal_from() {
+            return;
+        }
+        let prefix = [3u8; 7];
+        for (first, count) in [
+            (0u64, 1usize),
+            (0, 37),
+            (5, 64),
+            (u64::from(u32::MAX) - 9, 10),
+        ] {
+            let lens: Vec<usize> = (0..count)
+                .map(|i| layout.plaintext_len(first + i as u64))
+                .collect();
+            let data: Vec<u8> = (0..lens.iter().sum::<usize>())
+                .map(|i| (i * 7 + 1) as u8)
+                .collect();
+            let mut want = Vec::new();
+            let mut at = 0;
+            for (i, &p) in lens.iter().enumerate() {
+                let mut seg = data[at..at + p].to_vec();
+                let mut tag = [0u8; TAG_LEN];
+                let nonce = segment_nonce(&prefix, (first + i as u64) as u32, false);
+                gcm.seal(&nonce, &mut seg, &mut tag).unwrap();
+                want.extend_from_slice(&seg);
+                want.extend_from_slice(&tag);
+                at += p;
+            }
+            for (max, fail_at, slots) in [
+                (usize::MAX, 0, 4),
+                (usize::MAX, 3, 4),
+                (37, 5, 2),
+                (1000, 1, 8),
+                (13, 40, 1),
+            ] {
+                let mut out = Flaky {
+                    out: Vec::new(),
+                    calls: 0,
+                    max,
+                    fail_at,
+                };
+                let mut ring = Window::new();
+                let done = relay(
+                    &gcm, &prefix, &layout, first, count, &data, &mut ring, slots, &mut out,
+                )
+                .unwrap();
+                let mut got = out.out.clone();
+                got.extend_from_slice(&done.pending);
+                let end: usize = (0..done.segments).map(|i| lens[i] + TAG_LEN).sum();
+                assert_eq!(done.taken, lens[..done.segments].iter().sum::<usize>());
+                assert!(
+                    got == want[..end],
+                    "first {first}, count {count}, max {max}"
+                );
+                if fail_at == 0 || out.calls < fail_at {
+                    assert_eq!(done.segments, count);
+                    assert!(done.pending.is_empty());
+                } else {
+                    assert!(done.segments >= 1);
+                }
+                assert!(!ring.plain, "the ring holds ciphertext only");
+            }
+        }
+    }
+
+    #[test]
+    fn data_that_is_not_whole_segments_is_refused() {
+        let layout = Layout::new(100, 16);
+        let gcm = Engine::new(&[9u8; 16], Backend::CpuParallel).unwrap();
+        let mut ring = Window::new();
+        let p = layout.plaintext_len(0) + layout.plaintext_len(1);
+        for len in [p - 1, p + 1] {
+            let r = relay(
+                &gcm,
+                &[0; 7],
+                &layout,
+                0,
+                2,
+                &vec![0u8; len],
+                &mut ring,
+                2,
+                &mut Vec::new(),
+            );
+            assert!(r.is_err());
+        }
+        let r = relay(
+            &gcm,
+            &[0; 7],
+            &layout,
+            u64::from(u32::MAX),
+            2,
+            &vec![0u8; 2 * layout.plaintext_len(1)],
+            &mut ring,
+            2,
+            &mut Vec::new(),
+        );
+        assert!(r.is_err(), "segment indexes past 2^32 are refused");
+    }
+}
