@@ -1,13 +1,14 @@
 //! Large writes without a barrier per window: whole segments sealed from the caller's bytes
-//! on rayon's pool, each into a slot of a ring of segment buffers, and written out in order
-//! by the calling thread as they complete.
+//! on rayon's pool, a group of consecutive segments (at least [`GROUP_BYTES`] of plaintext,
+//! one segment when segments are that large) per task into a slot of a ring of buffers, and
+//! written out in order by the calling thread as the slots complete.
 //!
 //! A window sealed at once ends with every core waiting for the slowest segment and the pool
 //! woken again for the next window; with one segment per core in a window, that wait and
 //! wake-up is a share of every window's time. Here a slot, once written out, takes the next
-//! segment at once, so the pool stays busy across the whole write, and a slot written by a core
+//! group at once, so the pool stays busy across the whole write, and a slot written by a core
 //! is most often sealed into again by the same core, while it is still in that core's cache.
-//! Memory is the ring: a window's worth of segments.
+//! Memory is the ring: the writer gives it two windows' worth of segments.
 
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
@@ -34,11 +35,16 @@ pub(crate) fn available() -> bool {
     rayon::current_thread_index().is_none() && rayon::current_num_threads() >= 2
 }
 
+/// Plaintext bytes that one task seals at least: a group of consecutive segments, sealed one
+/// after the other into one slot, so that small segments do not each cost a task, a message on
+/// the channel and a write.
+pub(crate) const GROUP_BYTES: usize = 1 << 20;
+
 /// Seals `count` whole segments, stream indexes `first_index..`, from `data` (their
 /// plaintexts back to back, exactly), none of them the last, and writes them to `out` in
-/// order. `ring` (at least a segment per slot, `slots` slots) holds ciphertext only when this
-/// returns. A write error stops new segments; the ones already sealed come back as
-/// [`Relayed::pending`]. A sealing failure wipes the ring and is returned.
+/// order: `group` consecutive segments per task and per slot, `slots` slots. `ring` holds
+/// ciphertext only when this returns. A write error stops new groups; the segments already
+/// sealed come back as [`Relayed::pending`]. A sealing failure wipes the ring and is returned.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn relay<W: Write + ?Sized>(
     gcm: &Engine,
@@ -48,11 +54,14 @@ pub(crate) fn relay<W: Write + ?Sized>(
     count: usize,
     data: &[u8],
     ring: &mut Window,
+    group: usize,
     slots: usize,
     out: &mut W,
 ) -> Result<Relayed> {
-    let seg = layout.segment_size();
-    let slots = slots.clamp(1, count.max(1));
+    let group = group.max(1);
+    let groups = count.div_ceil(group);
+    let slots = slots.clamp(1, groups.max(1));
+    let slot_len = group * layout.segment_size();
     if first_index + count as u64 > u64::from(u32::MAX) + 1 {
         return Err(Error::invalid(
             "input too large: it needs more than 2^32 segments of this size",
@@ -69,9 +78,14 @@ pub(crate) fn relay<W: Write + ?Sized>(
     if off != data.len() {
         return Err(Error::invalid("a relay's data is not whole segments"));
     }
-    reserve_window(ring, slots * seg, slots * seg).map_err(|e| Error::io("cannot encrypt", e))?;
+    // Segments of group `g`, and its sealed length.
+    let members = |g: usize| g * group..((g + 1) * group).min(count);
+    let sealed_len =
+        |g: usize| -> usize { spans[members(g)].iter().map(|&(_, p)| p + TAG_LEN).sum() };
+    let ring_len = slots * slot_len;
+    reserve_window(ring, ring_len, ring_len).map_err(|e| Error::io("cannot encrypt", e))?;
     ring.plain = true;
-    ring.high_water = ring.high_water.max(slots * seg);
+    ring.high_water = ring.high_water.max(ring_len);
 
     let mut done = Relayed {
         segments: 0,
@@ -83,40 +97,48 @@ pub(crate) fn relay<W: Write + ?Sized>(
         let (tx, rx) = channel::<(usize, &mut [u8], Result<()>)>();
         // Freed slots, the most recently freed on top: the core that just sealed into it is
         // the likeliest to take the next task.
-        let mut free: Vec<&mut [u8]> = ring.buf[..slots * seg].chunks_mut(seg).collect();
+        let mut free: Vec<&mut [u8]> = ring.buf[..ring_len].chunks_mut(slot_len).collect();
         free.reverse();
         let mut ready: Vec<Option<&mut [u8]>> = (0..slots).map(|_| None).collect();
         let (mut spawned, mut written) = (0, 0);
         let mut write_failed = false;
         loop {
-            while !write_failed && failure.is_none() && spawned < count {
+            while !write_failed && failure.is_none() && spawned < groups {
                 let Some(buf) = free.pop() else { break };
-                let i = spawned;
-                let (at, p) = spans[i];
-                let src = &data[at..at + p];
-                // The index fits: checked above.
-                let nonce = segment_nonce(prefix, (first_index + i as u64) as u32, false);
+                let g = spawned;
+                let jobs: Vec<(usize, &[u8])> = members(g)
+                    .map(|i| (i, &data[spans[i].0..spans[i].0 + spans[i].1]))
+                    .collect();
                 let tx = tx.clone();
                 s.spawn(move |_| {
                     // A task that panicked would never report, and the loop below would wait
                     // for it forever: its panic becomes a failure.
                     let r = panic::catch_unwind(AssertUnwindSafe(|| {
-                        let (ct, rest) = buf.split_at_mut(p);
-                        gcm.seal_one_from(&mut SealFrom {
-                            nonce: &nonce,
-                            src: Some(src),
-                            buf: ct,
-                            tag: &mut rest[..TAG_LEN],
-                        })
+                        let mut rest = &mut buf[..];
+                        for (i, src) in jobs {
+                            let (seg, tail) = rest.split_at_mut(src.len() + TAG_LEN);
+                            rest = tail;
+                            let (ct, tag) = seg.split_at_mut(src.len());
+                            // The index fits: checked above.
+                            let nonce =
+                                segment_nonce(prefix, (first_index + i as u64) as u32, false);
+                            gcm.seal_one_from(&mut SealFrom {
+                                nonce: &nonce,
+                                src: Some(src),
+                                buf: ct,
+                                tag,
+                            })?;
+                        }
+                        Ok(())
                     }))
                     .unwrap_or_else(|_| {
                         Err(Error::new(
                             ErrorKind::Crypto,
-                            "a task sealing a segment panicked",
+                            "a task sealing segments panicked",
                         ))
                     });
                     // The receiver outlives every task of the scope.
-                    let _ = tx.send((i, buf, r));
+                    let _ = tx.send((g, buf, r));
                 });
                 spawned += 1;
             }
@@ -128,17 +150,17 @@ pub(crate) fn relay<W: Write + ?Sized>(
                     break b;
                 }
                 match rx.recv() {
-                    Ok((i, b, r)) => {
+                    Ok((g, b, r)) => {
                         if let Err(e) = r {
                             failure.get_or_insert(e);
                         }
-                        ready[i % slots] = Some(b);
+                        ready[g % slots] = Some(b);
                     }
                     // Cannot happen while `tx` lives; stop rather than wait forever.
                     Err(_) => {
                         failure.get_or_insert(Error::new(
                             ErrorKind::Crypto,
-                            "a task sealing a segment ended without a result",
+                            "a task sealing segments ended without a result",
                         ));
                         return;
                     }
@@ -148,7 +170,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
                 // Nothing more is written; the tasks in flight end with the scope.
                 return;
             }
-            let len = spans[written].1 + TAG_LEN;
+            let len = sealed_len(written);
             let mut pos = 0;
             while !write_failed && pos < len {
                 match out.write(&slot[pos..len]) {
@@ -166,8 +188,8 @@ pub(crate) fn relay<W: Write + ?Sized>(
             free.push(slot);
             written += 1;
         }
-        done.segments = spawned;
-        done.taken = spans[..spawned].iter().map(|&(_, p)| p).sum();
+        done.segments = (spawned * group).min(count);
+        done.taken = spans[..done.segments].iter().map(|&(_, p)| p).sum();
     });
     match failure {
         Some(e) => {
@@ -243,12 +265,16 @@ mod tests {
                 want.extend_from_slice(&tag);
                 at += p;
             }
-            for (max, fail_at, slots) in [
-                (usize::MAX, 0, 4),
-                (usize::MAX, 3, 4),
-                (37, 5, 2),
-                (1000, 1, 8),
-                (13, 40, 1),
+            for (max, fail_at, group, slots) in [
+                (usize::MAX, 0, 1, 4),
+                (usize::MAX, 3, 1, 4),
+                (usize::MAX, 3, 5, 3),
+                (37, 5, 1, 2),
+                (37, 5, 3, 2),
+                (1000, 1, 8, 8),
+                (13, 40, 1, 1),
+                (13, 40, 7, 1),
+                (usize::MAX, 0, 100, 2),
             ] {
                 let mut out = Flaky {
                     out: Vec::new(),
@@ -258,7 +284,7 @@ mod tests {
                 };
                 let mut ring = Window::new();
                 let done = relay(
-                    &gcm, &prefix, &layout, first, count, &data, &mut ring, slots, &mut out,
+                    &gcm, &prefix, &layout, first, count, &data, &mut ring, group, slots, &mut out,
                 )
                 .unwrap();
                 let mut got = out.out.clone();
@@ -295,6 +321,7 @@ mod tests {
                 2,
                 &vec![0u8; len],
                 &mut ring,
+                1,
                 2,
                 &mut Vec::new(),
             );
@@ -308,6 +335,7 @@ mod tests {
             2,
             &vec![0u8; 2 * layout.plaintext_len(1)],
             &mut ring,
+            1,
             2,
             &mut Vec::new(),
         );

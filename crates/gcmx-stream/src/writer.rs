@@ -423,6 +423,7 @@ impl Sealer {
         if count <= self.per_window {
             return Ok(0);
         }
+        let group = (relay::GROUP_BYTES / self.layout.segment_size()).max(1);
         let r = relay(
             &self.gcm,
             &self.prefix,
@@ -431,7 +432,8 @@ impl Sealer {
             count,
             &data[..taken],
             &mut self.ring,
-            RING_WINDOWS * self.per_window,
+            group,
+            (RING_WINDOWS * self.per_window).div_ceil(group),
             out,
         );
         match r {
