@@ -40,6 +40,10 @@ pub(crate) fn available() -> bool {
 /// the channel and a write.
 pub(crate) const GROUP_BYTES: usize = 1 << 20;
 
+/// Most segments of one [`relay`] call: its bookkeeping (a few words a segment) stays small
+/// whatever the length of the write; a longer write takes several calls.
+pub(crate) const MAX_SEGMENTS: usize = 1 << 16;
+
 /// Seals `count` whole segments, stream indexes `first_index..`, from `data` (their
 /// plaintexts back to back, exactly), none of them the last, and writes them to `out` in
 /// order: `group` consecutive segments per task and per slot, `slots` slots. `ring` holds

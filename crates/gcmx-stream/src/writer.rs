@@ -414,7 +414,10 @@ impl Sealer {
         loop {
             let index = self.next_index + count as u64;
             let p = self.layout.plaintext_len(index);
-            if index > u64::from(u32::MAX) || taken + p >= data.len() {
+            if index > u64::from(u32::MAX)
+                || taken + p >= data.len()
+                || count == relay::MAX_SEGMENTS
+            {
                 break;
             }
             taken += p;

@@ -556,7 +556,8 @@ fn one_write_of_many_windows_round_trips_at_every_boundary() {
     let opts = Options::new()
         .with_backend(Backend::CpuParallel)
         .with_window_bytes(256);
-    for k in [40usize, 41, 100] {
+    // 70,000 segments: more than one pass of the ring takes.
+    for k in [40usize, 41, 100, 70_000] {
         for delta in [-1isize, 0, 1] {
             let n = (first + k * rest).checked_add_signed(delta).unwrap();
             let pt = data(n, k as u64);
