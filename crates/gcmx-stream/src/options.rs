@@ -17,7 +17,7 @@ const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
 /// How streams are sealed and opened: the `gcmx` backend, and how many bytes of segments go
 /// to it in one batch (the window). Memory is one or two windows per adapter (the writer
 /// fills one while the other is sealed and written out; its writes of more than a window of
-/// whole segments go through a ring of two windows' worth of segment buffers instead), four
+/// whole segments go through a ring of two windows' worth of segment buffers), four
 /// in the bulk pipeline, whatever the stream's length.
 ///
 /// ```
