@@ -125,12 +125,7 @@ impl Engine {
     /// may hold plaintext (the caller wipes them).
     pub(crate) fn seal_from(&self, jobs: &mut [SealFrom<'_>]) -> Result<()> {
         use rayon::prelude::*;
-        let Some(serial) = &self.serial else {
-            return Err(Error::new(
-                ErrorKind::Crypto,
-                "a seal from the caller's bytes asked of an engine without a CPU path",
-            ));
-        };
+        let serial = self.serial()?;
         jobs.par_iter_mut()
             .with_max_len(1)
             .try_for_each(|j| seal_one_from(serial, j))
@@ -139,13 +134,16 @@ impl Engine {
     /// Seals one job on the calling thread, from its source into its buffer (or in place), in
     /// one pass. Only where [`Engine::can_seal_from`].
     pub(crate) fn seal_one_from(&self, job: &mut SealFrom<'_>) -> Result<()> {
-        match &self.serial {
-            Some(serial) => seal_one_from(serial, job),
-            None => Err(Error::new(
+        seal_one_from(self.serial()?, job)
+    }
+
+    fn serial(&self) -> Result<&Serial> {
+        self.serial.as_ref().ok_or_else(|| {
+            Error::new(
                 ErrorKind::Crypto,
                 "a seal from the caller's bytes asked of an engine without a CPU path",
-            )),
-        }
+            )
+        })
     }
 
     /// Whether the engine is the GPU's (whose every call costs a transfer and a wait).

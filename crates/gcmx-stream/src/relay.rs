@@ -83,7 +83,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
         return Err(Error::invalid("a relay's data is not whole segments"));
     }
     // Segments of group `g`, and its sealed length.
-    let members = |g: usize| g * group..((g + 1) * group).min(count);
+    let members = move |g: usize| g * group..((g + 1) * group).min(count);
     let sealed_len =
         |g: usize| -> usize { spans[members(g)].iter().map(|&(_, p)| p + TAG_LEN).sum() };
     let ring_len = slots * slot_len;
@@ -110,19 +110,19 @@ pub(crate) fn relay<W: Write + ?Sized>(
             while !write_failed && failure.is_none() && spawned < groups {
                 let Some(buf) = free.pop() else { break };
                 let g = spawned;
-                let jobs: Vec<(usize, &[u8])> = members(g)
-                    .map(|i| (i, &data[spans[i].0..spans[i].0 + spans[i].1]))
-                    .collect();
+                let spans = &spans;
                 let tx = tx.clone();
                 s.spawn(move |_| {
                     // A task that panicked would never report, and the loop below would wait
                     // for it forever: its panic becomes a failure.
                     let r = panic::catch_unwind(AssertUnwindSafe(|| {
                         let mut rest = &mut buf[..];
-                        for (i, src) in jobs {
-                            let (seg, tail) = rest.split_at_mut(src.len() + TAG_LEN);
+                        for i in members(g) {
+                            let (at, p) = spans[i];
+                            let src = &data[at..at + p];
+                            let (seg, tail) = rest.split_at_mut(p + TAG_LEN);
                             rest = tail;
-                            let (ct, tag) = seg.split_at_mut(src.len());
+                            let (ct, tag) = seg.split_at_mut(p);
                             // The index fits: checked above.
                             let nonce =
                                 segment_nonce(prefix, (first_index + i as u64) as u32, false);
