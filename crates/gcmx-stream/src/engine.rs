@@ -12,8 +12,9 @@ pub(crate) use gcmx::{Backend, OpenJob, SealJob};
 pub(crate) struct Engine {
     gcm: gcmx::Gcm,
     /// The same key on one core, where the engine is the CPU's: segments that this crate
-    /// sends to rayon's pool itself, each sealed from the caller's bytes into the window in one
-    /// task ([`Engine::seal_from`]).
+    /// sends to rayon's pool itself, each sealed from the caller's bytes into the window, or
+    /// copied from the source's buffer and opened, in one task ([`Engine::seal_from`],
+    /// [`Engine::open_from`]).
     serial: Option<Serial>,
 }
 
@@ -53,13 +54,34 @@ impl Serial {
             Serial::Aes192(c) => run(c, nonce, io, tag),
             Serial::Aes256(c) => run(c, nonce, io, tag),
         };
-        done.ok_or_else(|| {
-            Error::new(
-                ErrorKind::Crypto,
-                "AES-GCM failed: a segment's nonce, tag or length is invalid",
-            )
-        })
+        done.ok_or_else(invalid)
     }
+
+    /// Opens `buf` in place (no associated data) under the 12-byte `nonce` against `tag`:
+    /// `Ok(false)` when the tag does not match (`buf` then holds its ciphertext again).
+    fn open(&self, nonce: &[u8], buf: &mut [u8], tag: &[u8]) -> Result<bool> {
+        fn run<C: AeadInOut>(c: &C, nonce: &[u8], buf: &mut [u8], tag: &[u8]) -> Option<bool> {
+            let nonce = gcmx::aead::Nonce::<C>::try_from(nonce).ok()?;
+            let tag = gcmx::aead::Tag::<C>::try_from(tag).ok()?;
+            Some(
+                c.decrypt_inout_detached(&nonce, &[], buf.into(), &tag)
+                    .is_ok(),
+            )
+        }
+        let done = match self {
+            Serial::Aes128(c) => run(c, nonce, buf, tag),
+            Serial::Aes192(c) => run(c, nonce, buf, tag),
+            Serial::Aes256(c) => run(c, nonce, buf, tag),
+        };
+        done.ok_or_else(invalid)
+    }
+}
+
+fn invalid() -> Error {
+    Error::new(
+        ErrorKind::Crypto,
+        "AES-GCM failed: a segment's nonce, tag or length is invalid",
+    )
 }
 
 /// A segment to seal into the window: from `src` into `buf`, or `buf` in place.
@@ -82,6 +104,27 @@ fn seal_one_from(serial: &Serial, j: &mut SealFrom<'_>) -> Result<()> {
         None => InOutBuf::from(&mut *j.buf),
     };
     serial.seal(j.nonce, io, j.tag)
+}
+
+/// A segment to open in the window or the caller's buffer: its ciphertext's bytes from `src`
+/// (a reader's source buffer) copied into the end of `buf`, whose first
+/// `buf.len() - src.len()` bytes already hold the rest, then opened there.
+pub(crate) struct OpenFrom<'a> {
+    pub(crate) nonce: &'a [u8],
+    pub(crate) src: &'a [u8],
+    pub(crate) buf: &'a mut [u8],
+    pub(crate) tag: &'a [u8],
+}
+
+fn open_one_from(serial: &Serial, j: &mut OpenFrom<'_>) -> Result<bool> {
+    let at = j.buf.len().checked_sub(j.src.len()).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Crypto,
+            "a segment's source is longer than its buffer",
+        )
+    })?;
+    j.buf[at..].copy_from_slice(j.src);
+    serial.open(j.nonce, j.buf, j.tag)
 }
 
 /// Why opening failed.
@@ -114,14 +157,14 @@ impl Engine {
         Ok(Engine { gcm, serial })
     }
 
-    /// Whether [`Engine::seal_from`] runs here.
-    pub(crate) fn can_seal_from(&self) -> bool {
+    /// Whether [`Engine::seal_from`] and [`Engine::open_from`] run here.
+    pub(crate) fn has_serial(&self) -> bool {
         self.serial.is_some()
     }
 
     /// Seals every job on rayon's pool, each from its source straight into its window buffer in
     /// the task that seals it: the plaintext is read once, by every core instead of the caller's
-    /// alone, and never copied. Only where [`Engine::can_seal_from`]; on failure the buffers
+    /// alone, and never copied. Only where [`Engine::has_serial`]; on failure the buffers
     /// may hold plaintext (the caller wipes them).
     pub(crate) fn seal_from(&self, jobs: &mut [SealFrom<'_>]) -> Result<()> {
         use rayon::prelude::*;
@@ -132,16 +175,33 @@ impl Engine {
     }
 
     /// Seals one job on the calling thread, from its source into its buffer (or in place), in
-    /// one pass. Only where [`Engine::can_seal_from`].
+    /// one pass. Only where [`Engine::has_serial`].
     pub(crate) fn seal_one_from(&self, job: &mut SealFrom<'_>) -> Result<()> {
         seal_one_from(self.serial()?, job)
+    }
+
+    /// Opens every job on rayon's pool, each copied from its source and opened in place in the
+    /// task that opens it (the copy lands in that core's cache, where the open finds it): the
+    /// ciphertext is copied by every core instead of the caller's alone. The position of the
+    /// first job whose tag does not match, if any. Only where [`Engine::has_serial`]; after a
+    /// failure, of any kind, the buffers of other jobs may hold plaintext (the caller wipes
+    /// them).
+    pub(crate) fn open_from(&self, jobs: &mut [OpenFrom<'_>]) -> Result<Option<usize>> {
+        use rayon::prelude::*;
+        let serial = self.serial()?;
+        let opened: Vec<bool> = jobs
+            .par_iter_mut()
+            .with_max_len(1)
+            .map(|j| open_one_from(serial, j))
+            .collect::<Result<_>>()?;
+        Ok(opened.iter().position(|&ok| !ok))
     }
 
     fn serial(&self) -> Result<&Serial> {
         self.serial.as_ref().ok_or_else(|| {
             Error::new(
                 ErrorKind::Crypto,
-                "a seal from the caller's bytes asked of an engine without a CPU path",
+                "a seal or open from a buffer asked of an engine without a CPU path",
             )
         })
     }

@@ -1,19 +1,20 @@
 //! [`DecryptingReader`]: Tink ciphertext in, authenticated plaintext out through [`Read`].
 
 use std::fmt;
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
 use std::mem;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::engine::{Engine, OpenError, OpenJob};
+use crate::engine::{Engine, OpenError, OpenFrom, OpenJob};
 use crate::error::{Error, Result};
 use crate::format::{Layout, TAG_LEN, segment_nonce};
 use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
 use crate::window::{
-    Seg, Window, auth_error, copy, first_failing, open_window, reserve_window, wipe,
+    Seg, Window, auth_error, copy, first_failing, open_window, open_window_from, reserve_window,
+    wipe,
 };
 use crate::wipe::wipe_stacks;
 
@@ -60,9 +61,71 @@ impl Keyset {
     /// [`Keyset::decrypting_reader`] with a backend and window size.
     pub fn decrypting_reader_with<R: Read>(
         &self,
+        r: R,
+        aad: &[u8],
+        opts: &Options,
+    ) -> Result<DecryptingReader<R>> {
+        self.reader(r, aad, opts, None)
+    }
+
+    /// [`Keyset::decrypting_reader`] over a buffered source, such as a slice, a
+    /// [`Cursor`](std::io::Cursor) or a [`BufReader`](std::io::BufReader): the same reader, which
+    /// takes the ciphertext from the source's own buffer instead of copying it out on the
+    /// calling thread first. Where that buffer holds whole segments (an in-memory stream holds
+    /// them all), each segment is copied and opened by the task that opens it, on every core;
+    /// with the reader's [`BufRead`] methods on the other side, no byte is copied on the
+    /// calling thread. Fails and authenticates exactly as [`Keyset::decrypting_reader`].
+    ///
+    /// ```
+    /// use std::io::{self, BufRead, Write};
+    /// let keyset = gcmx_stream::Keyset::generate(gcmx_stream::KeySize::Aes256, 4096)?;
+    /// let mut w = keyset.encrypting_writer(Vec::new(), b"blob")?;
+    /// w.write_all(&[7u8; 100_000])?;
+    /// let ciphertext = w.finish()?;
+    ///
+    /// // The plaintext a segment at a time, straight from the reader's window.
+    /// let mut r = keyset.decrypting_reader_buffered(&ciphertext[..], b"blob")?;
+    /// let mut sum = 0u64;
+    /// loop {
+    ///     let plain = r.fill_buf()?;
+    ///     if plain.is_empty() {
+    ///         break;
+    ///     }
+    ///     sum += plain.iter().map(|&b| u64::from(b)).sum::<u64>();
+    ///     let n = plain.len();
+    ///     r.consume(n);
+    /// }
+    /// assert_eq!(sum, 700_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn decrypting_reader_buffered<R: BufRead>(
+        &self,
+        r: R,
+        aad: &[u8],
+    ) -> Result<DecryptingReader<R>> {
+        self.decrypting_reader_buffered_with(r, aad, &Options::default())
+    }
+
+    /// [`Keyset::decrypting_reader_buffered`] with a backend and window size.
+    pub fn decrypting_reader_buffered_with<R: BufRead>(
+        &self,
+        r: R,
+        aad: &[u8],
+        opts: &Options,
+    ) -> Result<DecryptingReader<R>> {
+        let source = Buffered {
+            fill: <R as BufRead>::fill_buf,
+            consume: <R as BufRead>::consume,
+        };
+        self.reader(r, aad, opts, Some(source))
+    }
+
+    fn reader<R: Read>(
+        &self,
         mut r: R,
         aad: &[u8],
         opts: &Options,
+        buffered: Option<Buffered<R>>,
     ) -> Result<DecryptingReader<R>> {
         let (key, header, _, head) = read_header(&mut r, self, aad)?;
         let layout = key.layout();
@@ -70,6 +133,7 @@ impl Keyset {
         let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
         Ok(DecryptingReader {
             inner: r,
+            buffered,
             head: head.unwrap_or_default(),
             head_pos: 0,
             opener: Opener::new(gcm, header.nonce_prefix, layout, per_window),
@@ -77,15 +141,48 @@ impl Keyset {
     }
 }
 
+/// A buffered source's two [`BufRead`] methods, taken where the bound is known, so that one
+/// reader type serves both kinds of source.
+struct Buffered<R> {
+    fill: fn(&mut R) -> io::Result<&[u8]>,
+    consume: fn(&mut R, usize),
+}
+
+impl<R> Clone for Buffered<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Buffered<R> {}
+
+impl<R> Buffered<R> {
+    /// The source's buffered bytes (empty at its end), retried when interrupted.
+    fn fill(self, r: &mut R) -> io::Result<&[u8]> {
+        loop {
+            match (self.fill)(r) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+                // Asked again to hand the borrow out of the loop; a filled buffer is
+                // returned as it is.
+                Ok(_) => return (self.fill)(r),
+            }
+        }
+    }
+}
+
 /// Decrypts a Tink AES-GCM-HKDF stream read from an inner reader, a window of segments at a
 /// time (opened in parallel), and returns only authenticated plaintext. Made by
-/// [`Keyset::decrypting_reader`].
+/// [`Keyset::decrypting_reader`] and [`Keyset::decrypting_reader_buffered`].
 ///
-/// The end of the plaintext (a read returning 0) comes only after the last segment, sealed
-/// as the last, has authenticated and the inner reader has ended. The window, which holds
-/// plaintext, is wiped on drop.
+/// The end of the plaintext (a read returning 0, or an empty [`BufRead::fill_buf`]) comes
+/// only after the last segment, sealed as the last, has authenticated and the inner reader has
+/// ended. [`BufRead::fill_buf`] hands out the rest of the current segment's plaintext from the
+/// window itself. The window, which holds plaintext, is wiped on drop.
 pub struct DecryptingReader<R> {
     inner: R,
+    /// Set for a buffered source: its buffer is read in place.
+    buffered: Option<Buffered<R>>,
     /// Bytes read past the header to find the key, to be read before `inner`.
     head: Vec<u8>,
     head_pos: usize,
@@ -320,6 +417,52 @@ impl Opener {
         if !eof {
             self.carry = Some(self.window.buf[body]);
         }
+        let next = self.cut(body, eof)?;
+        open_window(&self.gcm, &self.prefix, &mut self.window)?;
+        self.opened(next, eof);
+        Ok(())
+    }
+
+    /// Whether a window can be opened from a source's buffer ([`Opener::open_from`]): at the
+    /// start of a window (at most its first byte in it), on the CPU.
+    fn can_open_from(&self) -> bool {
+        matches!(self.state, State::Filling) && self.got <= 1 && self.gcm.has_serial()
+    }
+
+    /// Opens a full window whose ciphertext (but for the byte already in the window, if any)
+    /// is at the start of `src`, a source's buffer, each segment copied into the window and
+    /// opened by its own task: `Some(bytes of src used)`, or `None` (nothing done) unless
+    /// [`Opener::can_open_from`] and `src` holds the window and a byte more (so that none of
+    /// its segments is the stream's last).
+    pub(crate) fn open_from(&mut self, src: &[u8]) -> Result<Option<usize>> {
+        let pre = self.got;
+        let full = self.full_window();
+        if !self.can_open_from() || src.len() <= full - pre {
+            return Ok(None);
+        }
+        let cap = self.per_window * self.layout.segment_size() + 1;
+        reserve_window(&mut self.window, full, cap)
+            .map_err(|e| Error::io("cannot read input", e))?;
+        let next = self.cut(full, false)?;
+        open_window_from(&self.gcm, &self.prefix, &mut self.window, pre, src)?;
+        self.opened(next, false);
+        self.skip_empty();
+        Ok(Some(full - pre))
+    }
+
+    /// The window's segments opened: `next` is the index of the one after them.
+    fn opened(&mut self, next: u64, eof: bool) {
+        self.next_index = next;
+        self.state = State::Serving {
+            seg: 0,
+            pos: 0,
+            end: eof,
+        };
+    }
+
+    /// Cuts the window's first `body` bytes into segments (the last one the stream's last if
+    /// `eof`): the index of the segment after them.
+    fn cut(&mut self, body: usize, eof: bool) -> Result<u64> {
         let w = &mut self.window;
         w.segs.clear();
         w.first_index = self.next_index;
@@ -351,21 +494,16 @@ impl Opener {
         if eof && let Some(s) = w.segs.last_mut() {
             s.last = true;
         }
-        open_window(&self.gcm, &self.prefix, w)?;
-        self.next_index = index;
-        self.state = State::Serving {
-            seg: 0,
-            pos: 0,
-            end: eof,
-        };
-        Ok(())
+        Ok(index)
     }
 }
 
 impl<R: Read> DecryptingReader<R> {
-    /// Reads ciphertext: the bytes read past the header first, then the inner reader.
+    /// Reads ciphertext: the bytes read past the header first, then the inner reader (from a
+    /// buffered source's buffer, copied on rayon's pool when large).
     fn read_ciphertext(
         inner: &mut R,
+        buffered: Option<Buffered<R>>,
         head: &[u8],
         head_pos: &mut usize,
         buf: &mut [u8],
@@ -374,6 +512,13 @@ impl<R: Read> DecryptingReader<R> {
             let n = (head.len() - *head_pos).min(buf.len());
             buf[..n].copy_from_slice(&head[*head_pos..*head_pos + n]);
             *head_pos += n;
+            return Ok(n);
+        }
+        if let Some(b) = buffered {
+            let src = b.fill(inner)?;
+            let n = src.len().min(buf.len());
+            copy(&mut buf[..n], &src[..n]);
+            (b.consume)(inner, n);
             return Ok(n);
         }
         loop {
@@ -392,18 +537,132 @@ impl<R: Read> DecryptingReader<R> {
     /// Reads ciphertext until `buf` is full or the input ends.
     fn read_full(
         inner: &mut R,
+        buffered: Option<Buffered<R>>,
         head: &[u8],
         head_pos: &mut usize,
         buf: &mut [u8],
     ) -> io::Result<usize> {
         let mut n = 0;
         while n < buf.len() {
-            match Self::read_ciphertext(inner, head, head_pos, &mut buf[n..])? {
+            match Self::read_ciphertext(inner, buffered, head, head_pos, &mut buf[n..])? {
                 0 => break,
                 k => n += k,
             }
         }
         Ok(n)
+    }
+
+    /// Opens the first of `k` whole segments that a buffered source's buffer holds (with a
+    /// byte after them, so that none is the stream's last) straight in `out`: each segment
+    /// copied from the source's buffer and opened by its own task, on every core. `Some(bytes)`
+    /// of plaintext, or `None` (nothing done) when the source is not buffered or its buffer
+    /// does not hold a segment and a byte, or the engine is not the CPU's. On failure the
+    /// stream fails and what this call wrote to `out` is wiped.
+    fn read_direct_from(&mut self, out: &mut [u8], k: usize) -> io::Result<Option<usize>> {
+        let DecryptingReader {
+            inner,
+            buffered,
+            head,
+            head_pos,
+            opener,
+        } = self;
+        let Some(b) = *buffered else {
+            return Ok(None);
+        };
+        if *head_pos < head.len() || !opener.can_open_from() {
+            return Ok(None);
+        }
+        // A failed read changes nothing: the caller may retry.
+        let src = b.fill(inner)?;
+        // The first byte of the first segment may be in the window already (the look-ahead
+        // of the window before).
+        let pre = opener.got;
+        let (first, layout) = (opener.next_index, opener.layout);
+        let (mut m, mut used, mut total) = (0, 0, 0);
+        while m < k {
+            let c = layout.ciphertext_len(first + m as u64) - if m == 0 { pre } else { 0 };
+            if used + c >= src.len() {
+                break;
+            }
+            used += c;
+            total += layout.plaintext_len(first + m as u64);
+            m += 1;
+        }
+        if m == 0 {
+            return Ok(None);
+        }
+        // Direct reads stop at index u32::MAX: the conversions are exact.
+        let nonces: Vec<_> = (first..first + m as u64)
+            .map(|i| segment_nonce(&opener.prefix, i as u32, false))
+            .collect();
+        let mut jobs = Vec::with_capacity(m);
+        let (mut rest, mut at) = (&mut out[..total], 0);
+        for (j, nonce) in nonces.iter().enumerate() {
+            let p = layout.plaintext_len(first + j as u64);
+            let (buf, tail) = mem::take(&mut rest).split_at_mut(p);
+            rest = tail;
+            let skip = if j == 0 { pre } else { 0 };
+            if skip == 1 {
+                buf[0] = opener.window.buf[0];
+            }
+            let body_end = at + p - skip;
+            jobs.push(OpenFrom {
+                nonce,
+                src: &src[at..body_end],
+                buf,
+                tag: &src[body_end..body_end + TAG_LEN],
+            });
+            at = body_end + TAG_LEN;
+        }
+        let r = opener.gcm.open_from(&mut jobs);
+        drop(jobs);
+        let e = match r {
+            Ok(None) => None,
+            Ok(Some(j)) => Some(auth_error(first + j as u64, 1)),
+            Err(e) => Some(e),
+        };
+        if let Some(e) = e {
+            wipe(&mut out[..total]);
+            return Err(opener.fail(e));
+        }
+        (b.consume)(inner, used);
+        opener.next_index = first + m as u64;
+        opener.got = 0;
+        opener.target = opener.full_window() + 1;
+        Ok(Some(total))
+    }
+
+    /// One step towards plaintext in the window: from a buffered source's buffer holding a
+    /// window and a byte more, the window opened on every core ([`Opener::open_from`]);
+    /// otherwise one read of ciphertext into the window.
+    fn fill_step(&mut self) -> io::Result<()> {
+        if let Some(b) = self.buffered
+            && self.head_pos >= self.head.len()
+            && self.opener.can_open_from()
+        {
+            // A failed read changes nothing: the caller may retry.
+            let src = b.fill(&mut self.inner)?;
+            match self.opener.open_from(src) {
+                Ok(Some(used)) => {
+                    (b.consume)(&mut self.inner, used);
+                    return Ok(());
+                }
+                Ok(None) => {}
+                Err(e) => return Err(self.opener.fail(e)),
+            }
+        }
+        if let Some(buf) = self.opener.want()? {
+            // A failed read leaves the window as it was: the caller may retry.
+            let n = Self::read_ciphertext(
+                &mut self.inner,
+                self.buffered,
+                &self.head,
+                &mut self.head_pos,
+                buf,
+            )?;
+            self.opener.filled(n)?;
+        }
+        Ok(())
     }
 
     /// Reads and opens `k` whole segments straight in `out`, their tags aside, saving the
@@ -418,10 +677,12 @@ impl<R: Read> DecryptingReader<R> {
     fn read_direct(&mut self, out: &mut [u8], k: usize) -> io::Result<Option<usize>> {
         let DecryptingReader {
             inner,
+            buffered,
             head,
             head_pos,
             opener,
         } = self;
+        let buffered = *buffered;
         let first = opener.next_index;
         let end = first + k as u64;
         let layout = opener.layout;
@@ -433,7 +694,7 @@ impl<R: Read> DecryptingReader<R> {
         let stop = AtomicBool::new(false);
         // The end of what this call may have written in `out`.
         let mut reached = 0;
-        let mut src = |buf: &mut [u8]| Self::read_full(inner, head, head_pos, buf);
+        let mut src = |buf: &mut [u8]| Self::read_full(inner, buffered, head, head_pos, buf);
         // The inner reader stays on this thread (it need not be Send): the scope's closure runs
         // here, and only the groups' buffers and tags go to the pool.
         let outcome = rayon::in_place_scope(|s| -> io::Result<Direct<'_>> {
@@ -664,10 +925,13 @@ impl<R: Read> Read for DecryptingReader<R> {
         self.opener.check()?;
         // A read of whole segments between windows opens them in the caller's buffer.
         let k = self.opener.direct_segments(out.len());
-        if k > 0
-            && let Some(n) = self.read_direct(out, k)?
-        {
-            return Ok(n);
+        if k > 0 {
+            if let Some(n) = self.read_direct_from(out, k)? {
+                return Ok(n);
+            }
+            if let Some(n) = self.read_direct(out, k)? {
+                return Ok(n);
+            }
         }
         loop {
             self.opener.check()?;
@@ -681,13 +945,28 @@ impl<R: Read> Read for DecryptingReader<R> {
             if self.opener.is_done() {
                 return Ok(0);
             }
-            if let Some(buf) = self.opener.want()? {
-                // A failed read leaves the window as it was: the caller may retry.
-                let n =
-                    Self::read_ciphertext(&mut self.inner, &self.head, &mut self.head_pos, buf)?;
-                self.opener.filled(n)?;
-            }
+            self.fill_step()?;
         }
+    }
+}
+
+impl<R: Read> BufRead for DecryptingReader<R> {
+    /// The rest of the current segment's authenticated plaintext, in the window (empty at the
+    /// end of the stream); a segment's plaintext is handed out once it and the segments of its
+    /// window have authenticated.
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        loop {
+            self.opener.check()?;
+            if !self.opener.plaintext().is_empty() || self.opener.is_done() {
+                break;
+            }
+            self.fill_step()?;
+        }
+        Ok(self.opener.plaintext())
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.opener.consume(amt);
     }
 }
 
@@ -710,7 +989,7 @@ impl<R: fmt::Debug> fmt::Debug for DecryptingReader<R> {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{self, Read, Write};
+    use std::io::{self, BufRead, Read, Write};
 
     use crate::{Keyset, Options, StreamingKey};
 
@@ -750,10 +1029,21 @@ mod tests {
         err: Option<io::Error>,
     }
 
-    /// Reads `ct` in reads of `piece` bytes, with groups of `group` segments in direct reads
-    /// (`None`: the reader's own). Before each read the buffer is filled with 0xAA; after a
-    /// failed read it holds only 0xAA and zeros (what the read wrote was wiped), and the
-    /// failure is final.
+    /// Where a test reader takes its ciphertext from.
+    #[derive(Clone, Copy, Debug)]
+    enum Source {
+        /// Through `Read` ([`Keyset::decrypting_reader_with`]).
+        Read,
+        /// A slice through `BufRead`: the whole ciphertext in the source's buffer.
+        Slice,
+        /// A `BufReader` of this capacity: the buffer holds a part.
+        Chunks(usize),
+    }
+
+    /// Reads `ct` in reads of `piece` bytes (0: through `fill_buf` and `consume`), with groups
+    /// of `group` segments in direct reads (`None`: the reader's own). Before each read the
+    /// buffer is filled with 0xAA; after a failed read it holds only 0xAA and zeros (what the
+    /// read wrote was wiped), and the failure is final.
     fn read_in(
         ks: &Keyset,
         aad: &[u8],
@@ -761,9 +1051,30 @@ mod tests {
         piece: usize,
         window: usize,
         group: Option<usize>,
+        source: Source,
     ) -> Outcome {
         let opts = Options::new().with_window_bytes(window);
-        let mut r = match ks.decrypting_reader_with(ct, aad, &opts) {
+        match source {
+            Source::Read => drive(ks.decrypting_reader_with(ct, aad, &opts), piece, group),
+            Source::Slice => drive(
+                ks.decrypting_reader_buffered_with(ct, aad, &opts),
+                piece,
+                group,
+            ),
+            Source::Chunks(n) => drive(
+                ks.decrypting_reader_buffered_with(io::BufReader::with_capacity(n, ct), aad, &opts),
+                piece,
+                group,
+            ),
+        }
+    }
+
+    fn drive<R: Read>(
+        r: crate::Result<super::DecryptingReader<R>>,
+        piece: usize,
+        group: Option<usize>,
+    ) -> Outcome {
+        let mut r = match r {
             Ok(r) => r,
             Err(e) => {
                 return Outcome {
@@ -776,6 +1087,22 @@ mod tests {
             r.opener.per_group = g.clamp(1, r.opener.per_window);
         }
         let mut out = Vec::new();
+        if piece == 0 {
+            loop {
+                match r.fill_buf() {
+                    Ok([]) => return Outcome { out, err: None },
+                    Ok(p) => {
+                        out.extend_from_slice(p);
+                        let n = p.len();
+                        r.consume(n);
+                    }
+                    Err(e) => {
+                        assert!(r.fill_buf().is_err(), "a fill_buf after a failure");
+                        return Outcome { out, err: Some(e) };
+                    }
+                }
+            }
+        }
         let mut buf = vec![0u8; piece];
         loop {
             buf.fill(0xAA);
@@ -796,8 +1123,9 @@ mod tests {
 
     /// The reads of `ct` in large pieces (straight into the buffer, in groups of 1, 2 and 5
     /// segments and the reader's own) and in 7-byte pieces (through the window, but for a
-    /// first segment of fewer bytes) agree: the same plaintext, or the same error after a
-    /// prefix of the plaintext.
+    /// first segment of fewer bytes), from a `Read` source and from buffered ones (the whole
+    /// stream, or two and a half segments, in the source's buffer; also through `fill_buf`)
+    /// agree: the same plaintext, or the same error after a prefix of the plaintext.
     fn agree(ks: &Keyset, aad: &[u8], ct: &[u8], pt: &[u8], what: &str) -> Option<io::Error> {
         agree_on(ks, aad, ct, pt, what, true)
     }
@@ -817,12 +1145,27 @@ mod tests {
         let (_, p, _) = geometry(ks);
         let seg = ks.primary().segment_size() as usize;
         let window = 6 * seg;
-        let small = read_in(ks, aad, ct, 7, window, None);
+        let small = read_in(ks, aad, ct, 7, window, None, Source::Read);
         assert!(pt.starts_with(&small.out), "{what}: not a prefix");
-        for piece in [ct.len() + 64, 4 * p + 3] {
-            for group in [Some(1), Some(2), Some(5), None] {
-                let large = read_in(ks, aad, ct, piece, window, group);
-                let how = format!("{what}, reads of {piece}, groups of {group:?}");
+        let chunks = Source::Chunks(5 * seg / 2);
+        let mut ways: Vec<_> = [ct.len() + 64, 4 * p + 3]
+            .into_iter()
+            .flat_map(|piece| {
+                [Some(1), Some(2), Some(5), None].map(|group| (piece, group, Source::Read))
+            })
+            .collect();
+        ways.extend([
+            (7, None, Source::Slice),
+            (0, None, Source::Slice),
+            (0, None, chunks),
+            (ct.len() + 64, None, Source::Slice),
+            (4 * p + 3, None, Source::Slice),
+            (ct.len() + 64, Some(2), chunks),
+        ]);
+        for (piece, group, source) in ways {
+            {
+                let large = read_in(ks, aad, ct, piece, window, group, source);
+                let how = format!("{what}, reads of {piece}, groups of {group:?}, {source:?}");
                 match (&small.err, &large.err) {
                     (None, None) => assert!(large.out == pt, "{how}: other plaintext"),
                     (Some(s), Some(l)) => {
@@ -916,11 +1259,14 @@ mod tests {
                             e.to_string().contains(&format!("segment {s} ")),
                             "{how}: {e}"
                         );
-                        let large = read_in(&ks, b"aad", &bad, bad.len(), 6 * seg, Some(2));
-                        assert!(
-                            large.out.len() <= plain_at(at),
-                            "{how}: plaintext past the flip"
-                        );
+                        for source in [Source::Read, Source::Slice] {
+                            let large =
+                                read_in(&ks, b"aad", &bad, bad.len(), 6 * seg, Some(2), source);
+                            assert!(
+                                large.out.len() <= plain_at(at),
+                                "{how}: plaintext past the flip"
+                            );
+                        }
                     }
                 }
                 for extra in [1usize, 16, seg + 3] {

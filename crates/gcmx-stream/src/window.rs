@@ -3,10 +3,11 @@
 //! pipeline work in windows, so memory is bounded by the window whatever the stream length.
 
 use std::io::{self, Read};
+use std::mem;
 
 use zeroize::Zeroizing;
 
-use crate::engine::{Engine, OpenError, OpenJob, SealFrom, SealJob};
+use crate::engine::{Engine, OpenError, OpenFrom, OpenJob, SealFrom, SealJob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{NONCE_LEN, TAG_LEN, segment_nonce};
 
@@ -280,7 +281,7 @@ fn sealed(w: &mut Window) {
 /// Seals every segment of `w` on rayon's pool, segments `copied..` from `src` (their
 /// plaintexts back to back) straight into the window, each in the task that seals it (the
 /// plaintext is read once and never copied); segments before `copied` already hold their
-/// plaintext and are sealed in place. Only where [`Engine::can_seal_from`]. On failure the
+/// plaintext and are sealed in place. Only where [`Engine::has_serial`]. On failure the
 /// used part of the buffer is wiped.
 pub(crate) fn seal_window_from(
     gcm: &Engine,
@@ -389,6 +390,62 @@ pub(crate) fn open_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Res
             })
         }
     }
+}
+
+/// Opens every segment of `w` on rayon's pool, each copied from `src` (the source's buffer:
+/// the window's ciphertext but for its first `pre` bytes, already in the window) into the
+/// window and opened there by the task that opens it. Only where [`Engine::has_serial`]. On
+/// failure the window holds no plaintext, and the error names the first segment that did not
+/// authenticate.
+pub(crate) fn open_window_from(
+    gcm: &Engine,
+    prefix: &[u8; 7],
+    w: &mut Window,
+    pre: usize,
+    src: &[u8],
+) -> Result<()> {
+    let short = || {
+        Error::new(
+            ErrorKind::Crypto,
+            "a window's source is shorter than its segments",
+        )
+    };
+    let nonces = nonces(prefix, w);
+    let mut jobs: Vec<OpenFrom<'_>> = Vec::with_capacity(w.segs.len());
+    let end = w.end();
+    let mut rest = &mut w.buf[..end];
+    for (s, nonce) in w.segs.iter().zip(&nonces) {
+        let (chunk, tail) = mem::take(&mut rest).split_at_mut(s.len);
+        rest = tail;
+        let body = &mut chunk[..s.len - TAG_LEN];
+        // Where the segment's bytes start in `src`: the first segment's first `pre` bytes are
+        // in the window already.
+        let at = s.off.max(pre) - pre;
+        let body_end = (s.off + s.len - TAG_LEN)
+            .checked_sub(pre)
+            .ok_or_else(short)?;
+        let (from, tag) = (
+            src.get(at..body_end).ok_or_else(short)?,
+            src.get(body_end..body_end + TAG_LEN).ok_or_else(short)?,
+        );
+        jobs.push(OpenFrom {
+            nonce: nonce.as_slice(),
+            src: from,
+            buf: body,
+            tag,
+        });
+    }
+    w.high_water = w.high_water.max(end);
+    let r = gcm.open_from(&mut jobs);
+    drop(jobs);
+    let first = w.first_index;
+    let r = match r {
+        Ok(None) => return Ok(()),
+        Ok(Some(j)) => auth_error(first + j as u64, 1),
+        Err(e) => e,
+    };
+    wipe(&mut w.buf[..end]);
+    Err(r)
 }
 
 pub(crate) fn auth_error(first: u64, count: u64) -> Error {

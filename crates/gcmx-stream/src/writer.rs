@@ -331,7 +331,7 @@ impl Sealer {
     /// is tried again: the rest of a partly filled segment where the engine seals from the
     /// caller's bytes (so that the whole segments after it can go that way), else any amount.
     pub(crate) fn copy_limit(&self) -> usize {
-        if self.fill > 0 && self.gcm.can_seal_from() {
+        if self.fill > 0 && self.gcm.has_serial() {
             self.layout
                 .plaintext_len(self.next_index + self.full as u64)
                 - self.fill
@@ -348,10 +348,7 @@ impl Sealer {
     /// taken: 0 when none of that applies (then [`Sealer::absorb`] copies).
     pub(crate) fn absorb_sealing(&mut self, data: &[u8]) -> io::Result<usize> {
         self.check()?;
-        if self.fill != 0
-            || self.sealing()
-            || !self.pending().is_empty()
-            || !self.gcm.can_seal_from()
+        if self.fill != 0 || self.sealing() || !self.pending().is_empty() || !self.gcm.has_serial()
         {
             return Ok(0);
         }
@@ -405,7 +402,7 @@ impl Sealer {
             || self.full != 0
             || self.sealing()
             || !self.pending().is_empty()
-            || !self.gcm.can_seal_from()
+            || !self.gcm.has_serial()
             || !relay::available()
         {
             return Ok(0);
