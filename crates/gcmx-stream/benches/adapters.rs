@@ -36,6 +36,12 @@
 //!   that copy alone, and `bound of io::copy` both copies one after the other on one thread
 //!   (with the opens on the other cores), what a `Read` adapter read by `io::copy` reaches at
 //!   best.
+//! - `decrypting_reader_buffered`: the same stream, a slice handed over as a `BufRead` source
+//!   (its buffer holds the whole stream, so no byte of it is copied on the caller's thread:
+//!   each segment is copied and opened by the task that opens it): `read_exact` of the whole
+//!   plaintext (straight into the caller's buffer), through `fill_buf` and `consume` with each
+//!   piece written into `io::sink()` (no copy on the caller's thread: what the issue's "into
+//!   `io::sink()`" costs at best), and through `io::copy` (8 KiB copies out of the window).
 //! - `seekable_reader`, 4 KiB at random offsets: reads per second, and ciphertext bytes
 //!   fetched per read (at most two segments).
 //!
@@ -43,7 +49,7 @@
 //! `cuda` feature and a GPU.
 
 use std::hint::black_box;
-use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, Cursor, Read, Seek, SeekFrom, Write};
 use std::time::Instant;
 
 use gcmx::{Gcm, OpenJob, SealJob};
@@ -192,6 +198,7 @@ fn main() {
     let (mut seal, mut writer, mut open, mut reader) = (vec![], vec![], vec![], vec![]);
     let (mut writer_copy, mut reader_all, mut memcpy, mut bound) = (vec![], vec![], vec![], vec![]);
     let (mut reader_copy, mut pieces, mut both) = (vec![], vec![], vec![]);
+    let (mut buf_all, mut buf_fill, mut buf_copy) = (vec![], vec![], vec![]);
     let mut all = vec![0u8; bytes];
     let mut copy_dst = vec![0u8; ct.len()];
     let mut piece = vec![0u8; 1 << 20];
@@ -282,6 +289,47 @@ fn main() {
         assert_eq!(n, bytes as u64);
         reader_copy.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
+        // decrypting_reader_buffered over the in-memory stream (a slice: its buffer holds the
+        // whole stream), read_exact of the whole plaintext.
+        let t = Instant::now();
+        let mut r = keyset
+            .decrypting_reader_buffered_with(&ct[..], b"bench", &opts)
+            .expect("reader");
+        r.read_exact(&mut all).expect("read");
+        assert_eq!(r.read(&mut piece[..1]).expect("end"), 0);
+        black_box(&all);
+        buf_all.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+
+        // The same into io::sink() through BufRead: each piece of plaintext written from the
+        // reader's window, no copy on this thread.
+        let t = Instant::now();
+        let mut r = keyset
+            .decrypting_reader_buffered_with(&ct[..], b"bench", &opts)
+            .expect("reader");
+        let (mut sink, mut total) = (io::sink(), 0);
+        loop {
+            let p = r.fill_buf().expect("fill_buf");
+            if p.is_empty() {
+                break;
+            }
+            sink.write_all(p).expect("write");
+            let n = p.len();
+            total += n;
+            r.consume(n);
+        }
+        assert_eq!(total, bytes);
+        buf_fill.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+
+        // The same through io::copy into io::sink() (8 KiB reads, each a copy out of the
+        // window on this thread).
+        let t = Instant::now();
+        let mut r = keyset
+            .decrypting_reader_buffered_with(&ct[..], b"bench", &opts)
+            .expect("reader");
+        let n = io::copy(&mut r, &mut io::sink()).expect("copy");
+        assert_eq!(n, bytes as u64);
+        buf_copy.push(gib_s(bytes, t.elapsed().as_secs_f64()));
+
         // One thread handing the plaintext out the way io::copy takes it: 8 KiB at a time.
         let t = Instant::now();
         let mut small = [0u8; 8 << 10];
@@ -356,6 +404,21 @@ fn main() {
     row(
         "bound of io::copy: both copies on one thread",
         median(both),
+        Some(open),
+    );
+    row(
+        "decrypting_reader_buffered -> read_exact",
+        median(buf_all),
+        Some(open),
+    );
+    row(
+        "decrypting_reader_buffered -> fill_buf -> io::sink()",
+        median(buf_fill),
+        Some(open),
+    );
+    row(
+        "decrypting_reader_buffered -> io::copy -> sink",
+        median(buf_copy),
         Some(open),
     );
 

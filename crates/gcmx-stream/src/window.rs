@@ -143,8 +143,9 @@ pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
 /// first use.
 const WHOLE_WINDOW_MAX: usize = 256 << 20;
 
-/// Window buffers of up to this many bytes are kept between streams ([`spare`]).
-const SPARE_MAX: usize = 64 << 20;
+/// Window buffers kept between streams ([`spare`]) take at most this many bytes together: one
+/// GPU window, or several CPU ones.
+const SPARE_BYTES: usize = 256 << 20;
 
 /// Makes the window's buffer at least `needed` bytes long, for a window of at most `cap`
 /// bytes. The first allocation takes the whole window (up to 256 MiB): a window of that size
@@ -170,8 +171,9 @@ pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::R
 /// Window buffers kept between streams, holding no plaintext (wiped, or holding ciphertext
 /// only). A fresh buffer costs a page fault and the zeroing of every page at its first write
 /// (benches/adapters.rs: about a fifth of the writer's time for streams of 256 MiB on two
-/// cores); a stream that follows another reuses its buffer. At most [`spare::KEEP`] buffers of
-/// at most 64 MiB are kept.
+/// cores, and nearly half of the GPU writer's, whose default window is 256 MiB); a stream that
+/// follows another reuses its buffer. At most [`spare::KEEP`] buffers, of [`SPARE_BYTES`]
+/// together, are kept: no more memory than one stream on the GPU holds while it runs.
 pub(crate) mod spare {
     use std::sync::Mutex;
 
@@ -189,13 +191,14 @@ pub(crate) mod spare {
 
     /// Keeps `buf` (holding no plaintext) for a later stream, if there is room.
     pub(crate) fn give(buf: Vec<u8>) {
-        if buf.is_empty() || buf.len() > super::SPARE_MAX {
+        if buf.is_empty() {
             return;
         }
-        if let Ok(mut kept) = SPARE.lock()
-            && kept.len() < KEEP
-        {
-            kept.push(buf);
+        if let Ok(mut kept) = SPARE.lock() {
+            let held: usize = kept.iter().map(Vec::len).sum();
+            if kept.len() < KEEP && held.saturating_add(buf.len()) <= super::SPARE_BYTES {
+                kept.push(buf);
+            }
         }
     }
 }

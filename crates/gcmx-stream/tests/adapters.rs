@@ -2,7 +2,7 @@
 //! the bulk pipeline read each other's output), refusals of damaged streams, random access,
 //! and what a read costs.
 
-use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, SeekFrom, Write};
 
 use gcmx_stream::{Backend, ErrorKind, KeySize, Keyset, Options, StreamingKey, bulk};
 
@@ -43,6 +43,30 @@ fn read_all(ks: &Keyset, aad: &[u8], ct: &[u8], opts: &Options) -> io::Result<Ve
         .map_err(io::Error::from)?
         .read_to_end(&mut out)?;
     Ok(out)
+}
+
+/// The reader over `ct` as a buffered source whose buffer holds `cap` bytes, read through
+/// `fill_buf` and `consume`.
+fn read_all_buffered(
+    ks: &Keyset,
+    aad: &[u8],
+    ct: &[u8],
+    cap: usize,
+    opts: &Options,
+) -> io::Result<Vec<u8>> {
+    let mut r = ks
+        .decrypting_reader_buffered_with(BufReader::with_capacity(cap, ct), aad, opts)
+        .map_err(io::Error::from)?;
+    let mut out = Vec::new();
+    loop {
+        let p = r.fill_buf()?;
+        if p.is_empty() {
+            return Ok(out);
+        }
+        out.extend_from_slice(p);
+        let n = p.len();
+        r.consume(n);
+    }
 }
 
 fn read_all_seekable(ks: &Keyset, aad: &[u8], ct: &[u8], opts: &Options) -> io::Result<Vec<u8>> {
@@ -94,6 +118,8 @@ fn every_path_reads_every_other_paths_output() {
                         "seg {seg} n {n}"
                     );
                     assert_eq!(read_all(&ks, b"aad", &ct, &opts).unwrap(), pt);
+                    let cap = [ct.len() + 1, 2 * seg as usize + 3, 100][piece % 3];
+                    assert_eq!(read_all_buffered(&ks, b"aad", &ct, cap, &opts).unwrap(), pt);
                     if piece == 1 {
                         assert_eq!(read_all_seekable(&ks, b"aad", &ct, &opts).unwrap(), pt);
                         assert_eq!(bulk_decrypt(&ks, b"aad", &ct).unwrap(), pt);
@@ -177,6 +203,9 @@ fn assert_refused(ks: &Keyset, aad: &[u8], ct: &[u8], pt: &[u8], what: &str) -> 
         }
     }
     let err = refused(read_all_seekable(ks, aad, ct, &opts));
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{what}: {err}");
+    // The reader over a buffered source holding the whole stream, through `fill_buf`.
+    let err = refused(read_all_buffered(ks, aad, ct, ct.len() + 1, &opts));
     assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{what}: {err}");
     kinds
 }

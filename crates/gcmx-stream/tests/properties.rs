@@ -2,9 +2,9 @@
 //! of seeks and reads gives the plaintext back; any change of the ciphertext never makes a
 //! reader hand out a byte that is not the plaintext's at that offset.
 
-use std::io::{Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Cursor, Read, Seek, SeekFrom, Write};
 
-use gcmx_stream::{Backend, Keyset, Options, StreamingKey};
+use gcmx_stream::{Backend, DecryptingReader, Keyset, Options, StreamingKey};
 use proptest::prelude::*;
 
 fn keyset(dks: usize, seg: u32) -> Keyset {
@@ -31,21 +31,41 @@ fn encrypt(ks: &Keyset, pt: &[u8], splits: &[usize], window: usize) -> Vec<u8> {
     w.finish().unwrap()
 }
 
-/// Reads through the decrypting reader in pieces of `piece` bytes until the end or an
-/// error; returns what came out and whether it ended cleanly.
-fn read_stream(ks: &Keyset, ct: &[u8], piece: usize, window: usize) -> (Vec<u8>, bool) {
+/// Reads through the decrypting reader in pieces of `piece` bytes (0: through `fill_buf` and
+/// `consume`) until the end or an error, from a `Read` source (`cap` 0) or from a buffered
+/// source whose buffer holds `cap` bytes; returns what came out and whether it ended cleanly.
+fn read_stream(ks: &Keyset, ct: &[u8], piece: usize, window: usize, cap: usize) -> (Vec<u8>, bool) {
     let opts = Options::new()
         .with_window_bytes(window)
         .with_backend(Backend::Cpu);
-    let Ok(mut r) = ks.decrypting_reader_with(ct, b"p", &opts) else {
+    if cap == 0 {
+        drain(ks.decrypting_reader_with(ct, b"p", &opts), piece)
+    } else {
+        let src = BufReader::with_capacity(cap, ct);
+        drain(ks.decrypting_reader_buffered_with(src, b"p", &opts), piece)
+    }
+}
+
+fn drain<R: Read>(r: gcmx_stream::Result<DecryptingReader<R>>, piece: usize) -> (Vec<u8>, bool) {
+    let Ok(mut r) = r else {
         return (Vec::new(), false);
     };
     let mut out = Vec::new();
-    let mut buf = vec![0u8; piece.max(1)];
+    let mut buf = vec![0u8; piece];
     loop {
-        match r.read(&mut buf) {
+        let got = if piece == 0 {
+            r.fill_buf().map(|p| {
+                out.extend_from_slice(p);
+                p.len()
+            })
+        } else {
+            r.read(&mut buf)
+                .inspect(|&n| out.extend_from_slice(&buf[..n]))
+        };
+        match got {
             Ok(0) => return (out, true),
-            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Ok(n) if piece == 0 => r.consume(n),
+            Ok(_) => {}
             Err(e) => {
                 assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
                 return (out, false);
@@ -86,14 +106,17 @@ proptest! {
         splits in prop::collection::vec(1usize..700, 0..20),
         window in 0usize..2000,
         piece in 1usize..2500,
+        cap in 1usize..4000,
         ops in prop::collection::vec(op(), 0..40),
     ) {
         let ks = keyset(dks, seg);
         let ct = encrypt(&ks, &pt, &splits, window);
         prop_assert_eq!(ct.len() as u64, ks.primary().ciphertext_size(pt.len() as u64).unwrap());
-        let (back, clean) = read_stream(&ks, &ct, piece, window);
-        prop_assert!(clean);
-        prop_assert_eq!(&back, &pt);
+        for (piece, cap) in [(piece, 0), (piece, cap), (0, cap)] {
+            let (back, clean) = read_stream(&ks, &ct, piece, window, cap);
+            prop_assert!(clean);
+            prop_assert_eq!(&back, &pt);
+        }
 
         let opts = Options::new().with_window_bytes(window).with_backend(Backend::Cpu);
         let mut r = ks.seekable_reader_with(Cursor::new(&ct), b"p", &opts).unwrap();
@@ -132,6 +155,7 @@ proptest! {
         extra in prop::collection::vec(any::<u8>(), 0..80),
         window in 0usize..1500,
         piece in 1usize..1500,
+        cap in 1usize..3000,
         reads in prop::collection::vec((0u64..2500, 1usize..600), 0..12),
     ) {
         let ks = keyset(dks, seg);
@@ -147,9 +171,11 @@ proptest! {
         ct.extend_from_slice(&extra);
         let changed = ct != good;
 
-        let (out, clean) = read_stream(&ks, &ct, piece, window);
-        prop_assert!(pt.starts_with(&out), "the stream reader handed out other bytes");
-        prop_assert_eq!(clean, !changed, "a clean end must mean an unchanged stream");
+        for (piece, cap) in [(piece, 0), (piece, cap), (0, cap)] {
+            let (out, clean) = read_stream(&ks, &ct, piece, window, cap);
+            prop_assert!(pt.starts_with(&out), "the stream reader handed out other bytes");
+            prop_assert_eq!(clean, !changed, "a clean end must mean an unchanged stream");
+        }
 
         let opts = Options::new().with_window_bytes(window).with_backend(Backend::Cpu);
         if let Ok(mut r) = ks.seekable_reader_with(Cursor::new(&ct), b"p", &opts) {
@@ -196,14 +222,22 @@ proptest! {
         }
         ct.extend_from_slice(&extra);
         let changed = ct != good;
-        let (large, large_clean) = read_stream(&ks, &ct, ct.len() + 1, window);
-        let (small, small_clean) = read_stream(&ks, &ct, 5, window);
-        prop_assert!(pt.starts_with(&large));
-        prop_assert!(pt.starts_with(&small));
-        prop_assert_eq!(large_clean, !changed);
-        prop_assert_eq!(small_clean, !changed);
-        if !changed {
-            prop_assert_eq!(&large, &pt);
+        // The same from a buffered source holding the whole stream (segments opened from its
+        // buffer) and through `fill_buf`.
+        let whole = ct.len() + 1;
+        for cap in [0, whole] {
+            let (large, large_clean) = read_stream(&ks, &ct, ct.len() + 1, window, cap);
+            let (small, small_clean) = read_stream(&ks, &ct, 5, window, cap);
+            prop_assert!(pt.starts_with(&large));
+            prop_assert!(pt.starts_with(&small));
+            prop_assert_eq!(large_clean, !changed);
+            prop_assert_eq!(small_clean, !changed);
+            if !changed {
+                prop_assert_eq!(&large, &pt);
+            }
         }
+        let (filled, filled_clean) = read_stream(&ks, &ct, 0, window, whole);
+        prop_assert!(pt.starts_with(&filled));
+        prop_assert_eq!(filled_clean, !changed);
     }
 }

@@ -1,6 +1,7 @@
 //! The adapters against Google Tink's streaming AEAD (the PyPI package `tink`, driven by
 //! gcmx-cli's `tests/tink_helper.py`): streams written by Tink read through
-//! `decrypting_reader` and through `seekable_reader` at random ranges, and streams written by
+//! `decrypting_reader`, `decrypting_reader_buffered` and through `seekable_reader` at random
+//! ranges, and streams written by
 //! `encrypting_writer` read by Tink; key sizes 16 and 32, segments of 4 KiB to 8 MiB, AAD of
 //! several lengths, plaintexts from empty to several segments plus one byte.
 //!
@@ -8,7 +9,7 @@
 //! RUN and pass; with `GCMX_REQUIRE_TINK=1` (as `scripts/test.sh` sets it) they fail instead.
 
 use std::fs;
-use std::io::{Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -220,6 +221,23 @@ fn interop(key_bytes: usize, segment: usize) {
         assert!(
             back == c.plain,
             "Tink stream {i} ({} bytes) through decrypting_reader",
+            c.plain.len()
+        );
+        // The same stream as a buffered source, the plaintext through `fill_buf`.
+        let mut r = keyset.decrypting_reader_buffered(&ct[..], &c.aad).unwrap();
+        let mut filled = Vec::new();
+        loop {
+            let p = r.fill_buf().unwrap();
+            if p.is_empty() {
+                break;
+            }
+            filled.extend_from_slice(p);
+            let n = p.len();
+            r.consume(n);
+        }
+        assert!(
+            filled == c.plain,
+            "Tink stream {i} ({} bytes) through decrypting_reader_buffered",
             c.plain.len()
         );
         let reads = if multi.contains(&i) {
