@@ -143,9 +143,10 @@ pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
 /// first use.
 const WHOLE_WINDOW_MAX: usize = 256 << 20;
 
-/// Window buffers kept between streams ([`spare`]) take at most this many bytes together: one
-/// GPU window, or several CPU ones.
-const SPARE_BYTES: usize = 256 << 20;
+/// Window buffers kept between streams ([`spare`]) take at most this many bytes together: the
+/// three windows of a writer on the GPU (filling, sealing, written out), whose default window
+/// is 256 MiB; on the CPU, whose windows are megabytes, [`spare::KEEP`] bounds them first.
+const SPARE_BYTES: usize = 3 * WHOLE_WINDOW_MAX;
 
 /// Makes the window's buffer at least `needed` bytes long, for a window of at most `cap`
 /// bytes. The first allocation takes the whole window (up to 256 MiB): a window of that size
@@ -171,9 +172,10 @@ pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::R
 /// Window buffers kept between streams, holding no plaintext (wiped, or holding ciphertext
 /// only). A fresh buffer costs a page fault and the zeroing of every page at its first write
 /// (benches/adapters.rs: about a fifth of the writer's time for streams of 256 MiB on two
-/// cores, and nearly half of the GPU writer's, whose default window is 256 MiB); a stream that
-/// follows another reuses its buffer. At most [`spare::KEEP`] buffers, of [`SPARE_BYTES`]
-/// together, are kept: no more memory than one stream on the GPU holds while it runs.
+/// cores, and a third to a half of the GPU writer's, whose default window is 256 MiB); a stream
+/// that follows another reuses its buffers. At most [`spare::KEEP`] buffers, of
+/// [`SPARE_BYTES`] together, are kept: no more memory than one writer on the GPU holds while
+/// it runs.
 pub(crate) mod spare {
     use std::sync::Mutex;
 
