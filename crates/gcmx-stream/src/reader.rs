@@ -157,17 +157,10 @@ impl<R> Clone for Buffered<R> {
 impl<R> Copy for Buffered<R> {}
 
 impl<R> Buffered<R> {
-    /// The source's buffered bytes (empty at its end), retried when interrupted.
+    /// The source's buffered bytes (empty at its end). An error, `Interrupted` included, is
+    /// the caller's to retry, as from [`BufRead::fill_buf`] itself: nothing was consumed.
     fn fill(self, r: &mut R) -> io::Result<&[u8]> {
-        loop {
-            match (self.fill)(r) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-                // Asked again to hand the borrow out of the loop; a filled buffer is
-                // returned as it is.
-                Ok(_) => return (self.fill)(r),
-            }
-        }
+        (self.fill)(r)
     }
 }
 
@@ -515,11 +508,18 @@ impl<R: Read> DecryptingReader<R> {
             return Ok(n);
         }
         if let Some(b) = buffered {
-            let src = b.fill(inner)?;
-            let n = src.len().min(buf.len());
-            copy(&mut buf[..n], &src[..n]);
-            (b.consume)(inner, n);
-            return Ok(n);
+            loop {
+                match b.fill(inner) {
+                    Ok(src) => {
+                        let n = src.len().min(buf.len());
+                        copy(&mut buf[..n], &src[..n]);
+                        (b.consume)(inner, n);
+                        return Ok(n);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
         }
         loop {
             match inner.read(buf) {
@@ -1341,6 +1341,93 @@ mod tests {
                 assert!(buf.iter().all(|&b| b == 0 || b == 0xAA));
                 assert!(r.read(&mut buf).is_err());
             }
+        }
+    }
+
+    /// A buffered source that hands out its bytes in pieces of cycling sizes, failing every
+    /// third `fill_buf` with `Interrupted`.
+    struct Stutter<'a> {
+        data: &'a [u8],
+        pos: usize,
+        calls: usize,
+        sizes: &'a [usize],
+    }
+
+    impl Read for Stutter<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = {
+                let src = self.fill_buf()?;
+                let n = src.len().min(buf.len());
+                buf[..n].copy_from_slice(&src[..n]);
+                n
+            };
+            self.consume(n);
+            Ok(n)
+        }
+    }
+
+    impl BufRead for Stutter<'_> {
+        fn fill_buf(&mut self) -> io::Result<&[u8]> {
+            self.calls += 1;
+            if self.calls.is_multiple_of(3) {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let n = self.sizes[self.calls % self.sizes.len()];
+            let end = (self.pos + n).min(self.data.len());
+            Ok(&self.data[self.pos..end])
+        }
+
+        fn consume(&mut self, amt: usize) {
+            self.pos += amt;
+        }
+    }
+
+    #[test]
+    fn interrupted_and_uneven_fills_of_a_buffered_source_lose_nothing() {
+        let ks = keyset(16, 256);
+        let (p0, p, _) = geometry(&ks);
+        let pt = data(p0 + 40 * p + 9, 5);
+        let ct = encrypt(&ks, b"s", &pt);
+        let sizes: &[usize] = &[1, 700, 5000, 3, 256 * 7 + 1, 100_000];
+        for window in [256, 6 * 256, 1 << 20] {
+            let opts = Options::new().with_window_bytes(window);
+            let src = Stutter {
+                data: &ct,
+                pos: 0,
+                calls: 0,
+                sizes,
+            };
+            // read_to_end retries `Interrupted`, with reads of growing sizes.
+            let mut r = ks
+                .decrypting_reader_buffered_with(src, b"s", &opts)
+                .unwrap();
+            let mut out = Vec::new();
+            r.read_to_end(&mut out).unwrap();
+            assert!(out == pt, "window {window}: read_to_end");
+            // fill_buf / consume, retried by hand.
+            let src = Stutter {
+                data: &ct,
+                pos: 0,
+                calls: 1,
+                sizes,
+            };
+            let mut r = ks
+                .decrypting_reader_buffered_with(src, b"s", &opts)
+                .unwrap();
+            let mut out = Vec::new();
+            loop {
+                match r.fill_buf() {
+                    Ok([]) => break,
+                    Ok(piece) => {
+                        out.extend_from_slice(piece);
+                        let n = piece.len();
+                        r.consume(n);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => panic!("window {window}: {e}"),
+                }
+            }
+            assert!(out == pt, "window {window}: fill_buf");
         }
     }
 
