@@ -139,13 +139,14 @@ pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// Windows of up to this many bytes (the GPU's default window) are allocated whole at their
-/// first use.
-const WHOLE_WINDOW_MAX: usize = 256 << 20;
+/// Windows of up to this many bytes (the GPU's default window, and the byte of look-ahead
+/// that a reader's window holds past its segments) are allocated whole at their first use.
+const WHOLE_WINDOW_MAX: usize = (256 << 20) + 1;
 
-/// Window buffers kept between streams ([`spare`]) take at most this many bytes together: the
-/// three windows of a writer on the GPU (filling, sealing, written out), whose default window
-/// is 256 MiB; on the CPU, whose windows are megabytes, [`spare::KEEP`] bounds them first.
+/// Window buffers kept between streams ([`spare`]) take at most this many bytes together: a
+/// writer's two windows on the GPU (one filled while the other is sealed and written out) and
+/// a reader's, of 256 MiB by default; on the CPU, whose windows are megabytes, [`spare::KEEP`]
+/// bounds them first.
 const SPARE_BYTES: usize = 3 * WHOLE_WINDOW_MAX;
 
 /// Makes the window's buffer at least `needed` bytes long, for a window of at most `cap`
