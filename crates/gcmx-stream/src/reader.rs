@@ -6,15 +6,15 @@ use std::mem;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::engine::{Engine, OpenError, OpenFrom, OpenJob};
+use crate::engine::{Engine, OpenError, OpenJob};
 use crate::error::{Error, Result};
 use crate::format::{Layout, TAG_LEN, segment_nonce};
 use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
 use crate::window::{
-    Seg, Window, auth_error, copy, first_failing, open_window, open_window_from, reserve_window,
-    wipe,
+    Seg, Window, auth_error, copy, first_failing, open_from_source, open_window, open_window_from,
+    reserve_window, wipe,
 };
 use crate::wipe::wipe_stacks;
 
@@ -155,14 +155,6 @@ impl<R> Clone for Buffered<R> {
 }
 
 impl<R> Copy for Buffered<R> {}
-
-impl<R> Buffered<R> {
-    /// The source's buffered bytes (empty at its end). An error, `Interrupted` included, is
-    /// the caller's to retry, as from [`BufRead::fill_buf`] itself: nothing was consumed.
-    fn fill(self, r: &mut R) -> io::Result<&[u8]> {
-        (self.fill)(r)
-    }
-}
 
 /// Decrypts a Tink AES-GCM-HKDF stream read from an inner reader, a window of segments at a
 /// time (opened in parallel), and returns only authenticated plaintext. Made by
@@ -509,7 +501,7 @@ impl<R: Read> DecryptingReader<R> {
         }
         if let Some(b) = buffered {
             loop {
-                match b.fill(inner) {
+                match (b.fill)(inner) {
                     Ok(src) => {
                         let n = src.len().min(buf.len());
                         copy(&mut buf[..n], &src[..n]);
@@ -572,8 +564,9 @@ impl<R: Read> DecryptingReader<R> {
         if *head_pos < head.len() || !opener.can_open_from() {
             return Ok(None);
         }
-        // A failed read changes nothing: the caller may retry.
-        let src = b.fill(inner)?;
+        // A failed read (`Interrupted` included, as from `fill_buf` itself) consumed nothing:
+        // the caller may retry.
+        let src = (b.fill)(inner)?;
         // The first byte of the first segment may be in the window already (the look-ahead
         // of the window before).
         let pre = opener.got;
@@ -591,37 +584,17 @@ impl<R: Read> DecryptingReader<R> {
         if m == 0 {
             return Ok(None);
         }
-        // Direct reads stop at index u32::MAX: the conversions are exact.
-        let nonces: Vec<_> = (first..first + m as u64)
-            .map(|i| segment_nonce(&opener.prefix, i as u32, false))
-            .collect();
-        let mut jobs = Vec::with_capacity(m);
-        let (mut rest, mut at) = (&mut out[..total], 0);
-        for (j, nonce) in nonces.iter().enumerate() {
-            let p = layout.plaintext_len(first + j as u64);
-            let (buf, tail) = mem::take(&mut rest).split_at_mut(p);
+        let mut bodies = Vec::with_capacity(m);
+        let mut rest = &mut out[..total];
+        for i in first..first + m as u64 {
+            let (body, tail) = mem::take(&mut rest).split_at_mut(layout.plaintext_len(i));
             rest = tail;
-            let skip = if j == 0 { pre } else { 0 };
-            if skip == 1 {
-                buf[0] = opener.window.buf[0];
-            }
-            let body_end = at + p - skip;
-            jobs.push(OpenFrom {
-                nonce,
-                src: &src[at..body_end],
-                buf,
-                tag: &src[body_end..body_end + TAG_LEN],
-            });
-            at = body_end + TAG_LEN;
+            bodies.push(body);
         }
-        let r = opener.gcm.open_from(&mut jobs);
-        drop(jobs);
-        let e = match r {
-            Ok(None) => None,
-            Ok(Some(j)) => Some(auth_error(first + j as u64, 1)),
-            Err(e) => Some(e),
-        };
-        if let Some(e) = e {
+        if pre == 1 {
+            bodies[0][0] = opener.window.buf[0];
+        }
+        if let Err(e) = open_from_source(&opener.gcm, &opener.prefix, first, bodies, pre, src) {
             wipe(&mut out[..total]);
             return Err(opener.fail(e));
         }
@@ -640,8 +613,8 @@ impl<R: Read> DecryptingReader<R> {
             && self.head_pos >= self.head.len()
             && self.opener.can_open_from()
         {
-            // A failed read changes nothing: the caller may retry.
-            let src = b.fill(&mut self.inner)?;
+            // A failed read consumed nothing: the caller may retry.
+            let src = (b.fill)(&mut self.inner)?;
             match self.opener.open_from(src) {
                 Ok(Some(used)) => {
                     (b.consume)(&mut self.inner, used);
@@ -1389,30 +1362,24 @@ mod tests {
         let pt = data(p0 + 40 * p + 9, 5);
         let ct = encrypt(&ks, b"s", &pt);
         let sizes: &[usize] = &[1, 700, 5000, 3, 256 * 7 + 1, 100_000];
+        let stutter = |calls| Stutter {
+            data: &ct,
+            pos: 0,
+            calls,
+            sizes,
+        };
         for window in [256, 6 * 256, 1 << 20] {
             let opts = Options::new().with_window_bytes(window);
-            let src = Stutter {
-                data: &ct,
-                pos: 0,
-                calls: 0,
-                sizes,
-            };
             // read_to_end retries `Interrupted`, with reads of growing sizes.
             let mut r = ks
-                .decrypting_reader_buffered_with(src, b"s", &opts)
+                .decrypting_reader_buffered_with(stutter(0), b"s", &opts)
                 .unwrap();
             let mut out = Vec::new();
             r.read_to_end(&mut out).unwrap();
             assert!(out == pt, "window {window}: read_to_end");
             // fill_buf / consume, retried by hand.
-            let src = Stutter {
-                data: &ct,
-                pos: 0,
-                calls: 1,
-                sizes,
-            };
             let mut r = ks
-                .decrypting_reader_buffered_with(src, b"s", &opts)
+                .decrypting_reader_buffered_with(stutter(1), b"s", &opts)
                 .unwrap();
             let mut out = Vec::new();
             loop {

@@ -3,7 +3,6 @@
 //! pipeline work in windows, so memory is bounded by the window whatever the stream length.
 
 use std::io::{self, Read};
-use std::mem;
 
 use zeroize::Zeroizing;
 
@@ -398,11 +397,9 @@ pub(crate) fn open_window(gcm: &Engine, prefix: &[u8; 7], w: &mut Window) -> Res
     }
 }
 
-/// Opens every segment of `w` on rayon's pool, each copied from `src` (the source's buffer:
-/// the window's ciphertext but for its first `pre` bytes, already in the window) into the
-/// window and opened there by the task that opens it. Only where [`Engine::has_serial`]. On
-/// failure the window holds no plaintext, and the error names the first segment that did not
-/// authenticate.
+/// Opens every segment of `w`, none of them the stream's last, from `src` (the source's
+/// buffer: the window's ciphertext but for its first `pre` bytes, already in the window), with
+/// [`open_from_source`]. On failure the window holds no plaintext.
 pub(crate) fn open_window_from(
     gcm: &Engine,
     prefix: &[u8; 7],
@@ -410,48 +407,57 @@ pub(crate) fn open_window_from(
     pre: usize,
     src: &[u8],
 ) -> Result<()> {
+    let (first, end) = (w.first_index, w.end());
+    w.high_water = w.high_water.max(end);
+    let bodies = segment_parts(w).into_iter().map(|(body, _)| body).collect();
+    let r = open_from_source(gcm, prefix, first, bodies, pre, src);
+    if r.is_err() {
+        wipe(&mut w.buf[..end]);
+    }
+    r
+}
+
+/// Opens segments `first..`, none of them the stream's last, on rayon's pool: their ciphertext
+/// lies at the start of `src` (each body followed by its tag), and each body is copied into its
+/// buffer in `bodies` (the first `pre` bytes of the first one are there already) and opened
+/// there by the task that opens it. Only where [`Engine::has_serial`]. The error names the
+/// first segment that did not authenticate; after a failure the bodies may hold plaintext
+/// (the caller wipes them).
+pub(crate) fn open_from_source(
+    gcm: &Engine,
+    prefix: &[u8; 7],
+    first: u64,
+    bodies: Vec<&mut [u8]>,
+    pre: usize,
+    src: &[u8],
+) -> Result<()> {
     let short = || {
         Error::new(
             ErrorKind::Crypto,
-            "a window's source is shorter than its segments",
+            "a source is shorter than the segments opened from it",
         )
     };
-    let nonces = nonces(prefix, w);
-    let mut jobs: Vec<OpenFrom<'_>> = Vec::with_capacity(w.segs.len());
-    let end = w.end();
-    let mut rest = &mut w.buf[..end];
-    for (s, nonce) in w.segs.iter().zip(&nonces) {
-        let (chunk, tail) = mem::take(&mut rest).split_at_mut(s.len);
-        rest = tail;
-        let body = &mut chunk[..s.len - TAG_LEN];
-        // Where the segment's bytes start in `src`: the first segment's first `pre` bytes are
-        // in the window already.
-        let at = s.off.max(pre) - pre;
-        let body_end = (s.off + s.len - TAG_LEN)
-            .checked_sub(pre)
-            .ok_or_else(short)?;
-        let (from, tag) = (
-            src.get(at..body_end).ok_or_else(short)?,
-            src.get(body_end..body_end + TAG_LEN).ok_or_else(short)?,
-        );
+    // The reader refuses indexes past u32::MAX, so the conversions are exact.
+    let nonces: Vec<_> = (first..first + bodies.len() as u64)
+        .map(|i| segment_nonce(prefix, i as u32, false))
+        .collect();
+    let mut jobs: Vec<OpenFrom<'_>> = Vec::with_capacity(bodies.len());
+    let mut at = 0;
+    for (j, (buf, nonce)) in bodies.into_iter().zip(&nonces).enumerate() {
+        let skip = if j == 0 { pre } else { 0 };
+        let body_end = (at + buf.len()).checked_sub(skip).ok_or_else(short)?;
         jobs.push(OpenFrom {
             nonce: nonce.as_slice(),
-            src: from,
-            buf: body,
-            tag,
+            src: src.get(at..body_end).ok_or_else(short)?,
+            buf,
+            tag: src.get(body_end..body_end + TAG_LEN).ok_or_else(short)?,
         });
+        at = body_end + TAG_LEN;
     }
-    w.high_water = w.high_water.max(end);
-    let r = gcm.open_from(&mut jobs);
-    drop(jobs);
-    let first = w.first_index;
-    let r = match r {
-        Ok(None) => return Ok(()),
-        Ok(Some(j)) => auth_error(first + j as u64, 1),
-        Err(e) => e,
-    };
-    wipe(&mut w.buf[..end]);
-    Err(r)
+    match gcm.open_from(&mut jobs)? {
+        None => Ok(()),
+        Some(j) => Err(auth_error(first + j as u64, 1)),
+    }
 }
 
 pub(crate) fn auth_error(first: u64, count: u64) -> Error {
