@@ -149,6 +149,78 @@ where
     }
 }
 
+impl<Aes, N, T> AesGcm<Aes, N, T>
+where
+    Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt,
+    N: ArraySize,
+    T: TagSize,
+{
+    /// Decrypts `ciphertext` into the separate buffer `plaintext` (of the same length) and
+    /// verifies `tag`, in one pass: on one thread the input is read once and only the output is
+    /// written, so a copy-and-decrypt costs what an in-place decryption does.
+    ///
+    /// On failure the call returns `Err(aead::Error)` and `plaintext` is zeroed: it never holds
+    /// unauthenticated plaintext once the call returns. That is the difference from
+    /// [`AeadInOut::decrypt_inout_detached`] with a separate output, which leaves the output
+    /// untouched on failure and so must read the input twice (the tag first, then the
+    /// decryption). Lengths that differ are an error, with `plaintext` zeroed too.
+    ///
+    /// ```
+    /// # mod gcmx { pub use gcmx_core::{aead, Aes128Gcm, Nonce}; } // the names `gcmx` re-exports
+    /// use gcmx::{Aes128Gcm, Nonce, aead::{AeadInOut, KeyInit}};
+    /// let cipher = Aes128Gcm::new(&[7u8; 16].into());
+    /// let nonce = Nonce::<gcmx::aead::consts::U12>::from([1u8; 12]);
+    /// let mut ct = *b"read once";
+    /// let tag = cipher.encrypt_inout_detached(&nonce, b"", (&mut ct[..]).into()).unwrap();
+    /// let mut pt = [0u8; 9];
+    /// cipher.decrypt_into_detached(&nonce, b"", &ct, &mut pt, &tag).unwrap();
+    /// assert_eq!(&pt, b"read once");
+    /// ct[0] ^= 1;
+    /// assert!(cipher.decrypt_into_detached(&nonce, b"", &ct, &mut pt, &tag).is_err());
+    /// assert_eq!(pt, [0u8; 9]);
+    /// ```
+    pub fn decrypt_into_detached(
+        &self,
+        nonce: &Nonce<N>,
+        associated_data: &[u8],
+        ciphertext: &[u8],
+        plaintext: &mut [u8],
+        tag: &Tag<T>,
+    ) -> aead::Result<()> {
+        let ok =
+            self.decrypt_into_unchecked_output(nonce, associated_data, ciphertext, plaintext, tag);
+        if !ok {
+            plaintext.zeroize();
+            return Err(aead::Error);
+        }
+        Ok(())
+    }
+
+    /// [`AesGcm::decrypt_into_detached`] up to the tag comparison: whether the inputs were valid
+    /// and `tag` matched. On `false` `plaintext` may hold anything (the caller zeroes it).
+    fn decrypt_into_unchecked_output(
+        &self,
+        nonce: &Nonce<N>,
+        associated_data: &[u8],
+        ciphertext: &[u8],
+        plaintext: &mut [u8],
+        tag: &Tag<T>,
+    ) -> bool {
+        if check_lengths(associated_data.len(), ciphertext.len()).is_err() || nonce.is_empty() {
+            return false;
+        }
+        let Ok(buffer) = InOutBuf::new(ciphertext, plaintext) else {
+            return false;
+        };
+        let mut j0 = self.cipher.j0(nonce);
+        let mut expected = self.run(Direction::Open, &j0, associated_data, buffer);
+        let ok = tag_matches(&expected, tag);
+        expected.zeroize();
+        j0.zeroize();
+        ok
+    }
+}
+
 impl<Aes, N, T> KeySizeUser for AesGcm<Aes, N, T>
 where
     Aes: KeySizeUser,
@@ -370,6 +442,70 @@ mod tests {
                     .decrypt_inout_detached(&nonce, b"ad", io, &tag)
                     .unwrap();
                 assert_eq!(out, pt);
+            }
+        }
+    }
+
+    /// The one-pass decryption into another buffer gives the plaintext on every path and at
+    /// sizes around the kernels' steps, leaves its input as it was, and on any failure (a
+    /// changed tag, ciphertext or associated data, lengths that differ) zeroes its output.
+    #[test]
+    fn decrypt_into_opens_or_zeroes() {
+        let key = [0x42u8; 24];
+        let nonce = Nonce::<U12>::from([6u8; 12]);
+        for cipher in [
+            Aes192Gcm::new(&key.into()),
+            Aes192Gcm::from(Aes192::new(&key.into())),
+            Aes192Gcm::new(&key.into()).with_multicore(),
+        ] {
+            for len in [0usize, 1, 15, 16, 255, 256, 513, 4097, 300_001] {
+                let pt: Vec<u8> = (0..len).map(|i| (i * 29 + 3) as u8).collect();
+                let mut ct = pt.clone();
+                let tag = cipher
+                    .encrypt_inout_detached(&nonce, b"ad", ct.as_mut_slice().into())
+                    .unwrap();
+                let kept = ct.clone();
+                let mut out = vec![0xA5u8; len];
+                cipher
+                    .decrypt_into_detached(&nonce, b"ad", &ct, &mut out, &tag)
+                    .unwrap();
+                assert_eq!(out, pt, "len {len}");
+                assert_eq!(ct, kept, "input, len {len}");
+                let zeroed = |out: &[u8]| out.iter().all(|&b| b == 0);
+                let mut bad = tag;
+                bad[15] ^= 0x80;
+                out.fill(0xA5);
+                assert!(
+                    cipher
+                        .decrypt_into_detached(&nonce, b"ad", &ct, &mut out, &bad)
+                        .is_err()
+                );
+                assert!(zeroed(&out), "tag, len {len}");
+                out.fill(0xA5);
+                assert!(
+                    cipher
+                        .decrypt_into_detached(&nonce, b"aD", &ct, &mut out, &tag)
+                        .is_err()
+                );
+                assert!(zeroed(&out), "aad, len {len}");
+                if len > 0 {
+                    let mut flipped = ct.clone();
+                    flipped[len / 2] ^= 1;
+                    out.fill(0xA5);
+                    assert!(
+                        cipher
+                            .decrypt_into_detached(&nonce, b"ad", &flipped, &mut out, &tag)
+                            .is_err()
+                    );
+                    assert!(zeroed(&out), "ciphertext, len {len}");
+                }
+                let mut longer = vec![0xA5u8; len + 1];
+                assert!(
+                    cipher
+                        .decrypt_into_detached(&nonce, b"ad", &ct, &mut longer, &tag)
+                        .is_err()
+                );
+                assert!(zeroed(&longer), "lengths, len {len}");
             }
         }
     }

@@ -13,7 +13,7 @@ pub(crate) struct Engine {
     gcm: gcmx::Gcm,
     /// The same key on one core, where the engine is the CPU's: segments that this crate
     /// sends to rayon's pool itself, each sealed from the caller's bytes into the window, or
-    /// copied from the source's buffer and opened, in one task ([`Engine::seal_from`],
+    /// opened from the source's buffer, in one task ([`Engine::seal_from`],
     /// [`Engine::open_from`]).
     serial: Option<Serial>,
 }
@@ -75,6 +75,28 @@ impl Serial {
         };
         done.ok_or_else(invalid)
     }
+
+    /// Opens `src` (no associated data) under the 12-byte `nonce` against `tag` into `buf`, of
+    /// the same length, in one pass: `Ok(false)` when the tag does not match (`buf` is then
+    /// zeroed).
+    fn open_into(&self, nonce: &[u8], src: &[u8], buf: &mut [u8], tag: &[u8]) -> Result<bool> {
+        use gcmx::aead::consts::U12;
+        let (Ok(nonce), Ok(tag)) = (
+            gcmx::Nonce::<U12>::try_from(nonce),
+            gcmx::Tag::try_from(tag),
+        ) else {
+            return Err(invalid());
+        };
+        if src.len() != buf.len() {
+            return Err(invalid());
+        }
+        let opened = match self {
+            Serial::Aes128(c) => c.decrypt_into_detached(&nonce, &[], src, buf, &tag),
+            Serial::Aes192(c) => c.decrypt_into_detached(&nonce, &[], src, buf, &tag),
+            Serial::Aes256(c) => c.decrypt_into_detached(&nonce, &[], src, buf, &tag),
+        };
+        Ok(opened.is_ok())
+    }
 }
 
 fn invalid() -> Error {
@@ -106,9 +128,10 @@ fn seal_one_from(serial: &Serial, j: &mut SealFrom<'_>) -> Result<()> {
     serial.seal(j.nonce, io, j.tag)
 }
 
-/// A segment to open in the window or the caller's buffer: its ciphertext's bytes from `src`
-/// (a reader's source buffer) copied into the end of `buf`, whose first
-/// `buf.len() - src.len()` bytes already hold the rest, then opened there.
+/// A segment to open in the window or the caller's buffer: its ciphertext's bytes in `src` (a
+/// reader's source buffer), of which `buf`'s first `buf.len() - src.len()` bytes already hold
+/// the first part (a segment that began in an earlier fill of the source). A whole segment is
+/// opened from `src` into `buf` in one pass; a split one is completed in `buf` and opened there.
 pub(crate) struct OpenFrom<'a> {
     pub(crate) nonce: &'a [u8],
     pub(crate) src: &'a [u8],
@@ -123,6 +146,10 @@ fn open_one_from(serial: &Serial, j: &mut OpenFrom<'_>) -> Result<bool> {
             "a segment's source is longer than its buffer",
         )
     })?;
+    if at == 0 {
+        // The whole segment is in the source: read once, written once.
+        return serial.open_into(j.nonce, j.src, j.buf, j.tag);
+    }
     j.buf[at..].copy_from_slice(j.src);
     serial.open(j.nonce, j.buf, j.tag)
 }
@@ -180,9 +207,9 @@ impl Engine {
         seal_one_from(self.serial()?, job)
     }
 
-    /// Opens every job on rayon's pool, each copied from its source and opened in place in the
-    /// task that opens it (the copy lands in that core's cache, where the open finds it): the
-    /// ciphertext is copied by every core instead of the caller's alone. The position of the
+    /// Opens every job on rayon's pool, each from its source into its buffer in the task that
+    /// opens it: the ciphertext is read once, by every core instead of the caller's alone, and
+    /// the plaintext written once. The position of the
     /// first job whose tag does not match, if any. Only where [`Engine::has_serial`]; after a
     /// failure, of any kind, the buffers of other jobs may hold plaintext (the caller wipes
     /// them).
