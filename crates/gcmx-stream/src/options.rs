@@ -35,8 +35,8 @@ pub struct Options {
 impl Options {
     /// The defaults: [`Backend::Auto`] and the backend's default window: on the CPU 8 MiB for
     /// the adapters (it stays in the last-level cache between the copy and the crypto) and
-    /// 32 MiB for [`bulk`](crate::bulk) (larger reads and writes), at least a segment per
-    /// core; 256 MiB on the GPU.
+    /// 32 MiB for [`bulk`](crate::bulk) (larger reads and writes), at least two segments per
+    /// core (so 32 MiB of 1 MiB segments with 16 threads); 256 MiB on the GPU.
     pub fn new() -> Options {
         Options::default()
     }
@@ -97,10 +97,14 @@ impl Options {
             )));
         }
         let mut n = (self.tarwindow_bytes(use_) / seg).max(1);
-        // Every core gets a segment when segments are small enough for that.
+        // Every core gets a segment when segments are small enough for that, and by default
+        // two: a window ends when its slowest segment does, and with two or more per core the
+        // cores that finish early take the rest instead of waiting.
         let threads = thread::available_parallelism().map_or(1, |p| p.get());
-        if n < threads && threads.saturating_mul(seg) <= 256 << 20 {
-            n = threads;
+        let per_core = if self.window_bytes == 0 { 2 } else { 1 };
+        let least = threads.saturating_mul(per_core);
+        if n < least && least.saturating_mul(seg) <= 256 << 20 {
+            n = least;
         }
         if let Some(size) = size_hint {
             let need = layout.segment_count(size).saturating_add(1);
