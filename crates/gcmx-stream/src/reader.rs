@@ -72,8 +72,8 @@ impl Keyset {
     /// [`Cursor`](std::io::Cursor) or a [`BufReader`](std::io::BufReader): the same reader, which
     /// takes the ciphertext from the source's own buffer instead of copying it out on the
     /// calling thread first. Where that buffer holds whole segments (an in-memory stream holds
-    /// them all), each segment is copied and opened by the task that opens it, on every core;
-    /// with the reader's [`BufRead`] methods on the other side, no byte is copied on the
+    /// them all), each segment is opened from it by the task that opens it, on every core, in one
+    /// pass; with the reader's [`BufRead`] methods on the other side, no byte is copied on the
     /// calling thread. Fails and authenticates exactly as [`Keyset::decrypting_reader`].
     ///
     /// ```
@@ -415,8 +415,8 @@ impl Opener {
     }
 
     /// Opens a full window whose ciphertext (but for the byte already in the window, if any)
-    /// is at the start of `src`, a source's buffer, each segment copied into the window and
-    /// opened by its own task: `Some(bytes of src used)`, or `None` (nothing done) unless
+    /// is at the start of `src`, a source's buffer, each segment opened from it into the window by
+    /// its own task: `Some(bytes of src used)`, or `None` (nothing done) unless
     /// [`Opener::can_open_from`] and `src` holds the window and a byte more (so that none of
     /// its segments is the stream's last).
     pub(crate) fn open_from(&mut self, src: &[u8]) -> Result<Option<usize>> {
@@ -546,7 +546,7 @@ impl<R: Read> DecryptingReader<R> {
 
     /// Opens the first of `k` whole segments that a buffered source's buffer holds (with a
     /// byte after them, so that none is the stream's last) straight in `out`: each segment
-    /// copied from the source's buffer and opened by its own task, on every core. `Some(bytes)`
+    /// opened from the source's buffer by its own task, on every core. `Some(bytes)`
     /// of plaintext, or `None` (nothing done) when the source is not buffered or its buffer
     /// does not hold a segment and a byte, or the engine is not the CPU's. On failure the
     /// stream fails and what this call wrote to `out` is wiped.

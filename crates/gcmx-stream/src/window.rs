@@ -418,9 +418,9 @@ pub(crate) fn open_window_from(
 }
 
 /// Opens segments `first..`, none of them the stream's last, on rayon's pool: their ciphertext
-/// lies at the start of `src` (each body followed by its tag), and each body is copied into its
-/// buffer in `bodies` (the first `pre` bytes of the first one are there already) and opened
-/// there by the task that opens it. Only where [`Engine::has_serial`]. The error names the
+/// lies at the start of `src` (each body followed by its tag), and each body is opened from it
+/// into its buffer in `bodies` (the first `pre` bytes of the first one are there already) by the
+/// task that opens it. Only where [`Engine::has_serial`]. The error names the
 /// first segment that did not authenticate; after a failure the bodies may hold plaintext
 /// (the caller wipes them).
 pub(crate) fn open_from_source(
