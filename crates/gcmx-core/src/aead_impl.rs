@@ -157,7 +157,7 @@ where
 {
     /// Decrypts `ciphertext` into the separate buffer `plaintext` (of the same length) and
     /// verifies `tag`, in one pass: on one thread the input is read once and only the output is
-    /// written, so a copy-and-decrypt costs what an in-place decryption does.
+    /// written, with no copy of the input first and no second read of it.
     ///
     /// On failure the call returns `Err(aead::Error)` and `plaintext` is zeroed: it never holds
     /// unauthenticated plaintext once the call returns. That is the difference from

@@ -46,8 +46,9 @@ impl Options {
         Options { backend, ..self }
     }
 
-    /// Target ciphertext bytes per window (one batch call): at least one segment, at most
-    /// [`MAX_WINDOW_BYTES`] (a larger value makes the adapters' constructors fail with
+    /// Target ciphertext bytes per window (one batch call): at least one segment (and one per
+    /// core where that stays within 256 MiB), at most [`MAX_WINDOW_BYTES`] (a larger value makes
+    /// the adapters' constructors fail with
     /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)); 0 picks the backend's
     /// default.
     pub fn with_window_bytes(self, window_bytes: usize) -> Options {
