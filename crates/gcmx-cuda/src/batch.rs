@@ -305,7 +305,6 @@ fn run_checked<B: Batch>(
             })
         };
     }
-    let packed = r.is_none();
     let r = match r {
         Some(r) => r,
         None => {
@@ -319,7 +318,8 @@ fn run_checked<B: Batch>(
         *st = BatchState::default();
         return r;
     }
-    // After an open: the data copies (the device buffer, the packed staging).
+    // After an open: the device's data buffers. The packed staging's plaintext was wiped by each
+    // sub-batch's `finish` as it was copied out (every byte of staging that held plaintext).
     let mut wiped = Ok(());
     if dir == Direction::Open {
         for (lane, b) in lanes.iter_mut().zip(dev.iter()) {
@@ -327,12 +327,7 @@ fn run_checked<B: Batch>(
                 if let Some(m) = &b.data {
                     lane.memset(At::start(m), m.len())?;
                 }
-                lane.wait()?;
-                // (A lane that ran no packed sub-batch has no data staging.)
-                if packed && let Ok(h) = lane.host(STAGE_DATA) {
-                    wipe(h);
-                }
-                Ok(())
+                lane.wait()
             })();
             if let Err(e) = w {
                 wiped = Err(e);
@@ -662,11 +657,13 @@ fn finish<B: Batch>(
                 let b = m.buf();
                 let len = b.len();
                 b.copy_from_slice(&r[..len]);
+                // An open's plaintext (and any padding after it) is wiped where it was copied
+                // out, by the same thread, while it is still in that core's cache.
+                if dir == Direction::Open {
+                    wipe(r);
+                }
             },
         );
-        if dir == Direction::Open {
-            wipe(&mut stage[..f.data_total]);
-        }
     }
     Ok(())
 }
