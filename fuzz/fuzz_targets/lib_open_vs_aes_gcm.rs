@@ -1,7 +1,8 @@
 //! The library against aes-gcm 0.11 on arbitrary inputs, through both APIs: sealing gives
 //! aes-gcm's bytes; after an arbitrary change to the ciphertext, tag or associated data, opening
 //! succeeds exactly when aes-gcm's does, with the same plaintext, and a refused buffer is given
-//! back as the ciphertext it was (the typed API: untouched; the runtime API: the same).
+//! back as the ciphertext it was (the typed API: untouched; the runtime API: the same). gcmx's
+//! one-pass `decrypt_into_detached` gives the same verdict and plaintext, and zeros when it refuses.
 #![no_main]
 
 use aes_gcm::aead::array::typenum::Unsigned;
@@ -25,8 +26,19 @@ struct Input {
     change: Option<(u32, u8)>,
 }
 
+/// gcmx's `decrypt_into_detached` of one instantiation: (cipher, nonce, aad, ciphertext, output,
+/// tag) -> accepted.
+type OpenInto<G, R> = fn(
+    &G,
+    &aes_gcm::aead::Nonce<R>,
+    &[u8],
+    &[u8],
+    &mut [u8],
+    &aes_gcm::aead::Tag<R>,
+) -> bool;
+
 /// One (reference, gcmx) pair of the same key, nonce and tag sizes.
-fn run<R, G>(inp: &Input, key: &[u8], nonce: &[u8])
+fn run<R, G>(inp: &Input, key: &[u8], nonce: &[u8], into: OpenInto<G, R>)
 where
     R: KeyInit + AeadInOut,
     G: KeyInit + AeadInOut<NonceSize = R::NonceSize, TagSize = R::TagSize>,
@@ -72,6 +84,15 @@ where
     assert_eq!(ok, want_ok, "typed open: verdict");
     assert_eq!(&got, if ok { &want } else { &ct }, "typed open: buffer");
 
+    let mut out = vec![0xA5u8; ct.len()];
+    let ok = into(&g, &n, &aad, &ct, &mut out, &tag);
+    assert_eq!(ok, want_ok, "typed one-pass open: verdict");
+    if ok {
+        assert_eq!(out, want, "typed one-pass open: plaintext");
+    } else {
+        assert!(out.iter().all(|&b| b == 0), "typed one-pass open: output not zeroed");
+    }
+
     let mut got = ct.clone();
     let res = gcm.decrypt_detached(nonce, &aad, &mut got, &tag);
     assert_eq!(res.is_ok(), want_ok, "runtime open: verdict {res:?}");
@@ -84,9 +105,24 @@ where
 macro_rules! by_tag {
     ($aes:ty, $n:ty, $inp:expr, $key:expr, $nonce:expr) => {
         match $inp.tag_size % 3 {
-            0 => run::<aes_gcm::AesGcm<$aes, $n, U16>, gcmx::AesGcm<$aes, $n, U16>>($inp, $key, $nonce),
-            1 => run::<aes_gcm::AesGcm<$aes, $n, U12>, gcmx::AesGcm<$aes, $n, U12>>($inp, $key, $nonce),
-            _ => run::<aes_gcm::AesGcm<$aes, $n, U13>, gcmx::AesGcm<$aes, $n, U13>>($inp, $key, $nonce),
+            0 => run::<aes_gcm::AesGcm<$aes, $n, U16>, gcmx::AesGcm<$aes, $n, U16>>(
+                $inp,
+                $key,
+                $nonce,
+                |g, n, a, c, p, t| g.decrypt_into_detached(n, a, c, p, t).is_ok(),
+            ),
+            1 => run::<aes_gcm::AesGcm<$aes, $n, U12>, gcmx::AesGcm<$aes, $n, U12>>(
+                $inp,
+                $key,
+                $nonce,
+                |g, n, a, c, p, t| g.decrypt_into_detached(n, a, c, p, t).is_ok(),
+            ),
+            _ => run::<aes_gcm::AesGcm<$aes, $n, U13>, gcmx::AesGcm<$aes, $n, U13>>(
+                $inp,
+                $key,
+                $nonce,
+                |g, n, a, c, p, t| g.decrypt_into_detached(n, a, c, p, t).is_ok(),
+            ),
         }
     };
 }
