@@ -1199,13 +1199,16 @@ mod tests {
     #[test]
     fn a_stalled_pipe_does_not_keep_a_failed_run_waiting() {
         // A bad first segment from a pipe whose writer stays open without writing more: the
-        // error comes back and the reader ends without waiting for the writer.
+        // error comes back and the reader ends without waiting for the writer. The pipe gets a
+        // whole first window and a segment more (a window holds a segment per core), so that
+        // the window is opened whatever the core count.
         let ks = keyset(16, 64);
         let header = Header::random(&ks.primary().layout()).unwrap().to_bytes();
         let (rd, wr) = nix::unistd::pipe().unwrap();
         let mut wr = File::from(wr);
         wr.write_all(&header).unwrap();
-        wr.write_all(&[0u8; 200]).unwrap();
+        let cores = thread::available_parallelism().map_or(1, |n| n.get());
+        wr.write_all(&vec![0u8; 64 * (cores + 1) + 72]).unwrap();
         let opts = Options::new().with_window_bytes(64);
         let (tx, rx) = std::sync::mpsc::channel();
         let ks2 = ks.clone();
