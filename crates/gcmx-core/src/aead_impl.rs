@@ -187,37 +187,25 @@ where
         plaintext: &mut [u8],
         tag: &Tag<T>,
     ) -> aead::Result<()> {
-        let ok =
-            self.decrypt_into_unchecked_output(nonce, associated_data, ciphertext, plaintext, tag);
+        let valid =
+            check_lengths(associated_data.len(), ciphertext.len()).is_ok() && !nonce.is_empty();
+        let ok = valid
+            && match InOutBuf::new(ciphertext, &mut *plaintext) {
+                Ok(buffer) => {
+                    let mut j0 = self.cipher.j0(nonce);
+                    let mut expected = self.run(Direction::Open, &j0, associated_data, buffer);
+                    let ok = tag_matches(&expected, tag);
+                    expected.zeroize();
+                    j0.zeroize();
+                    ok
+                }
+                Err(_) => false,
+            };
         if !ok {
             plaintext.zeroize();
             return Err(aead::Error);
         }
         Ok(())
-    }
-
-    /// [`AesGcm::decrypt_into_detached`] up to the tag comparison: whether the inputs were valid
-    /// and `tag` matched. On `false` `plaintext` may hold anything (the caller zeroes it).
-    fn decrypt_into_unchecked_output(
-        &self,
-        nonce: &Nonce<N>,
-        associated_data: &[u8],
-        ciphertext: &[u8],
-        plaintext: &mut [u8],
-        tag: &Tag<T>,
-    ) -> bool {
-        if check_lengths(associated_data.len(), ciphertext.len()).is_err() || nonce.is_empty() {
-            return false;
-        }
-        let Ok(buffer) = InOutBuf::new(ciphertext, plaintext) else {
-            return false;
-        };
-        let mut j0 = self.cipher.j0(nonce);
-        let mut expected = self.run(Direction::Open, &j0, associated_data, buffer);
-        let ok = tag_matches(&expected, tag);
-        expected.zeroize();
-        j0.zeroize();
-        ok
     }
 }
 
