@@ -37,6 +37,8 @@ for a in "$@"; do
 done
 
 T0=$SECONDS
+# A full run builds about 7 GB under the repo; a disk that fills fails whichever test is writing.
+echo "disk free: $(df -Ph . | awk 'NR == 2 { print $4 }') for the repo (a full run builds about 7 GB), $(df -Ph "${TMPDIR:-/tmp}" | awk 'NR == 2 { print $4 }') in ${TMPDIR:-/tmp}"
 phase() { # name, what it does
     echo
     echo "== [$(( SECONDS - T0 ))s] $1: $2"
