@@ -374,17 +374,20 @@ impl<R: Seek> Seek for Counting<R> {
 
 #[test]
 fn a_small_read_at_a_random_offset_fetches_at_most_two_segments() {
-    // 256 MiB of plaintext in 1 MiB segments (32 MiB in debug builds, where AES is slow), held in
-    // memory: what is counted is the bytes asked of the source, not where they live.
+    // 1 GiB of plaintext in 1 MiB segments (64 MiB in debug builds, where AES is slow), held in
+    // memory rather than in a temporary file, which a nearly full disk would refuse: what is
+    // counted is the bytes asked of the source, not where they live.
     let size: u64 = if cfg!(debug_assertions) {
-        32 << 20
+        64 << 20
     } else {
-        256 << 20
+        1 << 30
     };
     let seg = 1u32 << 20;
     let ks = Keyset::generate(KeySize::Aes256, seg).unwrap();
+    // Room for the header and every segment's tag, so the buffer never doubles.
+    let room = size as usize + (size / u64::from(seg) + 1) as usize * 16 + 4096;
     let mut w = ks
-        .encrypting_writer(io::Cursor::new(Vec::new()), b"big")
+        .encrypting_writer(io::Cursor::new(Vec::with_capacity(room)), b"big")
         .unwrap();
     let chunk = data(1 << 20, 8);
     let mut left = size;
