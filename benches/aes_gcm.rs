@@ -1,7 +1,8 @@
 //! AES-GCM throughput on one core: gcmx beside `aws-lc-rs`, `ring` and `aes-gcm` 0.11, all
 //! measured in the same run with the same build flags; AES-256 and AES-128, encryption and
 //! decryption, 64 B to 64 MiB. Also `gcmx-x86`'s one-call message kernel alone, and the groups
-//! behind `Auto`'s threshold and the parallel backend's ceilings.
+//! behind `Auto`'s threshold and the parallel backend's ceilings, and opening into another buffer
+//! on all threads.
 //!
 //! `cargo bench --bench aes_gcm` (criterion prints medians; `benches/results.md` holds a table).
 //! One group: `cargo bench --bench aes_gcm -- aes256gcm-encrypt`. The one-core comparison with
@@ -34,6 +35,45 @@ mod gcmx_api {
 
     pub(crate) fn open(k: &Key, nonce: &[u8; 12], aad: &[u8], buf: &mut [u8], tag: &[u8; 16]) {
         k.0.decrypt_detached(nonce, aad, buf, tag).unwrap()
+    }
+
+    /// The typed API on all of rayon's threads (`with_multicore`).
+    pub(crate) fn typed_multicore(key: &[u8; 32]) -> gcmx::Aes256Gcm {
+        use gcmx::aead::KeyInit;
+        gcmx::Aes256Gcm::new(key.into()).with_multicore()
+    }
+
+    /// `ct` sealed in place by the typed API; its tag.
+    pub(crate) fn typed_seal(k: &gcmx::Aes256Gcm, nonce: &[u8; 12], ct: &mut [u8]) -> [u8; 16] {
+        use gcmx::aead::AeadInOut;
+        let tag = k.encrypt_inout_detached(nonce.into(), b"", ct.into());
+        tag.unwrap().into()
+    }
+
+    /// The typed API's one-pass open of `ct` into `pt`.
+    pub(crate) fn typed_open_into(
+        k: &gcmx::Aes256Gcm,
+        nonce: &[u8; 12],
+        ct: &[u8],
+        pt: &mut [u8],
+        tag: &[u8; 16],
+    ) {
+        k.decrypt_into_detached(nonce.into(), b"", ct, pt, tag.into())
+            .unwrap()
+    }
+
+    /// The `aead` trait's open of `ct` into `pt` (an `InOutBuf` of two buffers).
+    pub(crate) fn typed_open_inout(
+        k: &gcmx::Aes256Gcm,
+        nonce: &[u8; 12],
+        ct: &[u8],
+        pt: &mut [u8],
+        tag: &[u8; 16],
+    ) {
+        use gcmx::aead::{AeadInOut, inout::InOutBuf};
+        let io = InOutBuf::new(ct, pt).unwrap();
+        k.decrypt_inout_detached(nonce.into(), b"", io, tag.into())
+            .unwrap()
     }
 }
 
@@ -524,6 +564,59 @@ fn parallel_ceiling(c: &mut Criterion) {
     g.finish();
 }
 
+/// Opening into another buffer on all threads (the typed API `with_multicore`): the one-pass
+/// `decrypt_into_detached` (each chunk read from the ciphertext and written only to the
+/// plaintext) beside the `aead` trait's `decrypt_inout_detached` with the same two buffers
+/// (which leaves its output untouched on failure, so it checks the tag first and copies the
+/// ciphertext over before decrypting), an in-place seal of the same size (the same work without a
+/// second buffer: the peer), and all threads copying the ciphertext into the output with no
+/// crypto (the ceiling of any open into another buffer).
+fn open_apart(c: &mut Criterion) {
+    use rayon::prelude::*;
+    let key = [0x42u8; 32];
+    let k = gcmx_api::typed_multicore(&key);
+    let mut g = c.benchmark_group("aes256gcm-open-apart-all-threads");
+    g.sample_size(20);
+    g.warm_up_time(std::time::Duration::from_millis(500));
+    g.measurement_time(std::time::Duration::from_secs(2));
+    for size in [1024 * 1024, 64 * 1024 * 1024] {
+        let mut ct = vec![0x5au8; size];
+        let tag = gcmx_api::typed_seal(&k, &NONCE, &mut ct);
+        let mut pt = vec![0u8; size];
+        let mut inplace = vec![0x5au8; size];
+        g.throughput(Throughput::Bytes(size as u64));
+        g.bench_with_input(
+            BenchmarkId::new("decrypt_into_detached", size),
+            &size,
+            |b, _| b.iter(|| gcmx_api::typed_open_into(&k, &NONCE, &ct, black_box(&mut pt), &tag)),
+        );
+        g.bench_with_input(
+            BenchmarkId::new("decrypt_inout_detached", size),
+            &size,
+            |b, _| b.iter(|| gcmx_api::typed_open_inout(&k, &NONCE, &ct, black_box(&mut pt), &tag)),
+        );
+        g.bench_with_input(
+            BenchmarkId::new("seal-in-place-peer", size),
+            &size,
+            |b, _| b.iter(|| gcmx_api::typed_seal(&k, &NONCE, black_box(&mut inplace))),
+        );
+        let chunk = gcmx_core::backend::parallel_chunk(size);
+        g.bench_with_input(
+            BenchmarkId::new("copy-all-threads-ceiling", size),
+            &size,
+            |b, _| {
+                b.iter(|| {
+                    black_box(&mut pt)
+                        .par_chunks_mut(chunk)
+                        .zip(ct.par_chunks(chunk))
+                        .for_each(|(d, s)| d.copy_from_slice(s))
+                })
+            },
+        );
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     one_core,
@@ -531,7 +624,8 @@ criterion_group!(
     backends,
     threshold,
     memory_ceiling,
-    parallel_ceiling
+    parallel_ceiling,
+    open_apart
 );
 fn main() {
     let args: Vec<String> = std::env::args().collect();

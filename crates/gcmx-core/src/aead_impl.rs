@@ -12,7 +12,7 @@ use aes::cipher::{BlockCipherEncrypt, BlockSizeUser};
 use aes::{Aes128, Aes192, Aes256};
 use zeroize::Zeroize;
 
-use crate::cipher::{Cipher, parallel_chunk};
+use crate::cipher::{Cipher, Io, parallel_chunk};
 use crate::direction::Direction;
 use crate::engine::parallel_pays;
 use crate::frame::{check_lengths, tag_matches};
@@ -52,7 +52,7 @@ mod private {
 
 /// The parallel loop, instantiated where `Aes: Sync` is known ([`AesGcm::with_multicore`]), so
 /// the trait impls below need no `Sync` bound.
-type ParallelFn<Aes> = fn(&Cipher<Aes>, Direction, &[u8; 16], &[u8], &mut [u8], usize) -> [u8; 16];
+type ParallelFn<Aes> = fn(&Cipher<Aes>, Direction, &[u8; 16], &[u8], Io<'_, '_>, usize) -> [u8; 16];
 
 /// AES-GCM, generic over the AES implementation, the nonce size and the tag size.
 ///
@@ -123,8 +123,9 @@ where
     }
 
     /// One pass from `buf`'s input into its output in direction `dir`; the full tag. On one
-    /// thread a separate output is written straight from the input; the parallel loop works in
-    /// place, so there the input is copied over first.
+    /// thread a separate output is written straight from the input; the parallel loop, which
+    /// needs the two apart as slices, gets the input copied over first
+    /// ([`AesGcm::decrypt_into_detached`] has them apart and needs no copy).
     fn run(
         &self,
         dir: Direction,
@@ -140,7 +141,7 @@ where
                     dir,
                     j0,
                     aad,
-                    buf.into_out_with_copied_in(),
+                    Io::InPlace(buf.into_out_with_copied_in()),
                     chunk,
                 )
             }
@@ -156,8 +157,9 @@ where
     T: TagSize,
 {
     /// Decrypts `ciphertext` into the separate buffer `plaintext` (of the same length) and
-    /// verifies `tag`, in one pass: on one thread the input is read once and only the output is
-    /// written, with no copy of the input first and no second read of it.
+    /// verifies `tag`, in one pass: the input is read once and only the output is written, with
+    /// no copy of the input first and no second read of it. With [`AesGcm::with_multicore`], a
+    /// large message is split over rayon's threads, each chunk still in one pass.
     ///
     /// On failure the call returns `Err(aead::Error)` and `plaintext` is zeroed: it never holds
     /// unauthenticated plaintext once the call returns. That is the difference from
@@ -187,20 +189,31 @@ where
         plaintext: &mut [u8],
         tag: &Tag<T>,
     ) -> aead::Result<()> {
-        let valid =
-            check_lengths(associated_data.len(), ciphertext.len()).is_ok() && !nonce.is_empty();
-        let ok = valid
-            && match InOutBuf::new(ciphertext, &mut *plaintext) {
-                Ok(buffer) => {
-                    let mut j0 = self.cipher.j0(nonce);
-                    let mut expected = self.run(Direction::Open, &j0, associated_data, buffer);
-                    let ok = tag_matches(&expected, tag);
-                    expected.zeroize();
-                    j0.zeroize();
-                    ok
+        let len = ciphertext.len();
+        let valid = check_lengths(associated_data.len(), len).is_ok()
+            && !nonce.is_empty()
+            && plaintext.len() == len;
+        let ok = valid && {
+            let mut j0 = self.cipher.j0(nonce);
+            let (aad, dir) = (associated_data, Direction::Open);
+            let expected = match self.parallel {
+                // Chunks on rayon's threads, each from the ciphertext into the plaintext.
+                Some(par) if parallel_pays(len) => {
+                    let io = Io::Apart(ciphertext, &mut *plaintext);
+                    Some(par(&self.cipher, dir, &j0, aad, io, parallel_chunk(len)))
                 }
-                Err(_) => false,
+                // (Equal lengths: `new` does not fail.)
+                _ => InOutBuf::new(ciphertext, &mut *plaintext)
+                    .ok()
+                    .map(|b| self.cipher.crypt_inout(dir, &j0, aad, b)),
             };
+            let ok = expected.is_some_and(|e| tag_matches(&e, tag));
+            if let Some(mut e) = expected {
+                e.zeroize();
+            }
+            j0.zeroize();
+            ok
+        };
         if !ok {
             plaintext.zeroize();
             return Err(aead::Error);
@@ -445,6 +458,7 @@ mod tests {
             Aes192Gcm::new(&key.into()),
             Aes192Gcm::from(Aes192::new(&key.into())),
             Aes192Gcm::new(&key.into()).with_multicore(),
+            Aes192Gcm::from(Aes192::new(&key.into())).with_multicore(),
         ] {
             for len in [0usize, 1, 15, 16, 255, 256, 513, 4097, 300_001] {
                 let pt: Vec<u8> = (0..len).map(|i| (i * 29 + 3) as u8).collect();

@@ -29,6 +29,16 @@ pub(crate) const SERIAL_CHUNK: usize = 32 * 1024;
 /// Smallest chunk the parallel backend hands to one thread.
 pub(crate) const MIN_PARALLEL_CHUNK: usize = 16 * 1024;
 
+/// The buffers of a parallel run ([`Cipher::crypt_parallel`]).
+#[derive(Debug)]
+pub(crate) enum Io<'i, 'o> {
+    /// One buffer, worked in place.
+    InPlace(&'o mut [u8]),
+    /// An input and an output apart, of equal length: each chunk is read from the input once
+    /// and written only to the output.
+    Apart(&'i [u8], &'o mut [u8]),
+}
+
 /// Whether this CPU runs gcmx-x86's stitched AES-GCM kernels (x86-64 with AES-NI and PCLMULQDQ):
 /// then AES keyed from raw bytes ([`KeyMaterial::new`](crate::backend::KeyMaterial::new), the
 /// typed API's `KeyInit`) takes that path.
@@ -193,11 +203,11 @@ where
                 Direction::Open => k.open_message(j0, aad, buf),
             };
         }
-        let buf = buf.into_out_with_copied_in();
+        let len = buf.len();
         let mut g = self.hasher();
         g.update_padded(aad);
         self.fused_run(&mut g, j0, 0, buf, dir);
-        self.finish(j0, g, aad.len(), buf.len())
+        self.finish(j0, g, aad.len(), len)
     }
 
     /// XOR the keystream from block `first` of the message whose J0 is `j0` into `buf`, alone
@@ -217,16 +227,16 @@ where
     }
 
     /// The fused loop every CPU path runs. `buf` starts at keystream block `first`. Stitched:
-    /// one kernel call, AES-CTR and GHASH of the ciphertext interleaved. Generic: per
-    /// [`SERIAL_CHUNK`], CTR then GHASH of the ciphertext (seal), or GHASH of the ciphertext
-    /// then CTR (open).
+    /// one kernel call, AES-CTR and GHASH of the ciphertext interleaved, from `buf`'s input into
+    /// its output. Generic: the input copied to the output, then per [`SERIAL_CHUNK`], CTR then
+    /// GHASH of the ciphertext (seal), or GHASH of the ciphertext then CTR (open).
     #[inline]
     fn fused_run(
         &self,
         g: &mut Hasher<'_>,
         j0: &[u8; 16],
         first: u64,
-        buf: &mut [u8],
+        buf: InOutBuf<'_, '_, u8>,
         dir: Direction,
     ) {
         let g = match g {
@@ -241,6 +251,7 @@ where
             }
             Hasher::Generic(g) => g,
         };
+        let buf = buf.into_out_with_copied_in();
         let mut block = first;
         for chunk in buf.chunks_mut(SERIAL_CHUNK) {
             match dir {
@@ -328,29 +339,48 @@ where
 {
     /// Seal or open over chunks of `chunk` bytes (rounded down to whole blocks, at least one)
     /// on rayon's threads: each chunk is CTR-processed from its own counter offset and hashed
-    /// alone; the hashes join by the powers-of-H tree. Same output as [`Cipher::crypt`].
+    /// alone; the hashes join by the powers-of-H tree. Same output as [`Cipher::crypt`]. With
+    /// [`Io::Apart`] each chunk goes from the input to the output in one pass (of lengths that
+    /// differ, which callers rule out, only the common prefix would be processed).
     pub(crate) fn crypt_parallel(
         &self,
         dir: Direction,
         j0: &[u8; 16],
         aad: &[u8],
-        buf: &mut [u8],
+        io: Io<'_, '_>,
         chunk: usize,
     ) -> [u8; 16] {
         let chunk = chunk.max(16) / 16 * 16;
-        let ct_len = buf.len();
-        let mut parts: Vec<Partial> = buf
-            .par_chunks_mut(chunk)
-            .enumerate()
-            .map(|(i, c)| {
-                let mut g = self.hasher();
-                self.fused_run(&mut g, j0, (i * (chunk / 16)) as u64, c, dir);
-                Partial {
-                    value: g.finalize(),
-                    blocks: c.len().div_ceil(16) as u64,
-                }
-            })
-            .collect();
+        let run = |i: usize, c: InOutBuf<'_, '_, u8>| {
+            let blocks = c.len().div_ceil(16) as u64;
+            let mut g = self.hasher();
+            self.fused_run(&mut g, j0, (i * (chunk / 16)) as u64, c, dir);
+            Partial {
+                value: g.finalize(),
+                blocks,
+            }
+        };
+        let (ct_len, mut parts): (usize, Vec<Partial>) = match io {
+            Io::InPlace(buf) => (
+                buf.len(),
+                buf.par_chunks_mut(chunk)
+                    .enumerate()
+                    .map(|(i, c)| run(i, c.into()))
+                    .collect(),
+            ),
+            Io::Apart(src, dst) => {
+                let n = src.len().min(dst.len());
+                let parts = src[..n]
+                    .par_chunks(chunk)
+                    .zip(dst[..n].par_chunks_mut(chunk))
+                    .enumerate()
+                    // Chunks of equal-length slices pair up with equal lengths, so `new`
+                    // does not fail; the empty run stands in for the case that cannot occur.
+                    .map(|(i, (s, d))| InOutBuf::new(s, d).map_or(Partial::EMPTY, |c| run(i, c)))
+                    .collect();
+                (n, parts)
+            }
+        };
         let tag = self.tag_from_partials(j0, aad, &parts, ct_len);
         for p in parts.iter_mut() {
             p.value.zeroize();
@@ -472,13 +502,28 @@ mod tests {
         for chunk in [16, 48, 272] {
             let mut c = pt.clone();
             assert_eq!(
-                s.crypt_parallel(Direction::Seal, &j0, &aad, &mut c, chunk),
+                s.crypt_parallel(Direction::Seal, &j0, &aad, Io::InPlace(&mut c), chunk),
                 ta,
                 "par tag {len}/{chunk}"
             );
             assert_eq!(c, b, "par ct {len}/{chunk}");
+            // apart: the input is left as it was, the output written
+            let mut out = vec![0xA5u8; len];
             assert_eq!(
-                s.crypt_parallel(Direction::Open, &j0, &aad, &mut c, chunk),
+                s.crypt_parallel(Direction::Open, &j0, &aad, Io::Apart(&c, &mut out), chunk),
+                ta,
+                "par apart tag {len}/{chunk}"
+            );
+            assert_eq!((&out, &c), (&pt, &b), "par apart {len}/{chunk}");
+            out.fill(0x5A);
+            assert_eq!(
+                g.crypt_parallel(Direction::Open, &j0, &aad, Io::Apart(&c, &mut out), chunk),
+                ta,
+                "generic par apart tag {len}/{chunk}"
+            );
+            assert_eq!((&out, &c), (&pt, &b), "generic par apart {len}/{chunk}");
+            assert_eq!(
+                s.crypt_parallel(Direction::Open, &j0, &aad, Io::InPlace(&mut c), chunk),
                 ta
             );
             assert_eq!(c, pt);
@@ -524,7 +569,7 @@ mod tests {
                 let (mut a, mut b, mut c) = (pt.clone(), pt.clone(), pt.clone());
                 let ta = s.crypt(Direction::Seal, &j0, b"aad", &mut a);
                 let tb = g.crypt(Direction::Seal, &j0, b"aad", &mut b);
-                let tc = s.crypt_parallel(Direction::Seal, &j0, b"aad", &mut c, 64);
+                let tc = s.crypt_parallel(Direction::Seal, &j0, b"aad", Io::InPlace(&mut c), 64);
                 assert_eq!((&a, ta), (&b, tb), "start {start:#x} len {len}");
                 assert_eq!((&c, tc), (&b, tb), "parallel, start {start:#x} len {len}");
             }

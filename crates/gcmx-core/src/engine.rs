@@ -6,6 +6,7 @@ use rayon::prelude::*;
 use zeroize::Zeroize;
 
 use crate::Error;
+use crate::cipher::Io;
 use crate::direction::Direction;
 use crate::key::{KeyMaterial, with_cipher};
 
@@ -182,7 +183,9 @@ impl GcmEngine for ParallelEngine {
             .chunk
             .unwrap_or_else(|| crate::cipher::parallel_chunk(msg.len()));
         let (j0, aad, buf) = msg.parts();
-        Ok(with_cipher!(self.key.cipher(), c => c.crypt_parallel(dir, j0, aad, buf, chunk)))
+        Ok(
+            with_cipher!(self.key.cipher(), c => c.crypt_parallel(dir, j0, aad, Io::InPlace(buf), chunk)),
+        )
     }
 }
 
