@@ -1,8 +1,8 @@
 //! AES-GCM throughput on one core: gcmx beside `aws-lc-rs`, `ring` and `aes-gcm` 0.11, all
 //! measured in the same run with the same build flags; AES-256 and AES-128, encryption and
 //! decryption, 64 B to 64 MiB. Also `gcmx-x86`'s one-call message kernel alone, and the groups
-//! behind `Auto`'s threshold and the parallel backend's ceilings, and opening into another buffer
-//! on all threads.
+//! behind `Auto`'s threshold and the parallel backend's ceilings, opening into another buffer on
+//! all threads, and the powers-of-H tree that joins partial hashes.
 //!
 //! `cargo bench --bench aes_gcm` (criterion prints medians; `benches/results.md` holds a table).
 //! One group: `cargo bench --bench aes_gcm -- aes256gcm-encrypt`. The one-core comparison with
@@ -617,6 +617,45 @@ fn open_apart(c: &mut Criterion) {
     g.finish();
 }
 
+/// The powers-of-H tree that joins the partial hashes of a message's chunks (the parallel
+/// backend's, and gcmx-cuda's): a 1 MiB message in 16 KiB chunks (its split on 16 threads) and in
+/// 128 KiB chunks (on 2), each with the associated data's run before and the length block after.
+/// Beside each, its floor: the joins' multiplications alone, one per run after the first.
+fn powers_tree(c: &mut Criterion) {
+    use gcmx_core::backend::{HashKey, Partial, dot, tree_reduce};
+    let hk = HashKey::new([0x42; 16]);
+    let mut g = c.benchmark_group("powers-of-h-tree");
+    g.sample_size(30);
+    g.warm_up_time(std::time::Duration::from_millis(300));
+    g.measurement_time(std::time::Duration::from_secs(1));
+    for chunks in [8u64, 64] {
+        let mut parts = vec![Partial {
+            value: 7,
+            blocks: 1,
+        }];
+        parts.extend((0..chunks).map(|i| Partial {
+            value: u128::from(i) * 0x9e37_79b9_7f4a_7c15 + 1,
+            blocks: 65_536 / chunks,
+        }));
+        parts.push(Partial {
+            value: 3,
+            blocks: 1,
+        });
+        let n = parts.len();
+        g.bench_with_input(BenchmarkId::new("tree_reduce", n), &n, |b, _| {
+            b.iter(|| tree_reduce(&hk, black_box(&parts)))
+        });
+        g.bench_with_input(BenchmarkId::new("joins-alone-floor", n), &n, |b, _| {
+            b.iter(|| {
+                black_box(&parts)
+                    .iter()
+                    .fold(0u128, |s, p| dot(s, p.value) ^ p.value)
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     one_core,
@@ -625,7 +664,8 @@ criterion_group!(
     threshold,
     memory_ceiling,
     parallel_ceiling,
-    open_apart
+    open_apart,
+    powers_tree
 );
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -49,15 +49,16 @@ impl Partial {
 /// Join runs given in message order by a pairwise tree: two consecutive runs A, B join as
 /// `dot(A.value, Q_len(B)) ^ B.value`.
 ///
-/// Each level joins neighbours `(2i, 2i+1)`; the power `Q_len` is computed once per distinct
-/// length in a level, so runs of equal length (the usual case) cost one exponentiation per level.
-/// The levels are reduced in place in one vector, which is wiped before it is freed, as is the
-/// cached power: partial hashes and powers of H are secret.
+/// Each level joins neighbours `(2i, 2i+1)`. The two powers `Q_len` used last are kept: runs of
+/// equal length (the usual case) reuse one through a level, and where a level's runs are twice
+/// the last ones (equal runs, one level up) the power is that one squared, one multiplication
+/// instead of an exponentiation. The levels are reduced in place in one vector, which is wiped
+/// before it is freed, as are the kept powers: partial hashes and powers of H are secret.
 pub fn tree_reduce(hk: &HashKey, parts: &[Partial]) -> Partial {
     let mut level: Zeroizing<Vec<Partial>> = Zeroizing::new(parts.to_vec());
     let mut n = level.len();
-    // The last power computed and its exponent.
-    let mut q = Zeroizing::new((0u64, 0u128));
+    // The last two powers used, with their exponents, the latest first.
+    let mut q = Zeroizing::new([(0u64, 0u128); 2]);
     while n > 1 {
         for i in 0..n / 2 {
             let (a, b) = (level[2 * i], level[2 * i + 1]);
@@ -67,11 +68,19 @@ pub fn tree_reduce(hk: &HashKey, parts: &[Partial]) -> Partial {
                     blocks: a.blocks,
                 }
             } else {
-                if q.0 != b.blocks {
-                    *q = (b.blocks, hk.power(b.blocks));
+                if q[0].0 != b.blocks {
+                    let power = if q[1].0 == b.blocks {
+                        q[1].1
+                    } else if let Some(&(_, half)) = q.iter().find(|p| p.0 * 2 == b.blocks) {
+                        dot(half, half)
+                    } else {
+                        hk.power(b.blocks)
+                    };
+                    q[1] = q[0];
+                    q[0] = (b.blocks, power);
                 }
                 Partial {
-                    value: dot(a.value, q.1) ^ b.value,
+                    value: dot(a.value, q[0].1) ^ b.value,
                     blocks: a.blocks + b.blocks,
                 }
             };
