@@ -620,7 +620,7 @@ fn open_apart(c: &mut Criterion) {
 /// The powers-of-H tree that joins the partial hashes of a message's chunks (the parallel
 /// backend's, and gcmx-cuda's): a 1 MiB message in 16 KiB chunks (its split on 16 threads) and in
 /// 128 KiB chunks (on 2), each with the associated data's run before and the length block after.
-/// Beside each, its floor: the joins' multiplications alone, one per run after the first.
+/// Beside each, its floor: the joins' multiplications alone, one per run.
 fn powers_tree(c: &mut Criterion) {
     use gcmx_core::backend::{HashKey, Partial, dot, tree_reduce};
     let hk = HashKey::new([0x42; 16]);
