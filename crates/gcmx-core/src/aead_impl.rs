@@ -196,7 +196,7 @@ where
         let ok = valid && {
             let mut j0 = self.cipher.j0(nonce);
             let (aad, dir) = (associated_data, Direction::Open);
-            let expected = match self.parallel {
+            let mut expected = match self.parallel {
                 // Chunks on rayon's threads, each from the ciphertext into the plaintext.
                 Some(par) if parallel_pays(len) => {
                     let io = Io::Apart(ciphertext, &mut *plaintext);
@@ -208,7 +208,7 @@ where
                     .map(|b| self.cipher.crypt_inout(dir, &j0, aad, b)),
             };
             let ok = expected.is_some_and(|e| tag_matches(&e, tag));
-            if let Some(mut e) = expected {
+            if let Some(e) = expected.as_mut() {
                 e.zeroize();
             }
             j0.zeroize();
