@@ -566,7 +566,8 @@ fn parallel_ceiling(c: &mut Criterion) {
 
 /// Opening into another buffer on all threads (the typed API `with_multicore`): the one-pass
 /// `decrypt_into_detached` (each chunk read from the ciphertext and written only to the
-/// plaintext) beside the `aead` trait's `decrypt_inout_detached` with the same two buffers
+/// plaintext), the same with the plaintext written past the caches (`with_uncached_output`),
+/// beside the `aead` trait's `decrypt_inout_detached` with the same two buffers
 /// (which leaves its output untouched on failure, so it checks the tag first and copies the
 /// ciphertext over before decrypting), an in-place seal of the same size (the same work without a
 /// second buffer: the peer), and all threads copying the ciphertext into the output with no
@@ -575,6 +576,7 @@ fn open_apart(c: &mut Criterion) {
     use rayon::prelude::*;
     let key = [0x42u8; 32];
     let k = gcmx_api::typed_multicore(&key);
+    let ku = k.clone().with_uncached_output();
     let mut g = c.benchmark_group("aes256gcm-open-apart-all-threads");
     g.sample_size(20);
     g.warm_up_time(std::time::Duration::from_millis(500));
@@ -589,6 +591,11 @@ fn open_apart(c: &mut Criterion) {
             BenchmarkId::new("decrypt_into_detached", size),
             &size,
             |b, _| b.iter(|| gcmx_api::typed_open_into(&k, &NONCE, &ct, black_box(&mut pt), &tag)),
+        );
+        g.bench_with_input(
+            BenchmarkId::new("decrypt_into_detached-uncached", size),
+            &size,
+            |b, _| b.iter(|| gcmx_api::typed_open_into(&ku, &NONCE, &ct, black_box(&mut pt), &tag)),
         );
         g.bench_with_input(
             BenchmarkId::new("decrypt_inout_detached", size),

@@ -76,6 +76,8 @@ type ParallelFn<Aes> = fn(&Cipher<Aes>, Direction, &[u8; 16], &[u8], Io<'_, '_>,
 pub struct AesGcm<Aes, NonceSize, TagSize = U16> {
     cipher: Cipher<Aes>,
     parallel: Option<ParallelFn<Aes>>,
+    /// [`AesGcm::with_uncached_output`].
+    uncached: bool,
     nonce_size: PhantomData<NonceSize>,
     tag_size: PhantomData<TagSize>,
 }
@@ -101,6 +103,35 @@ where
         self.parallel = Some(Cipher::<Aes>::crypt_parallel);
         self
     }
+
+    /// Have [`AesGcm::decrypt_into_detached`] write its plaintext to memory past the caches
+    /// (non-temporal stores), where gcmx's x86-64 kernels run; elsewhere this changes nothing.
+    /// The output is the same.
+    ///
+    /// An ordinary store to a line that is not cached fetches the line first, so an open into
+    /// another buffer moves three bytes of memory traffic per byte where an open in place moves
+    /// two. For outputs larger than the caches that are not read back at once (a large file
+    /// opened into memory on all cores, where memory is the limit) this is the faster choice;
+    /// for outputs the caller reads next it is the slower one, as they are then read from
+    /// memory.
+    ///
+    /// ```
+    /// # mod gcmx { pub use gcmx_core::{aead, Aes256Gcm, Nonce}; } // the names `gcmx` re-exports
+    /// use gcmx::{Aes256Gcm, Nonce, aead::{AeadInOut, KeyInit}};
+    /// let key = [7u8; 32];
+    /// let cipher = Aes256Gcm::new(&key.into()).with_multicore().with_uncached_output();
+    /// let nonce = Nonce::<gcmx::aead::consts::U12>::from([1u8; 12]);
+    /// let mut ct = vec![3u8; 1 << 20];
+    /// let tag = cipher.encrypt_inout_detached(&nonce, b"", ct.as_mut_slice().into()).unwrap();
+    /// let mut pt = vec![0u8; ct.len()];
+    /// cipher.decrypt_into_detached(&nonce, b"", &ct, &mut pt, &tag).unwrap();
+    /// assert!(pt.iter().all(|&b| b == 3));
+    /// ```
+    #[must_use]
+    pub fn with_uncached_output(mut self) -> Self {
+        self.uncached = true;
+        self
+    }
 }
 
 impl<Aes, N, T> AesGcm<Aes, N, T>
@@ -111,6 +142,7 @@ where
         AesGcm {
             cipher,
             parallel: None,
+            uncached: false,
             nonce_size: PhantomData,
             tag_size: PhantomData,
         }
@@ -199,8 +231,15 @@ where
             let mut expected = match self.parallel {
                 // Chunks on rayon's threads, each from the ciphertext into the plaintext.
                 Some(par) if parallel_pays(len) => {
-                    let io = Io::Apart(ciphertext, &mut *plaintext);
+                    let io = match self.uncached {
+                        true => Io::ApartUncached(ciphertext, &mut *plaintext),
+                        false => Io::Apart(ciphertext, &mut *plaintext),
+                    };
                     Some(par(&self.cipher, dir, &j0, aad, io, parallel_chunk(len)))
+                }
+                _ if self.uncached => {
+                    self.cipher
+                        .open_uncached(&j0, aad, ciphertext, &mut *plaintext)
                 }
                 // (Equal lengths: `new` does not fail.)
                 _ => InOutBuf::new(ciphertext, &mut *plaintext)
@@ -447,8 +486,8 @@ mod tests {
         }
     }
 
-    /// The one-pass decryption into another buffer gives the plaintext on every path and at
-    /// sizes around the kernels' steps, leaves its input as it was, and on any failure (a
+    /// The one-pass decryption into another buffer gives the plaintext on every path (output
+    /// cached or not) and at sizes around the kernels' steps, leaves its input as it was, and on any failure (a
     /// changed tag, ciphertext or associated data, lengths that differ) zeroes its output.
     #[test]
     fn decrypt_into_opens_or_zeroes() {
@@ -459,6 +498,11 @@ mod tests {
             Aes192Gcm::from(Aes192::new(&key.into())),
             Aes192Gcm::new(&key.into()).with_multicore(),
             Aes192Gcm::from(Aes192::new(&key.into())).with_multicore(),
+            Aes192Gcm::new(&key.into()).with_uncached_output(),
+            Aes192Gcm::new(&key.into())
+                .with_multicore()
+                .with_uncached_output(),
+            Aes192Gcm::from(Aes192::new(&key.into())).with_uncached_output(),
         ] {
             for len in [0usize, 1, 15, 16, 255, 256, 513, 4097, 300_001] {
                 let pt: Vec<u8> = (0..len).map(|i| (i * 29 + 3) as u8).collect();

@@ -37,6 +37,9 @@ pub(crate) enum Io<'i, 'o> {
     /// An input and an output apart, of equal length: each chunk is read from the input once
     /// and written only to the output.
     Apart(&'i [u8], &'o mut [u8]),
+    /// As [`Io::Apart`], an open's output written past the caches where the stitched kernels
+    /// run ([`Cipher::open_uncached`]); a seal's as `Apart`.
+    ApartUncached(&'i [u8], &'o mut [u8]),
 }
 
 /// Whether this CPU runs gcmx-x86's stitched AES-GCM kernels (x86-64 with AES-NI and PCLMULQDQ):
@@ -210,6 +213,24 @@ where
         self.finish(j0, g, aad.len(), len)
     }
 
+    /// Open `src` into `dst` (equal lengths) on one thread, the plaintext written to memory past
+    /// the caches (non-temporal stores) where the stitched kernels run, as
+    /// [`Cipher::crypt_inout`] elsewhere; the expected tag, or `None` when the lengths differ.
+    pub(crate) fn open_uncached(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Option<[u8; 16]> {
+        match &self.stitched {
+            Some(k) => k.open_message_uncached(j0, aad, src, dst),
+            None => InOutBuf::new(src, dst)
+                .ok()
+                .map(|b| self.crypt_inout(Direction::Open, j0, aad, b)),
+        }
+    }
+
     /// XOR the keystream from block `first` of the message whose J0 is `j0` into `buf`, alone
     /// (no hash): the `hazmat` feature's `apply_keystream`.
     #[cfg(feature = "hazmat")]
@@ -265,6 +286,26 @@ where
                 }
             }
             block += (SERIAL_CHUNK / 16) as u64;
+        }
+    }
+
+    /// [`Cipher::fused_run`] opening `src` into `dst` (equal lengths), the output written past
+    /// the caches where the stitched kernels run.
+    #[inline]
+    fn fused_open_uncached(
+        &self,
+        g: &mut Hasher<'_>,
+        j0: &[u8; 16],
+        first: u64,
+        src: &[u8],
+        dst: &mut [u8],
+    ) {
+        if let Hasher::Stitched(k, y) = g {
+            let mut ctr = crate::counter::Counter::block(j0, first);
+            k.open_uncached(&ctr, y, src, dst);
+            ctr.zeroize();
+        } else if let Ok(buf) = InOutBuf::new(src, dst) {
+            self.fused_run(g, j0, first, buf, Direction::Open);
         }
     }
 
@@ -351,15 +392,18 @@ where
         chunk: usize,
     ) -> [u8; 16] {
         let chunk = chunk.max(16) / 16 * 16;
-        let run = |i: usize, c: InOutBuf<'_, '_, u8>| {
-            let blocks = c.len().div_ceil(16) as u64;
-            let mut g = self.hasher();
-            self.fused_run(&mut g, j0, (i * (chunk / 16)) as u64, c, dir);
-            Partial {
-                value: g.finalize(),
-                blocks,
-            }
+        let first = |i: usize| (i * (chunk / 16)) as u64;
+        let partial = |g: Hasher<'_>, len: usize| Partial {
+            value: g.finalize(),
+            blocks: len.div_ceil(16) as u64,
         };
+        let run = |i: usize, c: InOutBuf<'_, '_, u8>| {
+            let (mut g, len) = (self.hasher(), c.len());
+            self.fused_run(&mut g, j0, first(i), c, dir);
+            partial(g, len)
+        };
+        // Only an open's output goes past the caches (`ApartUncached` is an open's request).
+        let uncached = matches!((&io, dir), (Io::ApartUncached(..), Direction::Open));
         let (ct_len, mut parts): (usize, Vec<Partial>) = match io {
             Io::InPlace(buf) => (
                 buf.len(),
@@ -368,15 +412,22 @@ where
                     .map(|(i, c)| run(i, c.into()))
                     .collect(),
             ),
-            Io::Apart(src, dst) => {
+            Io::Apart(src, dst) | Io::ApartUncached(src, dst) => {
                 let n = src.len().min(dst.len());
                 let parts = src[..n]
                     .par_chunks(chunk)
                     .zip(dst[..n].par_chunks_mut(chunk))
                     .enumerate()
-                    // Chunks of equal-length slices pair up with equal lengths, so `new`
-                    // does not fail; the empty run stands in for the case that cannot occur.
-                    .map(|(i, (s, d))| InOutBuf::new(s, d).map_or(Partial::EMPTY, |c| run(i, c)))
+                    .map(|(i, (s, d))| {
+                        if uncached {
+                            let mut g = self.hasher();
+                            self.fused_open_uncached(&mut g, j0, first(i), s, d);
+                            return partial(g, s.len());
+                        }
+                        // Chunks of equal-length slices pair up with equal lengths, so `new`
+                        // does not fail; the empty run stands in for the case that cannot occur.
+                        InOutBuf::new(s, d).map_or(Partial::EMPTY, |c| run(i, c))
+                    })
                     .collect();
                 (n, parts)
             }
@@ -522,6 +573,16 @@ mod tests {
                 "generic par apart tag {len}/{chunk}"
             );
             assert_eq!((&out, &c), (&pt, &b), "generic par apart {len}/{chunk}");
+            for (who, x) in [("stitched", &s), ("generic", &g)] {
+                out.fill(0x3C);
+                let io = Io::ApartUncached(&c, &mut out);
+                let t = x.crypt_parallel(Direction::Open, &j0, &aad, io, chunk);
+                assert_eq!(t, ta, "{who} par uncached tag {len}/{chunk}");
+                assert_eq!((&out, &c), (&pt, &b), "{who} par uncached {len}/{chunk}");
+                out.fill(0x3C);
+                assert_eq!(x.open_uncached(&j0, &aad, &c, &mut out), Some(ta));
+                assert_eq!(out, pt, "{who} uncached {len}");
+            }
             assert_eq!(
                 s.crypt_parallel(Direction::Open, &j0, &aad, Io::InPlace(&mut c), chunk),
                 ta

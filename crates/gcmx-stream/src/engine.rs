@@ -16,6 +16,9 @@ pub(crate) struct Engine {
     /// opened from the source's buffer, in one task ([`Engine::seal_from`],
     /// [`Engine::open_from`]).
     serial: Option<Serial>,
+    /// The same, writing the plaintext of [`Engine::open_from`] past the caches: for reads
+    /// into a caller's buffer too large to stay cached ([`gcmx::Aes256Gcm::with_uncached_output`]).
+    uncached: Option<Serial>,
 }
 
 /// The file key in gcmx's typed API, on the calling thread: it seals from one buffer into
@@ -34,6 +37,15 @@ impl Serial {
             32 => Serial::Aes256(gcmx::Aes256Gcm::new_from_slice(key).ok()?),
             _ => return None,
         })
+    }
+
+    /// The same key, its opens into another buffer writing past the caches.
+    fn uncached(&self) -> Serial {
+        match self {
+            Serial::Aes128(c) => Serial::Aes128(c.clone().with_uncached_output()),
+            Serial::Aes192(c) => Serial::Aes192(c.clone().with_uncached_output()),
+            Serial::Aes256(c) => Serial::Aes256(c.clone().with_uncached_output()),
+        }
     }
 
     /// Seals `io` (no associated data) under the 12-byte `nonce`; the 16-byte tag into `tag`.
@@ -178,7 +190,12 @@ impl Engine {
         // on the CPU get a serial twin.
         let cpu = matches!(gcm.engine_name(), "cpu" | "cpu-parallel" | "auto-cpu");
         let serial = if cpu { Serial::new(key) } else { None };
-        Ok(Engine { gcm, serial })
+        let uncached = serial.as_ref().map(Serial::uncached);
+        Ok(Engine {
+            gcm,
+            serial,
+            uncached,
+        })
     }
 
     /// Whether [`Engine::seal_from`] and [`Engine::open_from`] run here.
@@ -209,10 +226,18 @@ impl Engine {
     /// the plaintext written once. The position of the
     /// first job whose tag does not match, if any. Only where [`Engine::has_serial`]; after a
     /// failure, of any kind, the buffers of other jobs may hold plaintext (the caller wipes
-    /// them).
-    pub(crate) fn open_from(&self, jobs: &mut [OpenFrom<'_>]) -> Result<Option<usize>> {
+    /// them). With `uncached`, the plaintext is written past the caches (for a caller's buffer
+    /// too large to stay cached).
+    pub(crate) fn open_from(
+        &self,
+        jobs: &mut [OpenFrom<'_>],
+        uncached: bool,
+    ) -> Result<Option<usize>> {
         use rayon::prelude::*;
-        let serial = self.serial()?;
+        let serial = match (uncached, &self.uncached) {
+            (true, Some(u)) => u,
+            _ => self.serial()?,
+        };
         let opened: Vec<bool> = jobs
             .par_iter_mut()
             .with_max_len(1)

@@ -24,6 +24,13 @@ use crate::wipe::wipe_stacks;
 /// after the copy, is a short tail and that a group is still in cache when it is opened.
 const GROUP_BYTES: usize = 1 << 20;
 
+/// Reads into a caller's buffer of at least this many bytes, opened from a buffered source,
+/// write their plaintext past the caches (non-temporal stores): beyond the last-level cache of
+/// most CPUs, a buffer whose first lines are evicted before the read returns, so fetching each
+/// line before writing it (a third of an open's memory traffic, where memory is the limit)
+/// buys nothing.
+const UNCACHED_READ: usize = 64 << 20;
+
 /// Most segments that one read straight into the caller's buffer takes on the CPU (a tag and a
 /// few words of bookkeeping each).
 const DIRECT_MAX_SEGMENTS: usize = 1 << 16;
@@ -584,6 +591,8 @@ impl<R: Read> DecryptingReader<R> {
         if m == 0 {
             return Ok(None);
         }
+        // A read this large outlives the caches: its first lines are evicted before it returns.
+        let uncached = out.len() >= UNCACHED_READ;
         let mut bodies = Vec::with_capacity(m);
         let mut rest = &mut out[..total];
         for i in first..first + m as u64 {
@@ -594,7 +603,8 @@ impl<R: Read> DecryptingReader<R> {
         if pre == 1 {
             bodies[0][0] = opener.window.buf[0];
         }
-        if let Err(e) = open_from_source(&opener.gcm, &opener.prefix, first, bodies, pre, src) {
+        let gcm = &opener.gcm;
+        if let Err(e) = open_from_source(gcm, &opener.prefix, first, bodies, pre, src, uncached) {
             wipe(&mut out[..total]);
             return Err(opener.fail(e));
         }

@@ -410,7 +410,7 @@ pub(crate) fn open_window_from(
     let (first, end) = (w.first_index, w.end());
     w.high_water = w.high_water.max(end);
     let bodies = segment_parts(w).into_iter().map(|(body, _)| body).collect();
-    let r = open_from_source(gcm, prefix, first, bodies, pre, src);
+    let r = open_from_source(gcm, prefix, first, bodies, pre, src, false);
     if r.is_err() {
         wipe(&mut w.buf[..end]);
     }
@@ -420,9 +420,9 @@ pub(crate) fn open_window_from(
 /// Opens segments `first..`, none of them the stream's last, on rayon's pool: their ciphertext
 /// lies at the start of `src` (each body followed by its tag), and each body is opened from it
 /// into its buffer in `bodies` (the first `pre` bytes of the first one are there already) by the
-/// task that opens it. Only where [`Engine::has_serial`]. The error names the
-/// first segment that did not authenticate; after a failure the bodies may hold plaintext
-/// (the caller wipes them).
+/// task that opens it, past the caches with `uncached` ([`Engine::open_from`]). Only where
+/// [`Engine::has_serial`]. The error names the first segment that did not authenticate; after
+/// a failure the bodies may hold plaintext (the caller wipes them).
 pub(crate) fn open_from_source(
     gcm: &Engine,
     prefix: &[u8; 7],
@@ -430,6 +430,7 @@ pub(crate) fn open_from_source(
     bodies: Vec<&mut [u8]>,
     pre: usize,
     src: &[u8],
+    uncached: bool,
 ) -> Result<()> {
     let short = || {
         Error::new(
@@ -454,7 +455,7 @@ pub(crate) fn open_from_source(
         });
         at = body_end + TAG_LEN;
     }
-    match gcm.open_from(&mut jobs)? {
+    match gcm.open_from(&mut jobs, uncached)? {
         None => Ok(()),
         Some(j) => Err(auth_error(first + j as u64, 1)),
     }

@@ -241,6 +241,28 @@ impl StitchedKey {
         }
     }
 
+    /// [`StitchedKey::open`] from `src` into `dst`, the plaintext written to memory past the
+    /// caches (non-temporal stores): for an output larger than the caches that is not read back
+    /// soon, where an ordinary store would first fetch each line it writes. The output is byte
+    /// for byte that of `open`, and it is visible to every thread once the call returns.
+    /// Returns `false`, touching nothing, when the lengths differ.
+    pub fn open_uncached(&self, ctr: &[u8; 16], y: &mut u128, src: &[u8], dst: &mut [u8]) -> bool {
+        if src.len() != dst.len() {
+            return false;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.keys
+                .open_uncached(u128::from_be_bytes(*ctr), y, src, dst);
+            true
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (ctr, y);
+            match self.never {}
+        }
+    }
+
     /// Seal one whole GCM message (SP 800-38D 7.1): encrypt `buf` (in place, or its input into
     /// its output) under the pre-counter block `j0` (the first block uses `inc32(J0)`), authenticate `aad` and the
     /// ciphertext, and return the full 16-byte tag `GHASH(A, C) ^ AES_K(J0)`. One call does all
@@ -284,6 +306,42 @@ impl StitchedKey {
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = (j0, aad, buf);
+            match self.never {}
+        }
+    }
+
+    /// [`StitchedKey::open_message`] from `src` into `dst`, the plaintext written past the
+    /// caches as [`StitchedKey::open_uncached`] writes it; the **expected** tag, or `None`,
+    /// touching nothing, when the lengths differ.
+    ///
+    /// ```
+    /// use gcmx_x86::{InOutBuf, StitchedKey};
+    /// if let Some(k) = StitchedKey::new(&[3u8; 32]) {
+    ///     let (j0, pt) = ([9u8; 16], vec![5u8; 100_000]);
+    ///     let mut ct = vec![0u8; pt.len()];
+    ///     let tag = k.seal_message(&j0, b"ad", InOutBuf::new(&pt, &mut ct).unwrap());
+    ///     let mut out = vec![0u8; pt.len()];
+    ///     assert_eq!(k.open_message_uncached(&j0, b"ad", &ct, &mut out), Some(tag));
+    ///     assert_eq!(out, pt);
+    /// }
+    /// ```
+    pub fn open_message_uncached(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Option<[u8; 16]> {
+        if src.len() != dst.len() {
+            return None;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            Some(self.keys.open_message_uncached(j0, aad, src, dst))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (j0, aad);
             match self.never {}
         }
     }

@@ -31,6 +31,7 @@ use zeroize::Zeroize;
 
 mod common;
 mod narrow;
+mod uncached;
 mod wide;
 mod zmm;
 
@@ -171,6 +172,31 @@ impl Keys {
         self.crypt::<false>(ctr, y, buf)
     }
 
+    /// [`Keys::open`] from `src` into `dst`, the output written past the caches
+    /// ([`uncached`]).
+    pub(crate) fn open_uncached(&self, ctr: u128, y: &mut u128, src: &[u8], dst: &mut [u8]) {
+        uncached::open(self, ctr, y, src, dst)
+    }
+
+    /// [`Keys::message`] opening `src` into `dst`, the output written past the caches.
+    pub(crate) fn open_message_uncached(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> [u8; 16] {
+        let n = src.len().min(dst.len());
+        message(
+            j0,
+            aad,
+            n,
+            |b| self.encrypt_block(b),
+            |y, d| self.ghash(y, d),
+            |c, y| self.open_uncached(c, y, &src[..n], &mut dst[..n]),
+        )
+    }
+
     fn crypt<const SEAL: bool>(&self, ctr: u128, y: &mut u128, buf: InOutBuf<'_, '_, u8>) {
         match self.level {
             #[allow(unsafe_code)]
@@ -201,10 +227,10 @@ impl Keys {
             _ => message(
                 j0,
                 aad,
-                buf,
+                buf.len(),
                 |b| self.encrypt_block(b),
                 |y, d| self.ghash(y, d),
-                |c, y, b| self.crypt::<SEAL>(c, y, b),
+                |c, y| self.crypt::<SEAL>(c, y, buf),
             ),
         }
     }
@@ -219,26 +245,24 @@ impl Keys {
 }
 
 /// One GCM message from a kernel's parts (SP 800-38D 7.1-7.2): GHASH of the AAD, the CTR +
-/// GHASH pass from `buf`'s input to its output from `inc32(J0)`, the length block, the tag
-/// `S ^ E_K(J0)`. `block`
-/// encrypts one block in place, `ghash` absorbs bytes zero-padded, `crypt` runs the stitched
-/// pass from a counter block (as a `u128`). Each kernel width calls this from its own code, so
-/// the parts inline there.
+/// GHASH pass over the message's `len` bytes from `inc32(J0)`, the length block, the tag
+/// `S ^ E_K(J0)`. `block` encrypts one block in place, `ghash` absorbs bytes zero-padded,
+/// `crypt` runs the stitched pass over the message (its buffers its own) from a counter block
+/// (as a `u128`). Each kernel width calls this from its own code, so the parts inline there.
 #[inline(always)]
 fn message(
     j0: &[u8; 16],
     aad: &[u8],
-    buf: InOutBuf<'_, '_, u8>,
+    len: usize,
     block: impl FnOnce(&mut [u8; 16]),
     ghash: impl Fn(&mut u128, &[u8]),
-    crypt: impl FnOnce(u128, &mut u128, InOutBuf<'_, '_, u8>),
+    crypt: impl FnOnce(u128, &mut u128),
 ) -> [u8; 16] {
     let mut mask = *j0;
     block(&mut mask);
     let mut y = 0u128;
     ghash(&mut y, aad);
-    let len = buf.len();
-    crypt(first_counter(j0), &mut y, buf);
+    crypt(first_counter(j0), &mut y);
     ghash(&mut y, &length_block(aad.len(), len));
     let t = tag(y, u128::from_be_bytes(mask));
     mask.zeroize();
