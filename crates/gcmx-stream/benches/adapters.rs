@@ -40,7 +40,9 @@
 //!   every thread, a segment per task. A reader that writes the plaintext into a buffer other
 //!   than its ciphertext's moves more memory than the peer, which reads and writes back the same
 //!   lines: each destination line is also fetched before it is written. Where the peer runs at
-//!   the memory's speed, this copy bounds `read_exact` of the buffered reader below.
+//!   the memory's speed, this copy bounds an open into another buffer with ordinary stores; on 16
+//!   threads or more the reader writes reads of 64 MiB or more past the caches (non-temporal
+//!   stores, no fetch), which moves the peer's traffic but from two buffers.
 //! - `decrypting_reader_buffered`: the same stream, a slice handed over as a `BufRead` source
 //!   (its buffer holds the whole stream, so no byte of it is copied on the caller's thread:
 //!   each segment is opened from it by the task that opens it, in one pass): `read_exact` of the whole

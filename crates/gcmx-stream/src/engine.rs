@@ -8,6 +8,20 @@ use crate::error::{Error, ErrorKind, Result};
 
 pub(crate) use gcmx::{Backend, OpenJob, SealJob};
 
+/// Threads from which an open into a caller's large buffer writes past the caches. Writing
+/// around the caches pays only where the opens, on every core, are held by the memory's speed:
+/// on a 16-core host, reads of 1 GiB into one buffer went from 74 to 83-86 % of the in-place
+/// batch on 16 threads, and lost on 8 (71 against 66-71 %) and 4 (71 against 62-64 %), where a
+/// core's own store rate is the limit (`benches/results.md`).
+const UNCACHED_MIN_THREADS: usize = 16;
+
+/// Threads from which a window of few segments per thread splits each segment's open over the
+/// threads (the segment's chunks joined by the powers-of-H tree) so that no thread waits at the
+/// window's end for the last whole segment: on a 16-core host `fill_buf` went from 80 to 87-90 %
+/// of the batch on 16 threads, from 81 to 88 % on 8 and from 66 to 89 % on 4; on 2 threads the
+/// split costs more than the wait (80 against 83 %).
+const NESTED_MIN_THREADS: usize = 4;
+
 /// An AES-GCM engine for one file key.
 pub(crate) struct Engine {
     gcm: gcmx::Gcm,
@@ -19,6 +33,9 @@ pub(crate) struct Engine {
     /// The same, writing the plaintext of [`Engine::open_from`] past the caches: for reads
     /// into a caller's buffer too large to stay cached ([`gcmx::Aes256Gcm::with_uncached_output`]).
     uncached: Option<Serial>,
+    /// The same, each segment's open itself split over rayon's threads: for windows of few
+    /// segments per thread, whose end would otherwise wait for the last whole segment.
+    multicore: Option<Serial>,
 }
 
 /// The file key in gcmx's typed API, on the calling thread: it seals from one buffer into
@@ -37,6 +54,15 @@ impl Serial {
             32 => Serial::Aes256(gcmx::Aes256Gcm::new_from_slice(key).ok()?),
             _ => return None,
         })
+    }
+
+    /// The same key, a large message's chunks on rayon's threads.
+    fn multicore(&self) -> Serial {
+        match self {
+            Serial::Aes128(c) => Serial::Aes128(c.clone().with_multicore()),
+            Serial::Aes192(c) => Serial::Aes192(c.clone().with_multicore()),
+            Serial::Aes256(c) => Serial::Aes256(c.clone().with_multicore()),
+        }
     }
 
     /// The same key, its opens into another buffer writing past the caches.
@@ -191,10 +217,12 @@ impl Engine {
         let cpu = matches!(gcm.engine_name(), "cpu" | "cpu-parallel" | "auto-cpu");
         let serial = if cpu { Serial::new(key) } else { None };
         let uncached = serial.as_ref().map(Serial::uncached);
+        let multicore = serial.as_ref().map(Serial::multicore);
         Ok(Engine {
             gcm,
             serial,
             uncached,
+            multicore,
         })
     }
 
@@ -226,16 +254,20 @@ impl Engine {
     /// the plaintext written once. The position of the
     /// first job whose tag does not match, if any. Only where [`Engine::has_serial`]; after a
     /// failure, of any kind, the buffers of other jobs may hold plaintext (the caller wipes
-    /// them). With `uncached`, the plaintext is written past the caches (for a caller's buffer
-    /// too large to stay cached).
+    /// them). With `uncached` (a caller's buffer too large to stay cached) and at least
+    /// [`UNCACHED_MIN_THREADS`] threads, the plaintext is written past the caches; a window of
+    /// few segments per thread, with at least [`NESTED_MIN_THREADS`], has each segment's open
+    /// split over the threads too.
     pub(crate) fn open_from(
         &self,
         jobs: &mut [OpenFrom<'_>],
         uncached: bool,
     ) -> Result<Option<usize>> {
         use rayon::prelude::*;
-        let serial = match (uncached, &self.uncached) {
-            (true, Some(u)) => u,
+        let threads = rayon::current_num_threads();
+        let serial = match (&self.uncached, &self.multicore) {
+            (Some(u), _) if uncached && threads >= UNCACHED_MIN_THREADS => u,
+            (_, Some(m)) if jobs.len() <= 4 * threads && threads >= NESTED_MIN_THREADS => m,
             _ => self.serial()?,
         };
         let opened: Vec<bool> = jobs

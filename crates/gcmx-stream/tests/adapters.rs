@@ -628,28 +628,49 @@ fn one_write_of_many_windows_round_trips_at_every_boundary() {
 }
 
 /// A read into a buffer large enough that the reader writes its plaintext past the caches
-/// (64 MiB or more, from a buffered source holding whole segments) gives the plaintext, and a
-/// changed byte anywhere makes it fail with `InvalidData`, leaving in the buffer nothing but
-/// authenticated plaintext and zeros.
+/// (64 MiB or more, from a buffered source holding whole segments, on 16 threads or more) gives
+/// the plaintext, and a changed byte anywhere makes it fail with `InvalidData`, leaving in the
+/// buffer nothing but authenticated plaintext and zeros; so does `fill_buf`. Run on a pool of 16
+/// threads (reads past the caches, window segments' opens split over the threads) and of 2
+/// (neither).
 #[test]
 fn a_read_too_large_to_stay_cached_is_the_plaintext_or_fails() {
     let ks = keyset(16, 1 << 20);
     let pt = data((66 << 20) + 12_345, 21);
     let ct = encrypt_in_pieces(&ks, b"big", &pt, 8 << 20, &Options::default());
-    let mut out = vec![0u8; pt.len()];
-    let mut r = ks.decrypting_reader_buffered(&ct[..], b"big").unwrap();
-    r.read_exact(&mut out).unwrap();
-    assert!(out == pt, "the plaintext");
-    assert_eq!(r.read(&mut [0u8; 1]).unwrap(), 0);
-    for at in [100, ct.len() / 2, ct.len() - 40] {
-        let mut bad = ct.clone();
-        bad[at] ^= 4;
-        out.fill(0);
-        let mut r = ks.decrypting_reader_buffered(&bad[..], b"big").unwrap();
-        let e = r.read_exact(&mut out).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "byte {at}");
-        // Each byte the failed read left is the plaintext's at that place, or zero.
-        let zero_or_plain = out.iter().zip(&pt).all(|(&o, &p)| o == p || o == 0);
-        assert!(zero_or_plain, "byte {at}: unauthenticated plaintext left");
+    for threads in [16, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut out = vec![0u8; pt.len()];
+            let mut r = ks.decrypting_reader_buffered(&ct[..], b"big").unwrap();
+            r.read_exact(&mut out).unwrap();
+            assert!(out == pt, "{threads} threads: the plaintext");
+            assert_eq!(r.read(&mut [0u8; 1]).unwrap(), 0);
+            // Through the window (`fill_buf`): each window's segments opened, split or not.
+            let opts = Options::default();
+            let got = read_all_buffered(&ks, b"big", &ct, 16 << 20, &opts).unwrap();
+            assert!(got == pt, "{threads} threads: fill_buf");
+            let mut bad = ct.clone();
+            bad[ct.len() / 3] ^= 1;
+            let e = read_all_buffered(&ks, b"big", &bad, 16 << 20, &opts).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+            for at in [100, ct.len() / 2, ct.len() - 40] {
+                let mut bad = ct.clone();
+                bad[at] ^= 4;
+                out.fill(0);
+                let mut r = ks.decrypting_reader_buffered(&bad[..], b"big").unwrap();
+                let e = r.read_exact(&mut out).unwrap_err();
+                assert_eq!(e.kind(), io::ErrorKind::InvalidData, "byte {at}");
+                // Each byte the failed read left is the plaintext's at that place, or zero.
+                let zero_or_plain = out.iter().zip(&pt).all(|(&o, &p)| o == p || o == 0);
+                assert!(
+                    zero_or_plain,
+                    "{threads} threads, byte {at}: plaintext left"
+                );
+            }
+        });
     }
 }
