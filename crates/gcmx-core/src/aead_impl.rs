@@ -487,8 +487,9 @@ mod tests {
     }
 
     /// The one-pass decryption into another buffer gives the plaintext on every path (output
-    /// cached or not) and at sizes around the kernels' steps, leaves its input as it was, and on any failure (a
-    /// changed tag, ciphertext or associated data, lengths that differ) zeroes its output.
+    /// cached or not) and at sizes around the kernels' steps, leaves its input as it was, and
+    /// on any failure (a changed tag, ciphertext or associated data, lengths that differ)
+    /// zeroes its output.
     #[test]
     fn decrypt_into_opens_or_zeroes() {
         let key = [0x42u8; 24];
