@@ -200,6 +200,18 @@ fn main() {
         .read_to_end(&mut check)
         .expect("read");
     assert!(check == plain, "the stream round trips");
+    // And through the buffered reader's large reads (segments opened from the source's buffer,
+    // or on the GPU copied from it a group at a time).
+    check.resize(bytes, 0);
+    keyset
+        .decrypting_reader_buffered_with(&ct[..], b"bench", &opts)
+        .expect("reader")
+        .read_exact(&mut check)
+        .expect("read");
+    assert!(
+        check == plain,
+        "the stream round trips through large buffered reads"
+    );
     drop(check);
 
     let (mut seal, mut writer, mut open, mut reader) = (vec![], vec![], vec![], vec![]);

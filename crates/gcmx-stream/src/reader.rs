@@ -677,7 +677,10 @@ impl<R: Read> DecryptingReader<R> {
         let stop = AtomicBool::new(false);
         // The end of what this call may have written in `out`.
         let mut reached = 0;
-        let mut src = |buf: &mut [u8]| Self::read_full(inner, buffered, head, head_pos, buf);
+        let head = &head[..];
+        let src = |inner: &mut R, head_pos: &mut usize, buf: &mut [u8]| {
+            Self::read_full(inner, buffered, head, head_pos, buf)
+        };
         // The inner reader stays on this thread (it need not be Send): the scope's closure runs
         // here, and only the groups' buffers and tags go to the pool.
         let outcome = rayon::in_place_scope(|s| -> io::Result<Direct<'_>> {
@@ -700,6 +703,30 @@ impl<R: Read> DecryptingReader<R> {
                     tags: vec![[0u8; TAG_LEN]; count],
                     read: Vec::with_capacity(count),
                 };
+                // From a buffered source whose buffer holds the whole group: one copy of it on
+                // every core (a copy per segment on this thread costs more than a GPU's open).
+                if let Some(b) = buffered
+                    && *head_pos >= head.len()
+                    && !stop.load(Ordering::Relaxed)
+                {
+                    let skip = match carry {
+                        Some(c) if index == first => {
+                            g.buf[0] = c;
+                            1
+                        }
+                        _ => 0,
+                    };
+                    if group_from_buffer(inner, b, &mut g, layout, skip)? {
+                        // The group's bytes came: the previous group holds no last segment.
+                        if let Some(prev) = pending.take() {
+                            s.spawn(move |_| open_group(gcm, &prefix, layout, prev, failure, stop));
+                        }
+                        pending = Some(g);
+                        index += count as u64;
+                        at += len;
+                        continue;
+                    }
+                }
                 let mut off = 0;
                 for j in 0..count {
                     if stop.load(Ordering::Relaxed) {
@@ -720,14 +747,18 @@ impl<R: Read> DecryptingReader<R> {
                     {
                         // A byte of this group tells that the previous one holds no last
                         // segment: it is opened while this one is read.
-                        if src(&mut body[..1])? == 0 {
+                        if src(inner, head_pos, &mut body[..1])? == 0 {
                             return Ok(Direct::Ended(prev));
                         }
                         n = 1;
                         s.spawn(move |_| open_group(gcm, &prefix, layout, prev, failure, stop));
                     }
-                    n += src(&mut body[n..])?;
-                    let t = if n == p { src(&mut g.tags[j])? } else { 0 };
+                    n += src(inner, head_pos, &mut body[n..])?;
+                    let t = if n == p {
+                        src(inner, head_pos, &mut g.tags[j])?
+                    } else {
+                        0
+                    };
                     g.read.push((n, t));
                     off += p;
                     if n < p || t < TAG_LEN {
@@ -739,7 +770,7 @@ impl<R: Read> DecryptingReader<R> {
                 at += len;
             }
             let mut look = [0u8; 1];
-            let n = src(&mut look)?;
+            let n = src(inner, head_pos, &mut look)?;
             match pending {
                 Some(last) if n == 0 => Ok(Direct::Ended(last)),
                 Some(last) => {
@@ -827,6 +858,47 @@ struct Group<'a> {
     tags: Vec<[u8; TAG_LEN]>,
     /// Body and tag bytes read, per segment reached.
     read: Vec<(usize, usize)>,
+}
+
+/// Fills `g` (its bodies, after the first `skip` bytes that are there already, and its tags)
+/// from the buffer of the buffered source `inner` when that buffer holds the group's whole
+/// ciphertext: the bodies copied on rayon's pool in one call, and the bytes consumed.
+/// `Ok(false)`, nothing consumed, when the buffer holds less (or the fill was interrupted).
+fn group_from_buffer<R>(
+    inner: &mut R,
+    b: Buffered<R>,
+    g: &mut Group<'_>,
+    layout: Layout,
+    skip: usize,
+) -> io::Result<bool> {
+    use rayon::prelude::*;
+    let lens: Vec<usize> = (0..g.tags.len() as u64)
+        .map(|j| layout.plaintext_len(g.first + j))
+        .collect();
+    let need = lens.iter().map(|p| p + TAG_LEN).sum::<usize>() - skip;
+    let src = match (b.fill)(inner) {
+        Ok(src) if src.len() >= need => src,
+        Ok(_) => return Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let mut copies = Vec::with_capacity(lens.len());
+    let (mut rest, mut at) = (&mut g.buf[..], 0);
+    for (j, &p) in lens.iter().enumerate() {
+        let (body, tail) = mem::take(&mut rest).split_at_mut(p);
+        rest = tail;
+        let from = if j == 0 { skip } else { 0 };
+        let n = p - from;
+        copies.push((&mut body[from..], &src[at..at + n]));
+        g.tags[j].copy_from_slice(&src[at + n..at + n + TAG_LEN]);
+        at += n + TAG_LEN;
+    }
+    copies
+        .into_par_iter()
+        .for_each(|(d, s)| d.copy_from_slice(s));
+    (b.consume)(inner, need);
+    g.read.extend(lens.iter().map(|&p| (p, TAG_LEN)));
+    Ok(true)
 }
 
 /// How the reading of a direct read ended.

@@ -674,3 +674,32 @@ fn a_read_too_large_to_stay_cached_is_the_plaintext_or_fails() {
         });
     }
 }
+
+/// A large read from a buffered source after the reader kept the first segment aside (to find,
+/// among keys of one header length, the one that wrote the stream): the first group comes from
+/// what was kept, the others straight from the source's buffer, a group in one copy. The
+/// plaintext, or `InvalidData` with nothing but authenticated plaintext and zeros left.
+#[test]
+fn a_large_read_after_the_key_search_takes_whole_groups_from_the_buffer() {
+    let a = StreamingKey::new(21, &[4u8; 16], 16, 4096).unwrap();
+    let b = StreamingKey::new(22, &[5u8; 16], 16, 4096).unwrap();
+    let pt = data(3_000_000 + 77, 8);
+    let opts = Options::new();
+    let ct = encrypt_in_pieces(&Keyset::single(b.clone()), b"k", &pt, 1 << 20, &opts);
+    let ks = Keyset::new(0, vec![a, b]).unwrap();
+    let mut out = vec![0u8; pt.len()];
+    let mut r = ks.decrypting_reader_buffered(&ct[..], b"k").unwrap();
+    r.read_exact(&mut out).unwrap();
+    assert!(out == pt, "the plaintext");
+    assert_eq!(r.read(&mut [0u8; 1]).unwrap(), 0);
+    for at in [5000, ct.len() / 2, ct.len() - 10] {
+        let mut bad = ct.clone();
+        bad[at] ^= 0x20;
+        out.fill(0);
+        let mut r = ks.decrypting_reader_buffered(&bad[..], b"k").unwrap();
+        let e = r.read_exact(&mut out).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "byte {at}");
+        let zero_or_plain = out.iter().zip(&pt).all(|(&o, &p)| o == p || o == 0);
+        assert!(zero_or_plain, "byte {at}: plaintext left");
+    }
+}
