@@ -13,8 +13,8 @@ use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
 use crate::window::{
-    Seg, Window, auth_error, copy, first_failing, open_from_source, open_window, open_window_from,
-    reserve_window, wipe,
+    Run, Seg, Window, auth_error, copy, copy_runs, first_failing, open_from_source, open_window,
+    open_window_from, reserve_window, wipe,
 };
 use crate::wipe::wipe_stacks;
 
@@ -871,7 +871,6 @@ fn group_from_buffer<R>(
     layout: Layout,
     skip: usize,
 ) -> io::Result<bool> {
-    use rayon::prelude::*;
     let lens: Vec<usize> = (0..g.tags.len() as u64)
         .map(|j| layout.plaintext_len(g.first + j))
         .collect();
@@ -882,20 +881,19 @@ fn group_from_buffer<R>(
         Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(false),
         Err(e) => return Err(e),
     };
-    let mut copies = Vec::with_capacity(lens.len());
-    let (mut rest, mut at) = (&mut g.buf[..], 0);
+    let mut runs = Vec::with_capacity(lens.len());
+    let (mut to, mut at) = (skip, 0);
     for (j, &p) in lens.iter().enumerate() {
-        let (body, tail) = mem::take(&mut rest).split_at_mut(p);
-        rest = tail;
-        let from = if j == 0 { skip } else { 0 };
-        let n = p - from;
-        copies.push((&mut body[from..], &src[at..at + n]));
+        let n = if j == 0 { p - skip } else { p };
+        runs.push(Run {
+            to,
+            from: at,
+            len: n,
+        });
         g.tags[j].copy_from_slice(&src[at + n..at + n + TAG_LEN]);
-        at += n + TAG_LEN;
+        (to, at) = (to + n, at + n + TAG_LEN);
     }
-    copies
-        .into_par_iter()
-        .for_each(|(d, s)| d.copy_from_slice(s));
+    copy_runs(g.buf, src, &runs);
     (b.consume)(inner, need);
     g.read.extend(lens.iter().map(|&p| (p, TAG_LEN)));
     Ok(true)

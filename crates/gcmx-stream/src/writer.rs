@@ -11,7 +11,9 @@ use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
 use crate::relay::{self, relay};
-use crate::window::{Seg, Window, copy, grow, reserve_window, seal_window, seal_window_from};
+use crate::window::{
+    Run, Seg, Window, copy_runs, grow, reserve_window, seal_window, seal_window_from,
+};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -222,30 +224,36 @@ impl Sealer {
             }
             self.seal(false)?;
         }
-        let mut used = 0;
-        let mut off = self.fill_off;
-        while used < data.len() && self.full < self.per_window {
-            let index = self.next_index + self.full as u64;
-            let room = self.layout.plaintext_len(index);
-            let n = (room - self.fill).min(data.len() - used);
-            let end = off + self.fill + n;
-            let cap = self.per_window * self.layout.segment_size();
-            reserve_window(&mut self.window, end + TAG_LEN, cap)?;
-            self.window.plain = true;
-            copy(
-                &mut self.window.buf[off + self.fill..end],
-                &data[used..used + n],
-            );
-            self.window.high_water = self.window.high_water.max(end);
+        // Where each piece of `data` goes (segment bodies, apart by the tags' room), planned
+        // first, so that the window grows once and the pieces are copied in one call.
+        let mut runs = Vec::new();
+        let (mut used, mut off, mut fill, mut full) = (0, self.fill_off, self.fill, self.full);
+        while used < data.len() && full < self.per_window {
+            let room = self.layout.plaintext_len(self.next_index + full as u64);
+            let n = (room - fill).min(data.len() - used);
+            runs.push(Run {
+                to: off + fill,
+                from: used,
+                len: n,
+            });
             used += n;
-            self.fill += n;
-            if self.fill == room {
-                self.full += 1;
-                self.fill = 0;
+            fill += n;
+            if fill == room {
+                full += 1;
+                fill = 0;
                 off += room + TAG_LEN;
             }
         }
-        self.fill_off = off;
+        let Some(last) = runs.last() else {
+            return Ok(0);
+        };
+        let end = last.to + last.len;
+        let cap = self.per_window * self.layout.segment_size();
+        reserve_window(&mut self.window, end + TAG_LEN, cap)?;
+        self.window.plain = true;
+        copy_runs(&mut self.window.buf, data, &runs);
+        self.window.high_water = self.window.high_water.max(end);
+        (self.fill_off, self.fill, self.full) = (off, fill, full);
         Ok(used)
     }
 
