@@ -117,39 +117,44 @@ pub(crate) struct Run {
 
 /// Copies the `runs` (in increasing, disjoint order on both sides) from `src` into `dst`, all
 /// in one call on rayon's pool: a copy of many segments, which one [`copy`] each would hand to
-/// the pool one at a time. Runs out of either's bounds are cut to them.
+/// the pool one at a time. Runs out of either's bounds are cut to them. A small copy stays on
+/// this thread and allocates nothing.
 pub(crate) fn copy_runs(dst: &mut [u8], src: &[u8], runs: &[Run]) {
     use rayon::prelude::*;
-    let mut pairs = Vec::with_capacity(runs.len());
-    let (mut rest, mut at) = (dst, 0);
-    for r in runs {
-        let tail = mem::take(&mut rest);
-        let Some(tail) = r.to.checked_sub(at).and_then(|skip| tail.get_mut(skip..)) else {
-            break;
-        };
-        let n = r.len.min(tail.len());
-        let Some(s) = src.get(r.from..r.from + n) else {
-            break;
-        };
-        let (d, tail) = tail.split_at_mut(n);
-        pairs.push((d, s));
-        rest = tail;
-        at = r.to + n;
-    }
-    // Pieces of at most `COPY_PIECE` bytes, so that a few large runs spread as far as many small
-    // ones; a small copy stays on this thread.
-    let total: usize = pairs.iter().map(|(d, _)| d.len()).sum();
+    let total: usize = runs.iter().map(|r| r.len).sum();
     if total < 4 * COPY_PIECE || rayon::current_num_threads() < 2 {
-        pairs.into_iter().for_each(|(d, s)| d.copy_from_slice(s));
+        run_pairs(dst, src, runs).for_each(|(d, s)| d.copy_from_slice(s));
         return;
     }
-    let pieces: Vec<(&mut [u8], &[u8])> = pairs
-        .into_iter()
+    // Pieces of at most `COPY_PIECE` bytes, so that a few large runs spread as far as many small
+    // ones.
+    let pieces: Vec<(&mut [u8], &[u8])> = run_pairs(dst, src, runs)
         .flat_map(|(d, s)| d.chunks_mut(COPY_PIECE).zip(s.chunks(COPY_PIECE)))
         .collect();
     pieces
         .into_par_iter()
         .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// The destination and source slices of `runs`, cut to both buffers; ends at the first run
+/// that is out of order or out of bounds.
+fn run_pairs<'d, 's>(
+    dst: &'d mut [u8],
+    src: &'s [u8],
+    runs: &[Run],
+) -> impl Iterator<Item = (&'d mut [u8], &'s [u8])> {
+    let (mut rest, mut at, mut runs) = (dst, 0, runs.iter());
+    std::iter::from_fn(move || {
+        let r = runs.next()?;
+        let tail = mem::take(&mut rest);
+        let tail = tail.get_mut(r.to.checked_sub(at)?..)?;
+        let n = r.len.min(tail.len());
+        let s = src.get(r.from..r.from + n)?;
+        let (d, tail) = tail.split_at_mut(n);
+        rest = tail;
+        at = r.to + n;
+        Some((d, s))
+    })
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.

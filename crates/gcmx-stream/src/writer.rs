@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::io::{self, Write};
+use std::mem;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
 
@@ -104,6 +105,9 @@ pub(crate) struct Sealer {
     failed: Option<Error>,
     /// The ring of segment buffers of large writes ([`Sealer::relay`]).
     ring: Window,
+    /// [`Sealer::absorb`]'s plan of where a write's pieces go, kept so that small writes
+    /// allocate nothing.
+    runs: Vec<Run>,
 }
 
 impl Sealer {
@@ -140,6 +144,7 @@ impl Sealer {
             out: 0..0,
             failed: None,
             ring: Window::new(),
+            runs: Vec::new(),
         };
         Ok((sealer, header.to_bytes()))
     }
@@ -226,7 +231,8 @@ impl Sealer {
         }
         // Where each piece of `data` goes (segment bodies, apart by the tags' room), planned
         // first, so that the window grows once and the pieces are copied in one call.
-        let mut runs = Vec::new();
+        let mut runs = mem::take(&mut self.runs);
+        runs.clear();
         let (mut used, mut off, mut fill, mut full) = (0, self.fill_off, self.fill, self.full);
         while used < data.len() && full < self.per_window {
             let room = self.layout.plaintext_len(self.next_index + full as u64);
@@ -244,17 +250,20 @@ impl Sealer {
                 off += room + TAG_LEN;
             }
         }
-        let Some(last) = runs.last() else {
+        let Some(end) = runs.last().map(|r| r.to + r.len) else {
+            self.runs = runs;
             return Ok(0);
         };
-        let end = last.to + last.len;
         let cap = self.per_window * self.layout.segment_size();
-        reserve_window(&mut self.window, end + TAG_LEN, cap)?;
-        self.window.plain = true;
-        copy_runs(&mut self.window.buf, data, &runs);
-        self.window.high_water = self.window.high_water.max(end);
-        (self.fill_off, self.fill, self.full) = (off, fill, full);
-        Ok(used)
+        let r = reserve_window(&mut self.window, end + TAG_LEN, cap);
+        if r.is_ok() {
+            self.window.plain = true;
+            copy_runs(&mut self.window.buf, data, &runs);
+            self.window.high_water = self.window.high_water.max(end);
+            (self.fill_off, self.fill, self.full) = (off, fill, full);
+        }
+        self.runs = runs;
+        r.map(|()| used)
     }
 
     /// Seals the window's segments, the last of them as the stream's last when `last`: on
