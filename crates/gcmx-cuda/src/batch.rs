@@ -5,8 +5,10 @@
 //! The message bytes reach the GPU in one of two ways:
 //! * **in place** (the usual case for buffers carved from one allocation): when every message starts on a
 //!   16-byte boundary and the messages lie back to back in a few runs ("spans"), each span is page-locked
-//!   once for the call (or already is, inside a [`crate::PinnedRegion`]) and copied to and from the
-//!   device by DMA, span by span; the CPU touches no message byte;
+//!   once for the call and copied to and from the device by DMA, span by span; the CPU touches no
+//!   message byte. Messages already page-locked (inside a [`crate::PinnedRegion`] or a
+//!   [`crate::PinnedBuffer`]) go in place in any number of spans of any alignment, each span large
+//!   enough to be worth its own copy ([`in_place_spans`]);
 //! * **packed**: otherwise each message is copied into page-locked staging at a 16-byte aligned offset
 //!   (by up to [`pack_threads`] threads), and back out afterwards.
 //!
@@ -14,7 +16,7 @@
 //! message, and hands 16 tag bytes back to the caller's [`Batch`]. The batch path reads the caller's
 //! messages where they are (through [`Batch`]): it makes no per-message copy of them; besides the lane
 //! staging (kept between calls, sized by a sub-batch) a call allocates only its list of spans (in
-//! place: at most one per eight messages) and of sub-batches. Sub-batches of at most [`BATCH_BYTES`] and [`BATCH_MSGS`]
+//! place: at most one per eight messages, or per 64 KiB in page-locked memory) and of sub-batches. Sub-batches of at most [`BATCH_BYTES`] and [`BATCH_MSGS`]
 //! alternate between two lanes, so that the host prepares one while the other is on the GPU, and the host
 //! sleeps (rather than spins) while it waits.
 //!
@@ -35,6 +37,7 @@ use crate::dbatch::{self, Regions};
 use crate::keys::KeySet;
 use crate::runtime::{
     At, DeviceMem, DirectIo, Gpu, Lane, Region, Scratch, Span, direct_io_spans, extend_spans,
+    is_pinned,
 };
 
 /// Most message bytes (after 16-byte padding of each) per sub-batch.
@@ -43,6 +46,9 @@ pub(crate) const BATCH_BYTES: usize = 64 << 20;
 pub(crate) const BATCH_MSGS: usize = 1 << 17;
 /// Below this many message bytes the call packs rather than page-locking the caller's memory.
 const IN_PLACE_MIN: usize = 1 << 20;
+/// Bytes per span, on average, from which messages in page-locked memory go in place in many spans
+/// ([`in_place_spans`]): one copy per span of at least this costs less than packing it.
+const PINNED_SPAN_MIN: usize = 64 << 10;
 /// Lane staging buffers: packed message data, and [descriptors | J0s | AADs | tags | verdicts].
 const STAGE_DATA: usize = 0;
 const STAGE_META: usize = 1;
@@ -271,28 +277,13 @@ fn run_checked<B: Batch>(
     }
     let BatchState { lanes, bufs: dev } = &mut *st;
     let total: usize = (0..n).map(|i| batch.len(i)).sum();
-    // In place when worth it: every buffer 16-byte aligned, and few spans (given up at the first
-    // buffer past the limit).
-    let mut spans: Vec<Span> = Vec::new();
-    let in_place_worth = total >= IN_PLACE_MIN && {
-        let most = (n / 8).max(1);
-        let mut ok = true;
-        for (i, m) in batch.msgs().iter_mut().enumerate() {
-            let b = m.buf();
-            if !b.is_empty() && !(b.as_ptr() as usize).is_multiple_of(16) {
-                ok = false;
-                break;
-            }
-            extend_spans(&mut spans, i, b);
-            if spans.len() > most {
-                ok = false;
-                break;
-            }
-        }
-        ok
+    let spans = if total >= IN_PLACE_MIN {
+        in_place_spans(batch.msgs(), total, is_pinned)
+    } else {
+        None
     };
     let mut r = None;
-    if in_place_worth {
+    if let Some(spans) = spans {
         // SAFETY: the spans are the buffers of `batch`'s messages, which this function borrows
         // exclusively (`&mut B`) until it returns. In place, the pipeline reads only the batch's
         // lengths, keys, J0s and AADs and hands it tags (`Batch::set_tag`); it takes the buffers
@@ -338,6 +329,45 @@ fn run_checked<B: Batch>(
         *st = BatchState::default();
     }
     wiped
+}
+
+/// The runs of messages ("spans") of a batch that is worth moving in place, or `None` (pack it).
+///
+/// Each span is one DMA range and lands at a 256-byte aligned device offset, so only the messages
+/// after a span's first need to lie at a 16-byte offset from its start. Memory that the call must
+/// page-lock itself pays a registration per span: it goes in place only in few spans (at most one
+/// per eight messages) that start 16-byte aligned, as buffers carved from one allocation are. Memory
+/// inside a live [`crate::PinnedRegion`] or [`crate::PinnedBuffer`] costs no registration: any spans
+/// do, if they carry [`PINNED_SPAN_MIN`] bytes each on average (each is its own copy). Given up at
+/// the first span past the limit.
+fn in_place_spans<M: Msg>(
+    msgs: &mut [M],
+    total: usize,
+    pinned: impl Fn(*const u8, usize) -> bool,
+) -> Option<Vec<Span>> {
+    let n = msgs.len();
+    let few = (n / 8).max(1);
+    let most = few.max(total / PINNED_SPAN_MIN);
+    let mut spans: Vec<Span> = Vec::new();
+    for (i, m) in msgs.iter_mut().enumerate() {
+        let b = m.buf();
+        let at = b.as_ptr() as usize;
+        extend_spans(&mut spans, i, b);
+        if spans.len() > most {
+            return None;
+        }
+        if let Some(sp) = spans.last()
+            && !b.is_empty()
+            && !at.wrapping_sub(sp.start as usize).is_multiple_of(16)
+        {
+            return None;
+        }
+    }
+    let registered_per_call = spans.len() <= few
+        && spans
+            .iter()
+            .all(|sp| (sp.start as usize).is_multiple_of(16));
+    (registered_per_call || spans.iter().all(|sp| pinned(sp.start, sp.len))).then_some(spans)
 }
 
 /// Sub-batches of `n` messages of lengths `len(i)`: consecutive messages up to [`BATCH_BYTES`] and
@@ -773,6 +803,70 @@ mod tests {
         assert_eq!(at, lens.len());
         let many = cut(BATCH_MSGS + 3, |_| 1);
         assert_eq!(many, [(0, BATCH_MSGS), (BATCH_MSGS, BATCH_MSGS + 3)]);
+    }
+
+    impl Msg for &mut [u8] {
+        fn len(&self) -> usize {
+            <[u8]>::len(self)
+        }
+        fn buf(&mut self) -> &mut [u8] {
+            self
+        }
+    }
+
+    /// `count` messages of `len` bytes cut from `buf`, from `start`, each `gap` bytes after the one
+    /// before.
+    fn cut_msgs(
+        buf: &mut [u8],
+        start: usize,
+        len: usize,
+        gap: usize,
+        count: usize,
+    ) -> Vec<&mut [u8]> {
+        let mut rest = &mut buf[start..];
+        let mut msgs = Vec::new();
+        for _ in 0..count {
+            let (m, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            msgs.push(m);
+            rest = &mut tail[gap..];
+        }
+        msgs
+    }
+
+    #[test]
+    fn in_place_needs_few_aligned_spans_unless_pinned() {
+        const L: usize = 64 << 10;
+        let mut buf = vec![0u8; 80 * (L + 32) + 64];
+        // A 16-byte aligned base in the buffer.
+        let base = (16 - buf.as_ptr() as usize % 16) % 16;
+        let yes = |_: *const u8, _: usize| true;
+        let no = |_: *const u8, _: usize| false;
+        let total = 64 * L;
+        // Back to back from an aligned start: one span, in place either way.
+        let mut m = cut_msgs(&mut buf, base, L, 0, 64);
+        assert_eq!(in_place_spans(&mut m, total, no).map(|s| s.len()), Some(1));
+        // Back to back from a start 8 bytes off: in place only where page-locked already.
+        let mut m = cut_msgs(&mut buf, base + 8, L, 0, 64);
+        assert!(in_place_spans(&mut m, total, no).is_none());
+        assert_eq!(in_place_spans(&mut m, total, yes).map(|s| s.len()), Some(1));
+        // Each message followed by a 16-byte tag (a stream's window), 8 bytes off: a span each,
+        // too many to page-lock per call, in place when page-locked already.
+        let mut m = cut_msgs(&mut buf, base + 8, L, 16, 64);
+        assert!(in_place_spans(&mut m, total, no).is_none());
+        let spans = in_place_spans(&mut m, total, yes).expect("pinned");
+        assert_eq!(spans.len(), 64);
+        assert!(spans.iter().all(|s| s.count == 1 && s.len == L));
+        // Spans too small to be worth a copy each: packed.
+        let mut m = cut_msgs(&mut buf, base, 4096, 16, 64);
+        assert!(in_place_spans(&mut m, 64 * 4096, yes).is_none());
+        // A message in a span at an offset that is not a multiple of 16 from its start: packed, since
+        // its device copy would be misaligned.
+        let mut m = cut_msgs(&mut buf, base, L + 8, 0, 64);
+        assert!(in_place_spans(&mut m, 64 * (L + 8), yes).is_none());
+        // Page-locked only in part: packed.
+        let mut m = cut_msgs(&mut buf, base, L, 16, 64);
+        let first = m[0].as_ptr();
+        assert!(in_place_spans(&mut m, total, |p, _| p == first).is_none());
     }
 
     #[test]

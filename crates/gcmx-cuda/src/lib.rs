@@ -15,7 +15,8 @@
 //!   `gcmx::Backend::Cuda` (host buffers of any size, pipelined; batches).
 //! * [`DeviceMemory`]: what the device-resident calls use, gcmx's [`DeviceBuf`] or another CUDA
 //!   library's [`RawDeviceSpan`]; [`Stream::from_raw`] takes another library's stream.
-//! * [`PinnedRegion`]: page-lock a host buffer for a scope, so that calls inside it transfer in place.
+//! * [`PinnedRegion`]: page-lock a host buffer for a scope, so that calls inside it transfer in place;
+//!   [`PinnedBuffer`]: a buffer page-locked for its whole life.
 //! * [`device_count`], [`device_info`]: the devices and the kernels loaded on them;
 //!   [`offload_threshold`]: when `gcmx::Backend::Auto` should use the GPU for host data.
 //!
@@ -58,7 +59,7 @@ pub use gcmx_core::Error;
 pub use keyring::{CudaKeyring, KeyedOpenJob, KeyedSealJob};
 pub use memory::DeviceMemory;
 pub use pending::Pending;
-pub use pinned::PinnedRegion;
+pub use pinned::{PinnedBuffer, PinnedRegion};
 pub use resident::DeviceBuf;
 pub use runtime::{DeviceInfo, GhashVariant, RawDeviceSpan, Stream};
 

@@ -1,11 +1,12 @@
-//! [`PinnedRegion`]: a host buffer page-locked for a scope, so that GPU calls inside the scope transfer
-//! it in place without page-locking it each time.
+//! Page-locked host memory, so that GPU calls transfer it in place without page-locking it each time:
+//! a caller's buffer for a scope ([`PinnedRegion`]), or a buffer owned for its whole life
+//! ([`PinnedBuffer`]).
 //!
 //! Layer: above the runtime.
 
 use gcmx_core::Error;
 
-use crate::runtime::{Gpu, pin_scope};
+use crate::runtime::{Gpu, HostPin, pin_scope};
 
 /// A host buffer page-locked (`cuMemHostRegister`) for the duration of [`PinnedRegion::scope`].
 ///
@@ -98,5 +99,64 @@ impl core::ops::Deref for PinnedRegion<'_> {
 impl core::ops::DerefMut for PinnedRegion<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
         self.buf
+    }
+}
+
+/// A zeroed host buffer, page-locked for its whole life: GPU calls on bytes inside it (`gcmx::Gcm` on
+/// `Backend::Cuda`, its batches, the keyring's host batches) DMA them in place, with no page-locking
+/// per call and no copy through staging, whatever the messages' alignment.
+///
+/// For a buffer used by many calls, such as the window of a stream: page-locking costs about as
+/// much as a transfer, so pay it once. The buffer owns its memory and is never resized; dropping it
+/// ends the registration, then frees the memory (not wiped: wipe what it held first, as with a
+/// `Vec`). A leaked buffer leaks its memory with its registration, so nothing else is ever taken for
+/// page-locked memory.
+///
+/// ```no_run
+/// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it
+/// use gcmx::cuda::{CudaKeyring, KeyedSealJob, PinnedBuffer};
+/// let ring = CudaKeyring::new(&[&[7u8; 32]], 0)?;
+/// let mut buf = PinnedBuffer::zeroed(64 << 20)?;
+/// let mut tag = [0u8; 16];
+/// for i in 0..10u8 {
+///     buf.fill(i); // the next message, written where the GPU reads it
+///     let job = KeyedSealJob { key: 0, nonce: &[i; 12], aad: b"", buf: &mut buf[..], tag: &mut tag };
+///     ring.seal(&mut [job])?;
+/// }
+/// # Ok::<(), gcmx::cuda::Error>(())
+/// ```
+pub struct PinnedBuffer {
+    pin: HostPin,
+}
+
+impl core::fmt::Debug for PinnedBuffer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "PinnedBuffer({} bytes)", self.pin.bytes().len())
+    }
+}
+
+impl PinnedBuffer {
+    /// `len` zero bytes, page-locked for every device. `Error::BackendUnavailable` without a usable
+    /// device, `Error::InvalidInput` when the memory cannot be allocated, `Error::Device` when the
+    /// driver refuses to page-lock it.
+    pub fn zeroed(len: usize) -> Result<PinnedBuffer, Error> {
+        let gpu = Gpu::get(0)?;
+        Ok(PinnedBuffer {
+            pin: HostPin::zeroed(&gpu, len)?,
+        })
+    }
+}
+
+/// The buffer is its bytes: it reads and writes as a `[u8]`.
+impl core::ops::Deref for PinnedBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.pin.bytes()
+    }
+}
+
+impl core::ops::DerefMut for PinnedBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.pin.bytes_mut()
     }
 }

@@ -24,7 +24,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use gcmx::cuda::{
-    self as gc, CudaEngine, CudaKeyring, DeviceBuf, KeyedOpenJob, KeyedSealJob, PinnedRegion,
+    self as gc, CudaEngine, CudaKeyring, DeviceBuf, KeyedOpenJob, KeyedSealJob, PinnedBuffer,
+    PinnedRegion,
 };
 use gcmx::{Backend, Gcm, GcmError as Error, OpenJob, SealJob};
 use rayon::prelude::*;
@@ -1122,6 +1123,11 @@ fn streams_in_parallel() {
 }
 
 #[test]
+fn batches_in_a_pinned_buffer() {
+    on_gpu("pinned_buffer", |t, r, _| pinned_buffer(t, r));
+}
+
+#[test]
 fn batches_in_place() {
     on_gpu("in_place_batches", |t, r, s| {
         in_place_batches(t, r, s.quick)
@@ -2108,6 +2114,141 @@ fn in_place_batches(t: &mut Tally, rng: &mut Rng, quick: bool) {
     }
     println!(
         "Host batches in place (1 KiB, 64 B and 16 KiB messages carved from one buffer): {} passed, {} failed",
+        t.passed - p0,
+        t.failed - f0
+    );
+}
+
+/// Host batches whose messages lie in a `PinnedBuffer` as a stream's window lays them out (each
+/// followed by a 16-byte tag, the first one's length 8 off 16, the window at every offset 0..15 of the
+/// buffer): they go in place (a span each) and must equal the CPU's, open back, and refuse a forged
+/// tag with every message given back as its ciphertext. Then one message through the pipeline, and a
+/// buffer allocated where a dropped `PinnedBuffer` was (no longer page-locked) sealed right.
+fn pinned_buffer(t: &mut Tally, rng: &mut Rng) {
+    let (p0, f0) = (t.passed, t.failed);
+    let key = rng.bytes(32);
+    let gpu = cuda(&key).expect("cuda");
+    let cpu = Gcm::with_backend(&key, Backend::CpuParallel).expect("cpu");
+    let lens: Vec<usize> = [(1 << 20) - 56]
+        .into_iter()
+        .chain(std::iter::repeat_n((1 << 20) - 16, 40))
+        .chain([12345])
+        .collect();
+    let window: usize = lens.iter().map(|l| l + 16).sum();
+    let mut pinned = PinnedBuffer::zeroed(window + 16).expect("PinnedBuffer");
+    let nonces: Vec<[u8; 12]> = (0..lens.len()).map(|i| [i as u8 ^ 0x5a; 12]).collect();
+    // The messages of a window starting at `base`, their tags in the 16 bytes after each.
+    fn parts<'a>(
+        buf: &'a mut [u8],
+        base: usize,
+        lens: &[usize],
+    ) -> Vec<(&'a mut [u8], &'a mut [u8])> {
+        let mut rest = &mut buf[base..];
+        lens.iter()
+            .map(|&l| {
+                let (seg, tail) = std::mem::take(&mut rest).split_at_mut(l + 16);
+                rest = tail;
+                seg.split_at_mut(l)
+            })
+            .collect()
+    }
+    for base in [0usize, 8, 3, 15] {
+        let (buf, _) = pinned.split_at_mut(window + base);
+        par_fill(buf, rng.next());
+        let pt = buf.to_vec();
+        let mut c = buf.to_vec();
+        let seal = |gcm: &Gcm, data: &mut [u8]| {
+            let mut jobs: Vec<SealJob<'_>> = parts(data, base, &lens)
+                .into_iter()
+                .zip(&nonces)
+                .map(|((buf, tag), nonce)| SealJob {
+                    nonce,
+                    aad: b"",
+                    buf,
+                    tag,
+                })
+                .collect();
+            gcm.encrypt_batch(&mut jobs)
+        };
+        let (rg, rc) = (seal(&gpu, buf), seal(&cpu, &mut c));
+        t.check(rg.is_ok() && rc.is_ok() && buf == &c[..], || {
+            format!("PinnedBuffer batch at offset {base}: GPU != CPU ({rg:?})")
+        });
+        let open = |gcm: &Gcm, data: &mut [u8]| {
+            let mut jobs: Vec<OpenJob<'_>> = parts(data, base, &lens)
+                .into_iter()
+                .zip(&nonces)
+                .map(|((buf, tag), nonce)| OpenJob {
+                    nonce,
+                    aad: b"",
+                    buf,
+                    tag: &*tag,
+                })
+                .collect();
+            gcm.decrypt_batch(&mut jobs)
+        };
+        let ro = open(&gpu, buf);
+        t.check(ro.is_ok() && buf == &pt[..], || {
+            format!("PinnedBuffer batch open at offset {base}: {ro:?}")
+        });
+        // Seal again, forge the tag of the message in the middle: refused, all ciphertext back.
+        let _ = seal(&gpu, buf);
+        let mid: usize = base + lens[..lens.len() / 2].iter().map(|l| l + 16).sum::<usize>() - 1;
+        buf[mid] ^= 1;
+        let sealed = buf.to_vec();
+        let rf = open(&gpu, buf);
+        t.check(
+            rf == Err(Error::Authentication) && buf == &sealed[..],
+            || {
+                format!(
+                    "PinnedBuffer batch at offset {base}, forged tag: {rf:?}, ciphertext back: {}",
+                    buf == &sealed[..]
+                )
+            },
+        );
+    }
+    // One message in the buffer, through the pipeline.
+    let n = pinned.len() - 5;
+    par_fill(&mut pinned[..], rng.next());
+    let mut c = pinned[5..5 + n].to_vec();
+    let (mut tg, mut tc) = ([0u8; 16], [0u8; 16]);
+    let rg = gpu.encrypt_detached(&[1; 12], b"pb", &mut pinned[5..5 + n], &mut tg);
+    let rc = cpu.encrypt_detached(&[1; 12], b"pb", &mut c, &mut tc);
+    t.check(
+        rg.is_ok() && rc.is_ok() && pinned[5..5 + n] == c[..] && tg == tc,
+        || format!("one message in a PinnedBuffer: GPU != CPU ({rg:?})"),
+    );
+    // A buffer where the dropped one was is no longer page-locked: it must be sealed all the same.
+    let addr = pinned.as_ptr() as usize;
+    drop(pinned);
+    let mut w = vec![0u8; window + 16];
+    let same = w.as_ptr() as usize == addr;
+    par_fill(&mut w, rng.next());
+    let mut c = w.clone();
+    let seal_all = |gcm: &Gcm, data: &mut [u8]| {
+        let mut jobs: Vec<SealJob<'_>> = parts(data, 0, &lens)
+            .into_iter()
+            .zip(&nonces)
+            .map(|((buf, tag), nonce)| SealJob {
+                nonce,
+                aad: b"",
+                buf,
+                tag,
+            })
+            .collect();
+        gcm.encrypt_batch(&mut jobs)
+    };
+    let (rg, rc) = (seal_all(&gpu, &mut w), seal_all(&cpu, &mut c));
+    t.check(rg.is_ok() && rc.is_ok() && w == c, || {
+        format!("a buffer where a dropped PinnedBuffer was: GPU != CPU ({rg:?})")
+    });
+    println!(
+        "PinnedBuffer (stream-window batches at 4 offsets, one message, reuse of its address: {}): {} passed, {} failed",
+        if same {
+            "same address"
+        } else {
+            "another address"
+        },
         t.passed - p0,
         t.failed - f0
     );

@@ -5,7 +5,8 @@
 //! the loaded kernels ([`Gpu`]), device memory that is wiped before it is freed ([`DeviceMem`]),
 //! page-locked staging memory, streams with the buffers their queued work uses ([`Lane`]), kernel
 //! launches checked against the sizes of the buffers they touch ([`Launch`]), page-locking of caller
-//! memory for one call ([`direct_io`]) or for a scope ([`pin_scope`]), and (feature `bench`) events.
+//! memory for one call ([`direct_io`]), for a scope ([`pin_scope`]) or for the life of an owned buffer
+//! ([`HostPin`]), and (feature `bench`) events.
 //!
 //! Everything it offers the layers above is safe, and sound without care from them:
 //! * Asynchronous work only ever touches memory that the queuing [`Lane`] keeps alive until it has
@@ -16,7 +17,8 @@
 //! * Caller memory is transferred only inside [`direct_io`], which borrows it for the call and waits for
 //!   every lane before it returns (also when the closure fails or panics).
 //! * Host memory is DMA'd in place only while it is page-locked by the call itself or by a live
-//!   [`pin_scope`], whose registration ends when the scope does (leaking cannot skip that).
+//!   [`pin_scope`], whose registration ends when the scope does (leaking cannot skip that), or by a
+//!   [`HostPin`], which owns its memory (a leaked one leaks the memory with the registration).
 //! * Device addresses never leave this module.
 //!
 //! One implementation for every build: `sys` loads the driver API at run time (feature `cuda`; without
@@ -35,8 +37,8 @@ mod sys;
 #[cfg(feature = "bench")]
 pub(crate) use driver::Event;
 pub(crate) use driver::{
-    DeviceMem, DirectIo, Fence, Gpu, Lane, ParamSlot, Scratch, UserStream, direct_io,
-    direct_io_spans, pin_scope, queue_dbatch, release_cached,
+    DeviceMem, DirectIo, Fence, Gpu, HostPin, Lane, ParamSlot, Scratch, UserStream, direct_io,
+    direct_io_spans, is_pinned, pin_scope, queue_dbatch, release_cached,
 };
 
 use crate::abi;

@@ -1,5 +1,6 @@
-//! Caller memory: page-locking for one call ([`direct_io`], [`direct_io_spans`]) or for a scope
-//! ([`pin_scope`]), and the copies that read and write it in place.
+//! Caller memory: page-locking for one call ([`direct_io`], [`direct_io_spans`]), for a scope
+//! ([`pin_scope`]) or for the life of an owned buffer ([`HostPin`]), and the copies that read and
+//! write it in place.
 
 use super::*;
 
@@ -8,6 +9,12 @@ pub(super) static PINNED: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
 pub(super) fn pinned_covers(start: usize, len: usize) -> bool {
     super::super::region_covers(&lock(&PINNED), start, len)
+}
+
+/// Whether the `len` bytes at `start` lie inside a live [`pin_scope`] or [`HostPin`]: transferred in
+/// place, they cost no registration.
+pub(crate) fn is_pinned(start: *const u8, len: usize) -> bool {
+    pinned_covers(start as usize, len)
 }
 
 /// A host range page-locked for one [`direct_io`] call (or covered by a live [`pin_scope`]).
@@ -269,6 +276,74 @@ pub(crate) fn pin_scope<R>(
     Ok(out)
 }
 
+/// A host buffer that owns its bytes and stays page-locked (registered for every device, and listed
+/// with the [`pin_scope`] registrations) from [`HostPin::zeroed`] until it is dropped: calls whose
+/// buffers lie inside it DMA them in place without registering anything.
+///
+/// Sound without care from the callers: the bytes are reached only through `&`/`&mut` borrows of the
+/// pin, so every transfer on them runs inside a call that borrows them and waits before returning, and
+/// the registration ends (in `Drop`) before the memory is freed. A leaked pin leaks its memory with its
+/// registration: no later allocation can be mistaken for page-locked memory.
+pub(crate) struct HostPin {
+    gpu: Arc<Gpu>,
+    /// Never resized: its allocation is the registered range.
+    buf: Vec<u8>,
+}
+
+impl HostPin {
+    /// `len` zero bytes, page-locked. `Error::InvalidInput` when the memory cannot be had, the
+    /// driver's `Error::Device` when it refuses to page-lock it.
+    pub(crate) fn zeroed(gpu: &Arc<Gpu>, len: usize) -> Result<HostPin, Error> {
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(len).map_err(|_| {
+            Error::InvalidInput(format!("cannot allocate {len} bytes of host memory"))
+        })?;
+        buf.resize(len, 0);
+        if len > 0 {
+            gpu.enter()?;
+            let ptr = buf.as_mut_ptr().cast::<c_void>();
+            // SAFETY: page-locks the allocation that `buf` owns; it is never resized, and `Drop`
+            // unregisters it before `buf` frees it.
+            let r = unsafe { cu::cuMemHostRegister_v2(ptr, len, cu::CU_MEMHOSTREGISTER_PORTABLE) };
+            check(r, "cuMemHostRegister")?;
+            lock(&PINNED).push((ptr as usize, len));
+        }
+        Ok(HostPin {
+            gpu: gpu.clone(),
+            buf,
+        })
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+}
+
+impl Drop for HostPin {
+    fn drop(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let (ptr, len) = (self.buf.as_mut_ptr().cast::<c_void>(), self.buf.len());
+        {
+            let mut list = lock(&PINNED);
+            if let Some(i) = list.iter().position(|&e| e == (ptr as usize, len)) {
+                list.swap_remove(i);
+            }
+        }
+        if self.gpu.enter().is_ok() {
+            // SAFETY: unregisters the range `zeroed` registered; no transfer on it is pending (each
+            // ran in a call that borrowed the pin and waited before returning).
+            let r = unsafe { cu::cuMemHostUnregister(ptr) };
+            let _ = r;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,5 +380,21 @@ mod tests {
         assert!(host[..256].iter().all(|&b| b == 0));
         assert_eq!(host[256..], want[256..]);
         assert!(!pinned_covers(host.as_ptr() as usize, host.len()));
+    }
+
+    #[test]
+    fn a_host_pin_is_covered_until_dropped() {
+        let Some(g) = test_gpu() else { return };
+        let mut pin = HostPin::zeroed(&g, 1 << 16).unwrap();
+        assert!(pin.bytes().iter().all(|&b| b == 0));
+        pin.bytes_mut()[7] = 9;
+        let (p, n) = (pin.bytes().as_ptr() as usize, pin.bytes().len());
+        assert!(pinned_covers(p, n));
+        assert!(pinned_covers(p + 100, 200));
+        drop(pin);
+        assert!(!pinned_covers(p, n));
+        // An empty pin registers nothing.
+        let empty = HostPin::zeroed(&g, 0).unwrap();
+        assert!(empty.bytes().is_empty());
     }
 }
