@@ -2187,9 +2187,14 @@ fn pinned_buffer(t: &mut Tally, rng: &mut Rng) {
                 .collect();
             gcm.decrypt_batch(&mut jobs)
         };
-        let ro = open(&gpu, buf);
-        t.check(ro.is_ok() && buf == &pt[..], || {
-            format!("PinnedBuffer batch open at offset {base}: {ro:?}")
+        // Opened: the messages are the plaintext again, the tags the CPU's.
+        let (ro, rc) = (open(&gpu, buf), open(&cpu, &mut c));
+        let messages_back = parts(buf, base, &lens)
+            .iter()
+            .zip(parts(&mut pt.clone(), base, &lens))
+            .all(|((m, _), (p, _))| m == &p);
+        t.check(ro.is_ok() && rc.is_ok() && buf == &c[..] && messages_back, || {
+            format!("PinnedBuffer batch open at offset {base}: {ro:?}, messages back: {messages_back}")
         });
         // Seal again, forge the tag of the message in the middle: refused, all ciphertext back.
         let _ = seal(&gpu, buf);

@@ -42,7 +42,7 @@ use crate::format::{Header, Layout, TAG_LEN};
 use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
-use crate::window::{Seg, Window, grow, open_window, read_growing, seal_window};
+use crate::window::{Seg, Window, open_window, read_growing, seal_window};
 use crate::wipe::{WipingBufReader, WipingBufWriter, wipe_stacks};
 
 /// Windows in circulation (reading, queued, crypto, writing).
@@ -362,7 +362,9 @@ fn fill_from_file(
             break;
         }
     }
-    grow(&mut w.buf, off).map_err(|e| Error::io("cannot read input", e))?;
+    w.buf
+        .grow(off)
+        .map_err(|e| Error::io("cannot read input", e))?;
     w.high_water = w.high_water.max(off);
 
     // Cut the planned bytes into pieces of at most 4 MiB and read them on several threads.
@@ -541,7 +543,7 @@ fn reader_loop(
                 };
                 w.high_water = w.high_water.max(off + want);
                 let t = Instant::now();
-                let n = read_growing(&mut input, &mut w.buf, off, want)
+                let n = read_growing(&mut input, w.buf.vec(), off, want)
                     .map_err(|e| Error::io("cannot read input", e))?;
                 let last = n < want
                     || at_eof(&mut input).map_err(|e| Error::io("cannot read input", e))?;
@@ -561,7 +563,9 @@ fn reader_loop(
                     }
                 };
                 // Room for the tag after a full plaintext.
-                grow(&mut w.buf, off + len).map_err(|e| Error::io("cannot read input", e))?;
+                w.buf
+                    .grow(off + len)
+                    .map_err(|e| Error::io("cannot read input", e))?;
                 w.high_water = w.high_water.max(off + len);
                 w.segs.push(Seg { off, len, last });
                 off += len;

@@ -16,6 +16,7 @@ mod random;
 mod reader;
 mod relay;
 mod seekable;
+mod winbuf;
 mod window;
 mod wipe;
 mod writer;

@@ -216,13 +216,15 @@ pub(crate) struct Opener {
 
 impl Opener {
     pub(crate) fn new(gcm: Engine, prefix: [u8; 7], layout: Layout, per_window: usize) -> Self {
+        // The GPU's windows are page-locked: its batches move them in place.
+        let window = Window::with_pinning(gcm.on_gpu());
         let mut o = Opener {
             gcm,
             prefix,
             layout,
             per_window,
             per_group: 1,
-            window: Window::new(),
+            window,
             got: 0,
             target: 0,
             carry: None,
@@ -260,6 +262,45 @@ impl Opener {
             }
             _ => &[],
         }
+    }
+
+    /// Copies ready plaintext into `out`: the rest of the current segment and, when `out` has
+    /// room, of the window's segments after it, in one copy (on rayon's pool when large); the
+    /// bytes copied, handed out.
+    pub(crate) fn read_plaintext(&mut self, out: &mut [u8]) -> usize {
+        let p = self.plaintext();
+        if p.len() >= out.len() {
+            let n = out.len();
+            copy(out, &p[..n]);
+            self.consume(n);
+            return n;
+        }
+        let State::Serving { seg, pos, .. } = self.state else {
+            return 0;
+        };
+        let mut runs = Vec::new();
+        let (mut to, mut pos) = (0, pos);
+        for s in &self.window.segs[seg..] {
+            let body = s.len - TAG_LEN;
+            let n = (body - pos).min(out.len() - to);
+            runs.push(Run {
+                to,
+                from: s.off + pos,
+                len: n,
+            });
+            to += n;
+            pos = 0;
+            if to == out.len() {
+                break;
+            }
+        }
+        copy_runs(out, &self.window.buf, &runs);
+        // Segment by segment, in order: each consume moves on to the next segment once one is
+        // handed out, and past the window's end as a read of the rest would.
+        for r in &runs {
+            self.consume(r.len);
+        }
+        to
     }
 
     /// `n` bytes of [`Opener::plaintext`] were handed out.
@@ -310,7 +351,7 @@ impl Opener {
     /// by group as they arrive, and the window bounds only the reader's own memory; on the GPU
     /// a window at most.
     fn direct_segments(&self, len: usize) -> usize {
-        if !matches!(self.state, State::Filling) || self.got > 1 {
+        if !matches!(self.state, State::Filling) || self.got > 1 || self.through_window() {
             return 0;
         }
         let most = if self.gcm.on_gpu() {
@@ -334,6 +375,14 @@ impl Opener {
             return 0;
         }
         k
+    }
+
+    /// Whether reads go through the window even when they could take whole segments straight
+    /// into the caller's buffer: on the GPU with a page-locked window, whose segments the GPU
+    /// moves in place, where segments in the caller's buffer would be copied through staging
+    /// and back (two copies on the CPU's cores, against one out of the window).
+    fn through_window(&self) -> bool {
+        self.gcm.on_gpu() && self.window.pin
     }
 
     /// Segments in a group of a direct read: about [`GROUP_BYTES`], at most a window (a group
@@ -988,12 +1037,8 @@ impl<R: Read> Read for DecryptingReader<R> {
         }
         loop {
             self.opener.check()?;
-            let p = self.opener.plaintext();
-            if !p.is_empty() || out.is_empty() {
-                let n = p.len().min(out.len());
-                copy(&mut out[..n], &p[..n]);
-                self.opener.consume(n);
-                return Ok(n);
+            if !self.opener.plaintext().is_empty() || out.is_empty() {
+                return Ok(self.opener.read_plaintext(out));
             }
             if self.opener.is_done() {
                 return Ok(0);

@@ -10,6 +10,7 @@ use zeroize::Zeroizing;
 use crate::engine::{Engine, OpenError, OpenFrom, OpenJob, SealFrom, SealJob};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{NONCE_LEN, TAG_LEN, segment_nonce};
+use crate::winbuf::WinBuf;
 
 /// One segment of a window.
 pub(crate) struct Seg {
@@ -23,7 +24,7 @@ pub(crate) struct Seg {
 
 /// Segments back to back, each followed by its tag.
 pub(crate) struct Window {
-    pub(crate) buf: Vec<u8>,
+    pub(crate) buf: WinBuf,
     /// How much of `buf` was ever filled (wiped on drop).
     pub(crate) high_water: usize,
     pub(crate) segs: Vec<Seg>,
@@ -37,20 +38,31 @@ pub(crate) struct Window {
     /// Allocated whole by [`reserve_window`]: kept for the next stream once it holds no
     /// plaintext.
     reusable: bool,
+    /// Allocate the buffer page-locked ([`WinBuf::zeroed`]): the GPU engine's windows, which
+    /// its batches then move in place. Cleared when the GPU refuses.
+    pub(crate) pin: bool,
 }
 
 impl Window {
     /// An empty window: its buffer grows with the data.
     pub(crate) fn new() -> Window {
         Window {
-            buf: Vec::new(),
+            buf: WinBuf::default(),
             high_water: 0,
             segs: Vec::new(),
             first_index: 0,
             bytes_in: 0,
             plain: true,
             reusable: false,
+            pin: false,
         }
+    }
+
+    /// An empty window whose buffer is page-locked when `pin` (for the GPU engine).
+    pub(crate) fn with_pinning(pin: bool) -> Window {
+        let mut w = Window::new();
+        w.pin = pin;
+        w
     }
 
     /// The end of the last segment in the buffer.
@@ -199,7 +211,17 @@ const WHOLE_WINDOW_MAX: usize = (256 << 20) + 1;
 /// writer's two windows on the GPU (one filled while the other is sealed and written out) and
 /// a reader's, of 256 MiB by default; on the CPU, whose windows are megabytes, [`spare::KEEP`]
 /// bounds them first.
-const SPARE_BYTES: usize = 3 * WHOLE_WINDOW_MAX;
+const SPARE_BYTES: usize = 3 * whole_len(WHOLE_WINDOW_MAX);
+
+/// Whole windows are allocated in multiples of this.
+const WINDOW_GRAIN: usize = 64 << 10;
+
+/// The length allocated for a whole window of `len` bytes: rounded up, with room for one byte
+/// more, so that a writer's windows (whole segments) and a reader's (the same and a byte of
+/// look-ahead) are of one length, and [`spare`] hands the one's buffers to the other.
+const fn whole_len(len: usize) -> usize {
+    (len + 1).next_multiple_of(WINDOW_GRAIN)
+}
 
 /// Makes the window's buffer at least `needed` bytes long, for a window of at most `cap`
 /// bytes. The first allocation takes the whole window (up to 256 MiB): a window of that size
@@ -212,18 +234,20 @@ pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::R
         return Ok(());
     }
     if w.buf.is_empty() {
-        let len = needed.max(cap.min(WHOLE_WINDOW_MAX));
-        w.buf = spare::take(len).unwrap_or_else(|| vec![0u8; len]);
+        let len = whole_len(needed.max(cap.min(WHOLE_WINDOW_MAX)));
+        w.buf = spare::take(len, w.pin).unwrap_or_else(|| WinBuf::zeroed(len, w.pin));
+        // Where the GPU cannot page-lock it, the window is an ordinary one from now on.
+        w.pin = w.buf.is_pinned();
         w.reusable = true;
         return Ok(());
     }
     w.reusable = false;
     let want = w.buf.len().saturating_mul(2).min(cap).max(needed);
-    grow(&mut w.buf, want)
+    w.buf.grow(want)
 }
 
 /// Window buffers kept between streams, holding no plaintext (wiped, or holding ciphertext
-/// only). A fresh buffer costs a page fault and the zeroing of every page at its first write
+/// only), page-locked ones (the GPU's) as they are. A fresh buffer costs a page fault and the zeroing of every page at its first write
 /// (benches/adapters.rs: about a fifth of the writer's time for streams of 256 MiB on two
 /// cores, and a third to a half of the GPU writer's, whose default window is 256 MiB); a stream
 /// that follows another reuses its buffers. At most [`spare::KEEP`] buffers, of
@@ -232,25 +256,30 @@ pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::R
 pub(crate) mod spare {
     use std::sync::Mutex;
 
+    use crate::winbuf::WinBuf;
+
     /// Buffers kept at most.
     pub(crate) const KEEP: usize = 4;
 
-    static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    static SPARE: Mutex<Vec<WinBuf>> = Mutex::new(Vec::new());
 
-    /// A kept buffer of exactly `len` bytes (its contents are no plaintext).
-    pub(crate) fn take(len: usize) -> Option<Vec<u8>> {
+    /// A kept buffer of exactly `len` bytes, page-locked or not as `pinned` says (its contents
+    /// are no plaintext).
+    pub(crate) fn take(len: usize, pinned: bool) -> Option<WinBuf> {
         let mut kept = SPARE.lock().ok()?;
-        let i = kept.iter().position(|b| b.len() == len)?;
+        let i = kept
+            .iter()
+            .position(|b| b.len() == len && b.is_pinned() == pinned)?;
         Some(kept.swap_remove(i))
     }
 
     /// Keeps `buf` (holding no plaintext) for a later stream, if there is room.
-    pub(crate) fn give(buf: Vec<u8>) {
+    pub(crate) fn give(buf: WinBuf) {
         if buf.is_empty() {
             return;
         }
         if let Ok(mut kept) = SPARE.lock() {
-            let held: usize = kept.iter().map(Vec::len).sum();
+            let held: usize = kept.iter().map(|b| b.len()).sum();
             if kept.len() < KEEP && held.saturating_add(buf.len()) <= super::SPARE_BYTES {
                 kept.push(buf);
             }

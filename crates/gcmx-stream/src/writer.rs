@@ -12,9 +12,7 @@ use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
 use crate::relay::{self, relay};
-use crate::window::{
-    Run, Seg, Window, copy_runs, grow, reserve_window, seal_window, seal_window_from,
-};
+use crate::window::{Run, Seg, Window, copy_runs, reserve_window, seal_window, seal_window_from};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -127,13 +125,14 @@ impl Sealer {
         let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
         let header = Header::random(&layout)?;
         let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
+        let pin = gcm.on_gpu();
         let sealer = Sealer {
             gcm: Arc::new(gcm),
             prefix: header.nonce_prefix,
             layout,
             per_window,
             background,
-            window: Window::new(),
+            window: Window::with_pinning(pin),
             in_flight: None,
             sealed: None,
             spare: None,
@@ -302,7 +301,11 @@ impl Sealer {
     /// when `last`), and puts a fresh one in its place; returns it with the end of its last
     /// segment.
     fn cut(&mut self, last: bool) -> Result<(Window, usize)> {
-        let next = self.spare.take().unwrap_or_else(Window::new);
+        let pin = self.gcm.on_gpu();
+        let next = self
+            .spare
+            .take()
+            .unwrap_or_else(|| Window::with_pinning(pin));
         let mut w = std::mem::replace(&mut self.window, next);
         w.segs.clear();
         w.first_index = self.next_index;
@@ -320,7 +323,9 @@ impl Sealer {
         // last; a full segment ending the stream is itself the last, as Tink writes it.
         if last && (self.fill > 0 || self.full == 0) {
             let len = self.fill + TAG_LEN;
-            grow(&mut w.buf, off + len).map_err(|e| Error::io("cannot encrypt", e))?;
+            w.buf
+                .grow(off + len)
+                .map_err(|e| Error::io("cannot encrypt", e))?;
             w.segs.push(Seg {
                 off,
                 len,
@@ -458,7 +463,7 @@ impl Sealer {
                 self.next_index += done.segments as u64;
                 if !done.pending.is_empty() {
                     let mut w = Window::new();
-                    w.buf = done.pending;
+                    w.buf = done.pending.into();
                     w.high_water = w.buf.len();
                     w.plain = false;
                     w.segs.push(Seg {
