@@ -8,7 +8,9 @@
 //! ```
 //!
 //! Rows (plaintext bytes per second, median of `--rounds` rounds; in each round every row is
-//! measured once, one after the other, so that the rows share the machine's state):
+//! measured once, one after the other, so that the rows share the machine's state; each adapter
+//! ends inside its timing: a writer's `finish`, a reader's drop, which wipes its window; the
+//! streams of a round after the first reuse the windows that the ones before left):
 //! - `Gcm::encrypt_batch`: the peer; the buffer cut into the stream's segment sizes, sealed in
 //!   place with one call.
 //! - `encrypting_writer <- io::copy`: the same plaintext, in memory, copied with `io::copy`
@@ -311,6 +313,8 @@ fn main() {
         r.read_exact(&mut all).expect("read");
         assert_eq!(r.read(&mut piece[..1]).expect("end"), 0);
         black_box(&all);
+        // Dropped inside the timing: a reader wipes its window when dropped.
+        drop(r);
         reader_all.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
         // decrypting_reader over the in-memory stream into io::sink() through io::copy (which
@@ -321,6 +325,8 @@ fn main() {
             .expect("reader");
         let n = io::copy(&mut r, &mut io::sink()).expect("copy");
         assert_eq!(n, bytes as u64);
+        // Dropped inside the timing: a reader wipes its window when dropped.
+        drop(r);
         reader_copy.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
         // decrypting_reader_buffered over the in-memory stream (a slice: its buffer holds the
@@ -332,6 +338,8 @@ fn main() {
         r.read_exact(&mut all).expect("read");
         assert_eq!(r.read(&mut piece[..1]).expect("end"), 0);
         black_box(&all);
+        // Dropped inside the timing: a reader wipes its window when dropped.
+        drop(r);
         buf_all.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
         // The same into io::sink() through BufRead: each piece of plaintext written from the
@@ -352,6 +360,8 @@ fn main() {
             r.consume(n);
         }
         assert_eq!(total, bytes);
+        // Dropped inside the timing: a reader wipes its window when dropped.
+        drop(r);
         buf_fill.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
         // The same through io::copy into io::sink() (8 KiB reads, each a copy out of the
@@ -362,6 +372,8 @@ fn main() {
             .expect("reader");
         let n = io::copy(&mut r, &mut io::sink()).expect("copy");
         assert_eq!(n, bytes as u64);
+        // Dropped inside the timing: a reader wipes its window when dropped.
+        drop(r);
         buf_copy.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
         // One thread handing the plaintext out the way io::copy takes it: 8 KiB at a time.
@@ -390,6 +402,8 @@ fn main() {
         }
         black_box(&piece);
         assert_eq!(total, bytes);
+        // Dropped inside the timing: a reader wipes its window when dropped.
+        drop(r);
         reader.push(gib_s(bytes, t.elapsed().as_secs_f64()));
     }
     assert!(work == plain, "the peer round trips");

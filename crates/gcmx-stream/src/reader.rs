@@ -13,8 +13,8 @@ use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
 use crate::window::{
-    Run, Seg, Window, auth_error, copy, copy_runs, first_failing, open_from_source, open_window,
-    open_window_from, reserve_window, wipe,
+    Pinning, Run, Seg, Window, auth_error, copy, copy_runs, first_failing, open_from_source,
+    open_window, open_window_from, pin_from_now, reserve_window, wipe,
 };
 use crate::wipe::wipe_stacks;
 
@@ -217,7 +217,11 @@ pub(crate) struct Opener {
 impl Opener {
     pub(crate) fn new(gcm: Engine, prefix: [u8; 7], layout: Layout, per_window: usize) -> Self {
         // The GPU's windows are page-locked: its batches move them in place.
-        let window = Window::with_pinning(gcm.on_gpu());
+        let window = Window::with_pinning(if gcm.on_gpu() {
+            Pinning::IfKept
+        } else {
+            Pinning::No
+        });
         let mut o = Opener {
             gcm,
             prefix,
@@ -335,6 +339,7 @@ impl Opener {
     }
 
     fn start_window(&mut self) {
+        pin_from_now(&mut self.window);
         self.target = self.full_window() + 1;
         self.got = 0;
         if let Some(b) = self.carry.take() {
@@ -382,7 +387,7 @@ impl Opener {
     /// moves in place, where segments in the caller's buffer would be copied through staging
     /// and back (two copies on the CPU's cores, against one out of the window).
     fn through_window(&self) -> bool {
-        self.gcm.on_gpu() && self.window.pin
+        self.gcm.on_gpu() && self.window.pin != Pinning::No
     }
 
     /// Segments in a group of a direct read: about [`GROUP_BYTES`], at most a window (a group
@@ -399,6 +404,7 @@ impl Opener {
 
     /// Starts the next window with `first`, its first byte.
     fn restart_with(&mut self, first: u8) -> io::Result<()> {
+        pin_from_now(&mut self.window);
         self.target = self.full_window() + 1;
         let cap = self.per_window * self.layout.segment_size() + 1;
         reserve_window(&mut self.window, 1, cap)?;

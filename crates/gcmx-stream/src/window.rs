@@ -38,9 +38,22 @@ pub(crate) struct Window {
     /// Allocated whole by [`reserve_window`]: kept for the next stream once it holds no
     /// plaintext.
     reusable: bool,
-    /// Allocate the buffer page-locked ([`WinBuf::zeroed`]): the GPU engine's windows, which
-    /// its batches then move in place. Cleared when the GPU refuses.
-    pub(crate) pin: bool,
+    /// Whether the buffer is page-locked.
+    pub(crate) pin: Pinning,
+}
+
+/// Whether a window's buffer is page-locked ([`WinBuf::zeroed`]): the GPU engine's windows,
+/// whose segments its batches then move in place instead of copying them through staging.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pinning {
+    /// Ordinary memory: the CPU's windows, and the GPU's where it refused to page-lock one.
+    No,
+    /// A stream's first window: page-locked if a kept one is at hand ([`spare`]), else ordinary
+    /// memory, whose pages are mapped only as they are written, so that a short stream does not
+    /// page-lock a whole window (about 0.15 s for 256 MiB, on a 16-core host).
+    IfKept,
+    /// Page-locked: the stream has outgrown its first window ([`pin_from_now`]).
+    Yes,
 }
 
 impl Window {
@@ -54,12 +67,12 @@ impl Window {
             bytes_in: 0,
             plain: true,
             reusable: false,
-            pin: false,
+            pin: Pinning::No,
         }
     }
 
-    /// An empty window whose buffer is page-locked when `pin` (for the GPU engine).
-    pub(crate) fn with_pinning(pin: bool) -> Window {
+    /// An empty window whose buffer is page-locked as `pin` says.
+    pub(crate) fn with_pinning(pin: Pinning) -> Window {
         let mut w = Window::new();
         w.pin = pin;
         w
@@ -235,15 +248,54 @@ pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::R
     }
     if w.buf.is_empty() {
         let len = whole_len(needed.max(cap.min(WHOLE_WINDOW_MAX)));
-        w.buf = spare::take(len, w.pin).unwrap_or_else(|| WinBuf::zeroed(len, w.pin));
+        let pinned = match w.pin {
+            Pinning::No => None,
+            Pinning::IfKept => spare::take(len, true),
+            Pinning::Yes => {
+                Some(spare::take(len, true).unwrap_or_else(|| WinBuf::zeroed(len, true)))
+            }
+        };
+        w.buf = pinned
+            .or_else(|| spare::take(len, false))
+            .unwrap_or_else(|| WinBuf::zeroed(len, false));
         // Where the GPU cannot page-lock it, the window is an ordinary one from now on.
-        w.pin = w.buf.is_pinned();
+        if w.pin == Pinning::Yes && !w.buf.is_pinned() {
+            w.pin = Pinning::No;
+        }
         w.reusable = true;
         return Ok(());
     }
     w.reusable = false;
     let want = w.buf.len().saturating_mul(2).min(cap).max(needed);
     w.buf.grow(want)
+}
+
+/// Between windows of a stream that has outgrown its first: a window that is to be page-locked
+/// ([`Pinning::IfKept`]) but was given ordinary memory moves to a page-locked buffer, kept or
+/// new, for the rest of the stream; its old buffer is wiped where it may hold plaintext and kept
+/// for later streams. The window's bytes are not carried over: call it before the next window
+/// is written.
+pub(crate) fn pin_from_now(w: &mut Window) {
+    if w.pin != Pinning::IfKept {
+        return;
+    }
+    w.pin = Pinning::Yes;
+    if w.buf.is_empty() || w.buf.is_pinned() || !w.reusable {
+        return;
+    }
+    let len = w.buf.len();
+    let new = spare::take(len, true).unwrap_or_else(|| WinBuf::zeroed(len, true));
+    if !new.is_pinned() {
+        w.pin = Pinning::No;
+        return;
+    }
+    let mut old = mem::replace(&mut w.buf, new);
+    if w.plain {
+        let used = w.high_water.min(old.len());
+        wipe(&mut old[..used]);
+    }
+    w.high_water = 0;
+    spare::give(old);
 }
 
 /// Window buffers kept between streams, holding no plaintext (wiped, or holding ciphertext

@@ -12,7 +12,10 @@ use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
 use crate::relay::{self, relay};
-use crate::window::{Run, Seg, Window, copy_runs, reserve_window, seal_window, seal_window_from};
+use crate::window::{
+    Pinning, Run, Seg, Window, copy_runs, pin_from_now, reserve_window, seal_window,
+    seal_window_from,
+};
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -125,7 +128,12 @@ impl Sealer {
         let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
         let header = Header::random(&layout)?;
         let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
-        let pin = gcm.on_gpu();
+        // The GPU's windows are page-locked: its batches move them in place.
+        let pin = if gcm.on_gpu() {
+            Pinning::IfKept
+        } else {
+            Pinning::No
+        };
         let sealer = Sealer {
             gcm: Arc::new(gcm),
             prefix: header.nonce_prefix,
@@ -301,11 +309,14 @@ impl Sealer {
     /// when `last`), and puts a fresh one in its place; returns it with the end of its last
     /// segment.
     fn cut(&mut self, last: bool) -> Result<(Window, usize)> {
-        let pin = self.gcm.on_gpu();
-        let next = self
+        // The stream outgrows its first window here (or ends, and the next one is never
+        // filled).
+        let pin = self.window.pin;
+        let mut next = self
             .spare
             .take()
             .unwrap_or_else(|| Window::with_pinning(pin));
+        pin_from_now(&mut next);
         let mut w = std::mem::replace(&mut self.window, next);
         w.segs.clear();
         w.first_index = self.next_index;
