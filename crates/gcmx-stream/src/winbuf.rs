@@ -19,7 +19,8 @@ impl From<Vec<u8>> for WinBuf {
     fn from(heap: Vec<u8>) -> Self {
         WinBuf {
             heap,
-            ..WinBuf::default()
+            #[cfg(feature = "cuda")]
+            pinned: None,
         }
     }
 }
