@@ -50,7 +50,8 @@ pub(crate) enum Pinning {
     No,
     /// A stream's first window: page-locked if a kept one is at hand ([`spare`]), else ordinary
     /// memory, whose pages are mapped only as they are written, so that a short stream does not
-    /// page-lock a whole window (about 0.15 s for 256 MiB, on a 16-core host).
+    /// page-lock a whole window (0.14-0.20 s for 256 MiB on a 16-core host, benches/results.md:
+    /// more than the GPU takes to open it).
     IfKept,
     /// Page-locked: the stream has outgrown its first window ([`pin_from_now`]).
     Yes,
@@ -299,10 +300,11 @@ pub(crate) fn pin_from_now(w: &mut Window) {
 }
 
 /// Window buffers kept between streams, holding no plaintext (wiped, or holding ciphertext
-/// only), page-locked ones (the GPU's) as they are. A fresh buffer costs a page fault and the zeroing of every page at its first write
-/// (benches/adapters.rs: about a fifth of the writer's time for streams of 256 MiB on two
-/// cores, and a third to a half of the GPU writer's, whose default window is 256 MiB); a stream
-/// that follows another reuses its buffers. At most [`spare::KEEP`] buffers, of
+/// only), page-locked ones (the GPU's) as they are. A fresh buffer costs a page fault and the
+/// zeroing of every page at its first write (benches/adapters.rs: about a fifth of the writer's
+/// time for streams of 256 MiB on two cores, and a third to a half of the GPU writer's, whose
+/// default window is 256 MiB), and a page-locked one its page-locking too; a stream that
+/// follows another reuses its buffers. At most [`spare::KEEP`] buffers, of
 /// [`SPARE_BYTES`] together, are kept: no more memory than one writer on the GPU holds while
 /// it runs.
 pub(crate) mod spare {
