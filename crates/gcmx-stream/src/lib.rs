@@ -11,6 +11,7 @@ mod format;
 mod header;
 mod keyset;
 mod options;
+mod piped;
 mod proto;
 mod random;
 mod reader;

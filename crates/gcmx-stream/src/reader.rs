@@ -12,6 +12,7 @@ use crate::format::{Layout, TAG_LEN, segment_nonce};
 use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
+use crate::piped::{self, Planned};
 use crate::window::{
     Pinning, Run, Seg, Window, auth_error, copy, copy_runs, first_failing, open_from_source,
     open_window, open_window_from, pin_from_now, reserve_window, wipe,
@@ -383,11 +384,51 @@ impl Opener {
     }
 
     /// Whether reads go through the window even when they could take whole segments straight
-    /// into the caller's buffer: on the GPU with a page-locked window, whose segments the GPU
-    /// moves in place, where segments in the caller's buffer would be copied through staging
-    /// and back (two copies on the CPU's cores, against one out of the window).
+    /// into the caller's buffer: with page-locked windows (the GPU's, whose segments it moves
+    /// in place), where segments in the caller's buffer would be copied through staging and
+    /// back (two copies on the CPU's cores, against one out of the window).
     fn through_window(&self) -> bool {
-        self.gcm.on_gpu() && self.window.pin != Pinning::No
+        self.window.pin != Pinning::No
+    }
+
+    /// Whether a large read can go through two windows in turn ([`crate::piped`]): on the GPU
+    /// with page-locked windows, at the start of a window.
+    fn can_pipe(&self) -> bool {
+        matches!(self.state, State::Filling)
+            && self.got <= 1
+            && self.carry.is_none()
+            && self.through_window()
+    }
+
+    /// The windows, from the next one, whose ciphertext a source's buffer of `src` bytes holds
+    /// with a byte more (so that none holds the stream's last segment), but for the first `pre`
+    /// bytes, in the window already, and whose plaintext fits in `out` bytes; with the
+    /// ciphertext bytes they take from the source.
+    fn plan_windows(&self, src: usize, out: usize, pre: usize) -> (Vec<Planned>, usize) {
+        let (mut plan, mut used, mut filled) = (Vec::new(), 0, 0);
+        let mut first = self.next_index;
+        loop {
+            let count = self.per_window as u64;
+            if first + count > u64::from(u32::MAX) + 1 {
+                break;
+            }
+            let ct: usize = (first..first + count)
+                .map(|i| self.layout.ciphertext_len(i))
+                .sum();
+            let pt: usize = (first..first + count)
+                .map(|i| self.layout.plaintext_len(i))
+                .sum();
+            let need = ct - if plan.is_empty() { pre } else { 0 };
+            if used + need >= src || filled + pt > out {
+                break;
+            }
+            plan.push(Planned {
+                first,
+                count: self.per_window,
+            });
+            (used, filled, first) = (used + need, filled + pt, first + count);
+        }
+        (plan, used)
     }
 
     /// Segments in a group of a direct read: about [`GROUP_BYTES`], at most a window (a group
@@ -668,6 +709,68 @@ impl<R: Read> DecryptingReader<R> {
         opener.got = 0;
         opener.target = opener.full_window() + 1;
         Ok(Some(total))
+    }
+
+    /// On the GPU, a read of two windows or more from a buffered source whose buffer holds
+    /// them and a byte more, through two page-locked windows in turn ([`piped::read_piped`]):
+    /// `Some(bytes)` of plaintext, or `None` (nothing done) when that does not apply. When a
+    /// window fails, the plaintext of those before it is returned and the stream fails (the
+    /// next read reports it).
+    fn read_piped(&mut self, out: &mut [u8]) -> io::Result<Option<usize>> {
+        let DecryptingReader {
+            inner,
+            buffered,
+            head,
+            head_pos,
+            opener,
+        } = self;
+        let Some(b) = *buffered else {
+            return Ok(None);
+        };
+        if *head_pos < head.len() || !opener.can_pipe() {
+            return Ok(None);
+        }
+        // A failed read (`Interrupted` included) consumed nothing: the caller may retry.
+        let src = (b.fill)(inner)?;
+        let pre = opener.got;
+        let (plan, used) = opener.plan_windows(src.len(), out.len(), pre);
+        if plan.len() < 2 {
+            return Ok(None);
+        }
+        let cap = opener.per_window * opener.layout.segment_size() + 1;
+        // The stream outgrows a window: its windows are page-locked from here on (the byte
+        // of the window that is there already kept).
+        let carried = (pre == 1).then(|| opener.window.buf[0]);
+        pin_from_now(&mut opener.window);
+        if let Some(c) = carried {
+            if let Err(e) = reserve_window(&mut opener.window, 1, cap) {
+                return Err(opener.fail(Error::io("cannot read input", e)));
+            }
+            opener.window.buf[0] = c;
+        }
+        let (n, r) = piped::read_piped(
+            &opener.gcm,
+            &opener.prefix,
+            &opener.layout,
+            &mut opener.window,
+            pre,
+            src,
+            out,
+            &plan,
+            cap,
+        );
+        if let Err(e) = r {
+            let e = opener.fail(e);
+            return if n > 0 { Ok(Some(n)) } else { Err(e) };
+        }
+        (b.consume)(inner, used);
+        let end = plan
+            .last()
+            .map_or(opener.next_index, |p| p.first + p.count as u64);
+        opener.next_index = end;
+        opener.got = 0;
+        opener.target = opener.full_window() + 1;
+        Ok(Some(n))
     }
 
     /// One step towards plaintext in the window: from a buffered source's buffer holding a
@@ -1041,6 +1144,9 @@ impl<R: Read> Read for DecryptingReader<R> {
                 return Ok(n);
             }
         }
+        if let Some(n) = self.read_piped(out)? {
+            return Ok(n);
+        }
         loop {
             self.opener.check()?;
             if !self.opener.plaintext().is_empty() || out.is_empty() {
@@ -1095,6 +1201,7 @@ impl<R: fmt::Debug> fmt::Debug for DecryptingReader<R> {
 mod tests {
     use std::io::{self, BufRead, Read, Write};
 
+    use crate::window::Pinning;
     use crate::{Keyset, Options, StreamingKey};
 
     fn keyset(dks: usize, seg: u32) -> Keyset {
@@ -1402,6 +1509,67 @@ mod tests {
             // Nothing of the groups opened before the failure is left.
             assert!(buf[..p0 + 30 * p].iter().all(|&b| b == 0));
             assert_eq!(r.opener.segments_opened(), 0);
+        }
+    }
+
+    /// Large reads through two windows in turn (the GPU's path, [`crate::piped`], driven here
+    /// by the CPU's engine with the windows marked page-locked): the plaintext whole, in reads
+    /// of several windows each, from the start or after a read that leaves a byte of the next
+    /// window carried; a damaged window fails the stream with only authenticated plaintext
+    /// returned before it.
+    #[test]
+    fn reads_through_two_windows_in_turn_give_the_plaintext_or_fail() {
+        let ks = keyset(16, 256);
+        let (p0, p, _) = geometry(&ks);
+        let opts = Options::new().with_window_bytes(4 * 256);
+        for (n, seed) in [(p0 + 40 * p + 7, 1), (p0 + 39 * p, 2), (p0 + 8 * p, 3)] {
+            let pt = data(n, seed);
+            let ct = encrypt(&ks, b"", &pt);
+            for first in [0usize, 5, p0, p0 + 3 * p] {
+                let mut r = ks
+                    .decrypting_reader_buffered_with(&ct[..], b"", &opts)
+                    .unwrap();
+                r.opener.window.pin = Pinning::Yes;
+                let mut out = vec![0u8; n];
+                r.read_exact(&mut out[..first]).unwrap();
+                let mut at = first;
+                let mut most = 0;
+                while at < n {
+                    let k = r.read(&mut out[at..]).unwrap();
+                    assert!(k > 0);
+                    most = most.max(k);
+                    at += k;
+                }
+                assert_eq!(r.read(&mut [0u8; 1]).unwrap(), 0);
+                assert!(out == pt, "{n} bytes, first read {first}");
+                // Reads of more than a window (4 segments) took place where two whole windows
+                // and a byte follow the first: the piped path ran.
+                if n > p0 + 12 * p {
+                    assert!(
+                        most > 4 * p,
+                        "{n} bytes, first read {first}: largest read {most}"
+                    );
+                }
+            }
+            if n < p0 + 24 * p {
+                continue;
+            }
+            // A flipped byte in segment 21 (window 5): windows 0..5 are returned, then the
+            // failure names the segment, and nothing but their plaintext or zeros is in `out`.
+            let mut bad = ct.clone();
+            bad[21 * 256 + 9] ^= 1;
+            let mut r = ks
+                .decrypting_reader_buffered_with(&bad[..], b"", &opts)
+                .unwrap();
+            r.opener.window.pin = Pinning::Yes;
+            let mut out = vec![0u8; n];
+            let k = r.read(&mut out).unwrap();
+            assert_eq!(k, p0 + 19 * p, "the windows before the damaged one");
+            assert!(out[..k] == pt[..k]);
+            assert!(out[k..].iter().all(|&b| b == 0));
+            let e = r.read(&mut out[k..]).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+            assert!(e.to_string().contains("segment 21 "), "{e}");
         }
     }
 
