@@ -2152,43 +2152,43 @@ fn pinned_buffer(t: &mut Tally, rng: &mut Rng) {
             })
             .collect()
     }
+    let seal = |gcm: &Gcm, data: &mut [u8], base: usize| {
+        let mut jobs: Vec<SealJob<'_>> = parts(data, base, &lens)
+            .into_iter()
+            .zip(&nonces)
+            .map(|((buf, tag), nonce)| SealJob {
+                nonce,
+                aad: b"",
+                buf,
+                tag,
+            })
+            .collect();
+        gcm.encrypt_batch(&mut jobs)
+    };
+    let open = |gcm: &Gcm, data: &mut [u8], base: usize| {
+        let mut jobs: Vec<OpenJob<'_>> = parts(data, base, &lens)
+            .into_iter()
+            .zip(&nonces)
+            .map(|((buf, tag), nonce)| OpenJob {
+                nonce,
+                aad: b"",
+                buf,
+                tag: &*tag,
+            })
+            .collect();
+        gcm.decrypt_batch(&mut jobs)
+    };
     for base in [0usize, 8, 3, 15] {
         let (buf, _) = pinned.split_at_mut(window + base);
         par_fill(buf, rng.next());
         let pt = buf.to_vec();
         let mut c = buf.to_vec();
-        let seal = |gcm: &Gcm, data: &mut [u8]| {
-            let mut jobs: Vec<SealJob<'_>> = parts(data, base, &lens)
-                .into_iter()
-                .zip(&nonces)
-                .map(|((buf, tag), nonce)| SealJob {
-                    nonce,
-                    aad: b"",
-                    buf,
-                    tag,
-                })
-                .collect();
-            gcm.encrypt_batch(&mut jobs)
-        };
-        let (rg, rc) = (seal(&gpu, buf), seal(&cpu, &mut c));
+        let (rg, rc) = (seal(&gpu, buf, base), seal(&cpu, &mut c, base));
         t.check(rg.is_ok() && rc.is_ok() && buf == &c[..], || {
             format!("PinnedBuffer batch at offset {base}: GPU != CPU ({rg:?})")
         });
-        let open = |gcm: &Gcm, data: &mut [u8]| {
-            let mut jobs: Vec<OpenJob<'_>> = parts(data, base, &lens)
-                .into_iter()
-                .zip(&nonces)
-                .map(|((buf, tag), nonce)| OpenJob {
-                    nonce,
-                    aad: b"",
-                    buf,
-                    tag: &*tag,
-                })
-                .collect();
-            gcm.decrypt_batch(&mut jobs)
-        };
         // Opened: the messages are the plaintext again, the tags the CPU's.
-        let (ro, rc) = (open(&gpu, buf), open(&cpu, &mut c));
+        let (ro, rc) = (open(&gpu, buf, base), open(&cpu, &mut c, base));
         let messages_back = parts(buf, base, &lens)
             .iter()
             .zip(parts(&mut pt.clone(), base, &lens))
@@ -2197,11 +2197,11 @@ fn pinned_buffer(t: &mut Tally, rng: &mut Rng) {
             format!("PinnedBuffer batch open at offset {base}: {ro:?}, messages back: {messages_back}")
         });
         // Seal again, forge the tag of the message in the middle: refused, all ciphertext back.
-        let _ = seal(&gpu, buf);
+        let _ = seal(&gpu, buf, base);
         let mid: usize = base + lens[..lens.len() / 2].iter().map(|l| l + 16).sum::<usize>() - 1;
         buf[mid] ^= 1;
         let sealed = buf.to_vec();
-        let rf = open(&gpu, buf);
+        let rf = open(&gpu, buf, base);
         t.check(
             rf == Err(Error::Authentication) && buf == &sealed[..],
             || {
@@ -2230,20 +2230,7 @@ fn pinned_buffer(t: &mut Tally, rng: &mut Rng) {
     let same = w.as_ptr() as usize == addr;
     par_fill(&mut w, rng.next());
     let mut c = w.clone();
-    let seal_all = |gcm: &Gcm, data: &mut [u8]| {
-        let mut jobs: Vec<SealJob<'_>> = parts(data, 0, &lens)
-            .into_iter()
-            .zip(&nonces)
-            .map(|((buf, tag), nonce)| SealJob {
-                nonce,
-                aad: b"",
-                buf,
-                tag,
-            })
-            .collect();
-        gcm.encrypt_batch(&mut jobs)
-    };
-    let (rg, rc) = (seal_all(&gpu, &mut w), seal_all(&cpu, &mut c));
+    let (rg, rc) = (seal(&gpu, &mut w, 0), seal(&cpu, &mut c, 0));
     t.check(rg.is_ok() && rc.is_ok() && w == c, || {
         format!("a buffer where a dropped PinnedBuffer was: GPU != CPU ({rg:?})")
     });

@@ -313,7 +313,6 @@ fn main() {
         r.read_exact(&mut all).expect("read");
         assert_eq!(r.read(&mut piece[..1]).expect("end"), 0);
         black_box(&all);
-        // Dropped inside the timing: a reader wipes its window when dropped.
         drop(r);
         reader_all.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
@@ -325,7 +324,6 @@ fn main() {
             .expect("reader");
         let n = io::copy(&mut r, &mut io::sink()).expect("copy");
         assert_eq!(n, bytes as u64);
-        // Dropped inside the timing: a reader wipes its window when dropped.
         drop(r);
         reader_copy.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
@@ -338,7 +336,6 @@ fn main() {
         r.read_exact(&mut all).expect("read");
         assert_eq!(r.read(&mut piece[..1]).expect("end"), 0);
         black_box(&all);
-        // Dropped inside the timing: a reader wipes its window when dropped.
         drop(r);
         buf_all.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
@@ -360,7 +357,6 @@ fn main() {
             r.consume(n);
         }
         assert_eq!(total, bytes);
-        // Dropped inside the timing: a reader wipes its window when dropped.
         drop(r);
         buf_fill.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
@@ -372,7 +368,6 @@ fn main() {
             .expect("reader");
         let n = io::copy(&mut r, &mut io::sink()).expect("copy");
         assert_eq!(n, bytes as u64);
-        // Dropped inside the timing: a reader wipes its window when dropped.
         drop(r);
         buf_copy.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
@@ -402,7 +397,6 @@ fn main() {
         }
         black_box(&piece);
         assert_eq!(total, bytes);
-        // Dropped inside the timing: a reader wipes its window when dropped.
         drop(r);
         reader.push(gib_s(bytes, t.elapsed().as_secs_f64()));
     }

@@ -242,8 +242,13 @@ impl Opener {
     }
 
     fn full_window(&self) -> usize {
-        (0..self.per_window)
-            .map(|j| self.layout.ciphertext_len(self.next_index + j as u64))
+        self.window_ciphertext(self.next_index)
+    }
+
+    /// Ciphertext bytes of a full window whose first segment is `first`.
+    fn window_ciphertext(&self, first: u64) -> usize {
+        (first..first + self.per_window as u64)
+            .map(|i| self.layout.ciphertext_len(i))
             .sum()
     }
 
@@ -412,9 +417,7 @@ impl Opener {
             if first + count > u64::from(u32::MAX) + 1 {
                 break;
             }
-            let ct: usize = (first..first + count)
-                .map(|i| self.layout.ciphertext_len(i))
-                .sum();
+            let ct = self.window_ciphertext(first);
             let pt: usize = (first..first + count)
                 .map(|i| self.layout.plaintext_len(i))
                 .sum();
