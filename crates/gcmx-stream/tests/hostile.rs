@@ -1,8 +1,6 @@
 //! The adapters under inner readers and writers that misbehave and callers that carry on
-//! regardless: a panicking inner `Write`, `Read` or `BufRead` whose panic the caller catches,
-//! transient errors (`WouldBlock`, `TimedOut`), short reads and writes. Whatever they do: no
-//! nonce is used for two segments, no byte is handed out that is not the plaintext at its
-//! offset, no panic escapes the adapters after the inner one's, and nothing hangs.
+//! regardless (the scenarios in `common/hostile.rs`, here on the CPU; `tests/gpu.rs` runs them on
+//! the GPU), and a property test of random misbehaviour.
 //!
 //! The nonces are checked from what an attacker who owns the inner writer sees: every byte
 //! offered to it, at the stream offset the writer offered it at. Each complete segment there
@@ -12,13 +10,8 @@
 
 mod common;
 
-use std::cell::RefCell;
-use std::io::{self, BufRead, Read, Write};
-use std::panic::{self, AssertUnwindSafe};
-use std::rc::Rc;
-
-use common::{Audit, data, keyset, plain_lens};
-use gcmx_stream::{Backend, Options};
+use common::hostile;
+use gcmx_stream::Backend;
 
 /// At least two threads in rayon's global pool, so that large writes take the writer's relay
 /// (segments sealed on the pool and written out by the caller's thread as they complete).
@@ -28,402 +21,392 @@ fn pool() {
         .build_global();
 }
 
-/// Silences the panic messages of the inner readers' and writers' deliberate panics.
-fn quiet() {
-    panic::set_hook(Box::new(|info| {
-        let text = info
-            .payload()
-            .downcast_ref::<&str>()
-            .copied()
-            .unwrap_or_default();
-        if !text.starts_with("deliberate") {
-            eprintln!("{info}");
-        }
-    }));
-}
-
-/// An inner writer that shows every byte offered to it to an [`Audit`], takes at most `max`
-/// bytes a call, and panics at its `panic_at`-th call (after the audit saw the bytes).
-struct Sink {
-    audit: Rc<RefCell<Audit>>,
-    calls: usize,
-    panic_at: usize,
-    max: usize,
-}
-
-impl Write for Sink {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.calls += 1;
-        let mut a = self.audit.borrow_mut();
-        let at = a.accepted;
-        a.offer(at, buf);
-        if self.calls == self.panic_at {
-            drop(a);
-            panic!("deliberate: the inner writer panics");
-        }
-        let n = buf.len().min(self.max);
-        a.accepted += n;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Whether `f` returned an error without panicking.
-fn refuses<T>(what: &str, f: impl FnOnce() -> io::Result<T>) {
-    match panic::catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(_)) => panic!("{what}: accepted after the inner writer panicked"),
-        Ok(Err(_)) => {}
-        Err(_) => panic!("{what}: panicked after the inner writer's panic"),
-    }
-}
-
-/// A writer whose inner writer panicked in the middle of a write (the relay of large writes,
-/// whole segments sealed into the window, small writes copied in; the panic caught by the
-/// caller) refuses every later call, `finish` included, and never seals an index twice: the
-/// caller's later bytes, different from the first ones, never reach the inner writer.
 #[test]
 fn a_writer_whose_inner_writer_panicked_refuses_every_later_call_and_reuses_no_nonce() {
     pool();
-    quiet();
-    let ks = keyset(16, 256);
-    let (p0, p) = plain_lens(&ks);
-    let first = data(p0 + 100 * p + 31, 1);
-    let second = data(first.len(), 2);
-    let mut panics = 0;
-    for piece in [usize::MAX, 3000, 1000, 100] {
-        for (max, window) in [(usize::MAX, 4 * 256), (100, 4 * 256), (usize::MAX, 0)] {
-            for panic_at in [1, 2, 3, 5, 8, 20] {
-                let opts = Options::new()
-                    .with_backend(Backend::CpuParallel)
-                    .with_window_bytes(window);
-                let audit = Rc::new(RefCell::new(Audit::default()));
-                let sink = Sink {
-                    audit: audit.clone(),
-                    calls: 0,
-                    panic_at,
-                    max,
-                };
-                let how = format!("writes of {piece}, inner takes {max}, panic at {panic_at}");
-                let made = panic::catch_unwind(AssertUnwindSafe(|| {
-                    ks.encrypting_writer_with(sink, b"aad", &opts)
-                }));
-                let mut w = match made {
-                    Ok(w) => w.unwrap(),
-                    // The header's write panicked: there is no writer.
-                    Err(_) => {
-                        panics += 1;
-                        continue;
-                    }
-                };
-                let mut panicked = false;
-                for c in first.chunks(piece.min(first.len())) {
-                    match panic::catch_unwind(AssertUnwindSafe(|| w.write_all(c))) {
-                        Ok(r) => r.unwrap(),
-                        Err(_) => {
+    for backend in [Backend::CpuParallel, Backend::Cpu] {
+        hostile::a_writer_whose_inner_writer_panicked_refuses_every_later_call(backend);
+    }
+}
+
+#[test]
+fn a_reader_whose_source_panicked_refuses_every_later_read() {
+    pool();
+    for backend in [Backend::CpuParallel, Backend::Cpu] {
+        hostile::a_reader_whose_source_panicked_refuses_every_later_read(backend);
+    }
+}
+
+#[test]
+fn transient_source_errors_are_retried_on_every_path() {
+    pool();
+    for backend in [Backend::CpuParallel, Backend::Cpu] {
+        hostile::transient_source_errors_are_retried_on_every_path(backend);
+    }
+}
+
+mod random {
+    //! The property test: inner writers and readers that misbehave at random.
+
+    use std::cell::RefCell;
+    use std::io::{self, BufRead, Read, Write};
+    use std::panic::{self, AssertUnwindSafe};
+    use std::rc::Rc;
+
+    use gcmx_stream::{Backend, Error, ErrorKind, Keyset, Options, StreamingKey};
+    use proptest::prelude::*;
+
+    use super::common::{Audit, IKM, data, hostile::quiet};
+
+    /// How an inner writer or reader misbehaves: it takes or gives at most `max` bytes a call,
+    /// fails one call in `fail_every` at random (0: never) with `kind`, and panics at its
+    /// `panic_at`-th call (0: never).
+    #[derive(Clone, Copy, Debug)]
+    struct Misbehaviour {
+        max: usize,
+        fail_every: u64,
+        kind: io::ErrorKind,
+        panic_at: usize,
+    }
+
+    fn misbehaviour() -> impl Strategy<Value = Misbehaviour> {
+        (
+            prop_oneof![Just(usize::MAX), 1..5000usize],
+            prop_oneof![Just(0u64), 2..8u64],
+            prop_oneof![
+                Just(io::ErrorKind::WouldBlock),
+                Just(io::ErrorKind::TimedOut),
+                Just(io::ErrorKind::Interrupted)
+            ],
+            prop_oneof![Just(0usize), 1..60usize],
+        )
+            .prop_map(|(max, fail_every, kind, panic_at)| Misbehaviour {
+                max,
+                fail_every,
+                kind,
+                panic_at,
+            })
+    }
+
+    /// The schedule of a [`Misbehaviour`]: a call's fate.
+    struct Fate {
+        m: Misbehaviour,
+        calls: usize,
+        rng: u64,
+        /// Misbehaves only while set (a writer's `finish` is given a well-behaved inner writer,
+        /// since it consumes the writer).
+        on: bool,
+    }
+
+    impl Fate {
+        fn new(m: Misbehaviour, seed: u64) -> Fate {
+            Fate {
+                m,
+                calls: 0,
+                rng: seed | 1,
+                on: true,
+            }
+        }
+
+        /// Panics, fails, or the most bytes this call may move.
+        fn next(&mut self) -> io::Result<usize> {
+            self.calls += 1;
+            if !self.on {
+                return Ok(usize::MAX);
+            }
+            if self.calls == self.m.panic_at {
+                panic!("deliberate: the inner reader or writer panics");
+            }
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            if self.m.fail_every != 0 && self.rng.is_multiple_of(self.m.fail_every) {
+                return Err(self.m.kind.into());
+            }
+            Ok(self.m.max)
+        }
+    }
+
+    struct Sink {
+        audit: Rc<RefCell<Audit>>,
+        fate: Rc<RefCell<Fate>>,
+    }
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let mut a = self.audit.borrow_mut();
+            let at = a.accepted;
+            // What a sink sees, whether it takes it or not.
+            a.offer(at, buf);
+            drop(a);
+            let max = self.fate.borrow_mut().next()?;
+            let n = buf.len().min(max);
+            self.audit.borrow_mut().accepted += n;
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            self.fate.borrow_mut().next().map(|_| ())
+        }
+    }
+
+    struct Source<'a> {
+        data: &'a [u8],
+        pos: usize,
+        fate: Fate,
+    }
+
+    impl Read for Source<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let max = self.fate.next()?;
+            let n = buf.len().min(max).min(self.data.len() - self.pos);
+            buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    impl BufRead for Source<'_> {
+        fn fill_buf(&mut self) -> io::Result<&[u8]> {
+            let max = self.fate.next()?;
+            let end = self.pos.saturating_add(max).min(self.data.len());
+            Ok(&self.data[self.pos..end])
+        }
+
+        fn consume(&mut self, amt: usize) {
+            self.pos = (self.pos + amt).min(self.data.len());
+        }
+    }
+
+    fn keyset(seg: u32) -> Keyset {
+        Keyset::single(StreamingKey::new(1, &[IKM; 16], 16, seg).unwrap())
+    }
+
+    fn backend(cpu: bool) -> Backend {
+        if cpu {
+            Backend::Cpu
+        } else {
+            Backend::CpuParallel
+        }
+    }
+
+    /// Whether `e` is an error a caller retries: the inner writer's or reader's transient ones.
+    fn transient(e: &io::Error) -> bool {
+        matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+        )
+    }
+
+    fn poisoned(e: &io::Error) -> bool {
+        Error::from_io(e).is_some_and(|e| e.kind() == ErrorKind::Poisoned)
+    }
+
+    /// Calls `f`, catching a panic: `None` if it panicked.
+    fn call<T>(f: impl FnOnce() -> T) -> Option<T> {
+        panic::catch_unwind(AssertUnwindSafe(f)).ok()
+    }
+
+    fn cases() -> u32 {
+        std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(96)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+        /// A writer into an inner writer that takes short writes, fails at random with
+        /// transient errors (retried by the caller) and may panic (caught by the caller, who
+        /// then tries to go on with other bytes): every segment the inner writer was ever
+        /// offered opens under its position's nonce with the plaintext written at that offset,
+        /// no offset was offered two different bytes, every call after a panic fails as
+        /// poisoned without panicking, and without a panic the stream is whole.
+        #[test]
+        fn a_misbehaving_inner_writer_never_sees_a_nonce_twice(
+            seg in 41u32..700,
+            segments_per_window in 0usize..9,
+            len in 0usize..30_000,
+            seed in any::<u64>(),
+            pieces in proptest::collection::vec(1usize..9000, 1..12),
+            m in misbehaviour(),
+            cpu in any::<bool>(),
+        ) {
+            quiet();
+            let ks = keyset(seg);
+            let pt = data(len, seed);
+            let other = data(len + 100, !seed);
+            let opts = Options::new()
+                .with_backend(backend(cpu))
+                .with_window_bytes(segments_per_window * seg as usize);
+            let audit = Rc::new(RefCell::new(Audit::default()));
+            let fate = Rc::new(RefCell::new(Fate::new(m, seed)));
+            let sink = Sink { audit: audit.clone(), fate: fate.clone() };
+            let mut w = match call(|| ks.encrypting_writer_with(sink, b"p", &opts)) {
+                Some(Ok(w)) => w,
+                // The header's write failed or panicked: no writer.
+                Some(Err(e)) => {
+                    prop_assert_eq!(e.io_kind(), Some(m.kind));
+                    return Ok(());
+                }
+                None => return Ok(()),
+            };
+            let (mut done, mut k, mut calls) = (0, 0, 0usize);
+            let mut panicked = false;
+            while done < pt.len() && !panicked {
+                let end = (done + pieces[k % pieces.len()]).min(pt.len());
+                k += 1;
+                while done < end {
+                    calls += 1;
+                    prop_assert!(calls < 1_000_000, "no progress");
+                    match call(|| w.write(&pt[done..end])) {
+                        Some(Ok(n)) => done += n,
+                        Some(Err(e)) if transient(&e) => {}
+                        Some(Err(e)) => prop_assert!(false, "write: {}", e),
+                        None => {
                             panicked = true;
                             break;
                         }
                     }
                 }
-                if !panicked {
-                    match panic::catch_unwind(AssertUnwindSafe(|| w.flush())) {
-                        Ok(r) => r.unwrap(),
-                        Err(_) => panicked = true,
-                    }
+            }
+            while !panicked {
+                calls += 1;
+                prop_assert!(calls < 1_000_000, "no progress");
+                match call(|| w.flush()) {
+                    Some(Ok(())) => break,
+                    Some(Err(e)) if transient(&e) => {}
+                    Some(Err(e)) => prop_assert!(false, "flush: {}", e),
+                    None => panicked = true,
                 }
-                if !panicked {
-                    // The panic comes later, at the end; the stream is checked all the same.
-                    let r = panic::catch_unwind(AssertUnwindSafe(|| w.finish()));
-                    assert!(r.is_err() || r.unwrap().is_ok(), "{how}");
-                } else {
-                    panics += 1;
-                    refuses(&how, || w.write(&second[..10]));
-                    refuses(&how, || w.write_all(&second));
-                    refuses(&how, || w.flush());
-                    refuses(&how, || w.finish());
+            }
+            if panicked {
+                for _ in 0..2 {
+                    let r = call(|| w.write(&other));
+                    prop_assert!(matches!(&r, Some(Err(e)) if poisoned(e)), "write after a panic");
+                    let r = call(|| w.flush());
+                    prop_assert!(matches!(&r, Some(Err(e)) if poisoned(e)), "flush after a panic");
                 }
+                let r = call(|| w.finish());
+                prop_assert!(matches!(&r, Some(Err(e)) if poisoned(e)), "finish after a panic");
+            } else {
+                fate.borrow_mut().on = false;
+                let r = call(|| w.finish());
+                prop_assert!(matches!(r, Some(Ok(_))), "finish");
                 let a = audit.borrow();
-                if let Err(e) = a.check(&ks, b"aad", &first) {
-                    panic!("{how}: {e}");
+                let whole = ks.primary().ciphertext_size(len as u64).unwrap() as usize;
+                prop_assert_eq!(a.accepted, whole);
+                prop_assert_eq!(a.seen.len(), whole);
+            }
+            if let Err(e) = audit.borrow().check(&ks, b"p", &pt) {
+                prop_assert!(false, "{}", e);
+            }
+        }
+
+        /// A reader over a source that gives short reads, fails at random with transient errors
+        /// (retried) and may panic (caught), through `read` of random sizes and `fill_buf`, of
+        /// a stream that may be damaged: every byte handed out is the plaintext's at its offset,
+        /// every call after a panic fails as poisoned without panicking, and an undamaged
+        /// stream without a panic reads whole.
+        #[test]
+        fn a_misbehaving_source_never_yields_a_byte_that_is_not_the_plaintext(
+            seg in 41u32..700,
+            segments_per_window in 0usize..9,
+            len in 0usize..30_000,
+            seed in any::<u64>(),
+            reads in proptest::collection::vec(0usize..40_000, 1..12),
+            damage in proptest::option::of((any::<usize>(), 1u8..=255)),
+            m in misbehaviour(),
+            buffered in any::<bool>(),
+            cpu in any::<bool>(),
+        ) {
+            quiet();
+            let ks = keyset(seg);
+            let pt = data(len, seed);
+            let mut ct = {
+                let mut w = ks.encrypting_writer(Vec::new(), b"p").unwrap();
+                w.write_all(&pt).unwrap();
+                w.finish().unwrap()
+            };
+            let hl = 1 + 16 + 7;
+            if let Some((at, x)) = damage {
+                let i = hl + at % (ct.len() - hl);
+                ct[i] ^= x;
+            }
+            let opts = Options::new()
+                .with_backend(backend(cpu))
+                .with_window_bytes(segments_per_window * seg as usize);
+            let src = Source { data: &ct, pos: 0, fate: Fate::new(m, seed) };
+            // The constructor reads the header: a failure or a panic there leaves no reader.
+            let made = call(|| {
+                if buffered {
+                    ks.decrypting_reader_buffered_with(src, b"p", &opts).map(Reader::Buffered)
+                } else {
+                    ks.decrypting_reader_with(src, b"p", &opts).map(Reader::Plain)
                 }
-            }
-        }
-    }
-    assert!(panics > 50, "only {panics} panics took place");
-}
-
-/// A source of `data` through `Read` (or `BufRead`, in pieces of `max` bytes) that panics at
-/// its `panic_at`-th call: in `read`, in `fill_buf`, or in `consume` after consuming.
-struct Panicking<'a> {
-    data: &'a [u8],
-    pos: usize,
-    calls: usize,
-    panic_at: usize,
-    max: usize,
-    in_consume: bool,
-}
-
-impl Panicking<'_> {
-    fn tick(&mut self) {
-        self.calls += 1;
-        if self.calls == self.panic_at {
-            panic!("deliberate: the source panics");
-        }
-    }
-}
-
-impl Read for Panicking<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.tick();
-        let n = buf.len().min(self.max).min(self.data.len() - self.pos);
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-impl BufRead for Panicking<'_> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        if !self.in_consume {
-            self.tick();
-        }
-        let end = self.pos.saturating_add(self.max).min(self.data.len());
-        Ok(&self.data[self.pos..end])
-    }
-
-    fn consume(&mut self, amt: usize) {
-        self.pos = (self.pos + amt).min(self.data.len());
-        if self.in_consume {
-            self.tick();
-        }
-    }
-}
-
-/// How a test reads a reader.
-#[derive(Clone, Copy, Debug)]
-enum Reads {
-    /// `read` into a buffer larger than the stream (whole segments straight into it).
-    Large,
-    /// `read` of 7 bytes (through the window).
-    Small,
-    /// `fill_buf` and `consume`.
-    Buf,
-}
-
-/// One call of `how` on `r`: the plaintext bytes it gave, or its error.
-fn read_once<R: BufRead>(r: &mut R, how: Reads, buf: &mut [u8]) -> io::Result<Vec<u8>> {
-    match how {
-        Reads::Large => r.read(buf).map(|n| buf[..n].to_vec()),
-        Reads::Small => r.read(&mut buf[..7]).map(|n| buf[..n].to_vec()),
-        Reads::Buf => {
-            let p = r.fill_buf()?.to_vec();
-            r.consume(p.len());
-            Ok(p)
-        }
-    }
-}
-
-/// A reader whose source panicked in `read`, `fill_buf` or in `consume` after consuming
-/// (caught by the caller) refuses every later read with an error, never a panic, and what it
-/// gave before is the plaintext's start.
-#[test]
-fn a_reader_whose_source_panicked_refuses_every_later_read() {
-    pool();
-    quiet();
-    let ks = keyset(16, 256);
-    let (p0, p) = plain_lens(&ks);
-    let pt = data(p0 + 60 * p + 9, 3);
-    let ct = common::encrypt(&ks, b"", &pt);
-    let mut panics = 0;
-    for buffered in [false, true] {
-        for in_consume in [false, true] {
-            if in_consume && !buffered {
-                continue;
-            }
-            for max in [usize::MAX, 700, 5] {
-                for how in [Reads::Large, Reads::Small, Reads::Buf] {
-                    for panic_at in [2, 3, 4, 6, 9, 15, 40] {
-                        let src = Panicking {
-                            data: &ct,
-                            pos: 0,
-                            calls: 0,
-                            panic_at,
-                            max,
-                            in_consume,
-                        };
-                        let what = format!(
-                            "buffered {buffered}, in consume {in_consume}, pieces of {max}, \
-                             {how:?} reads, panic at {panic_at}"
-                        );
-                        let opts = Options::new().with_window_bytes(6 * 256);
-                        let made = panic::catch_unwind(AssertUnwindSafe(|| {
-                            if buffered {
-                                ks.decrypting_reader_buffered_with(src, b"", &opts)
-                            } else {
-                                ks.decrypting_reader_with(src, b"", &opts)
-                            }
-                        }));
-                        let Ok(Ok(mut r)) = made else {
-                            continue;
-                        };
-                        let mut out = Vec::new();
-                        let mut buf = vec![0u8; pt.len() + 100];
-                        let mut panicked = false;
-                        for _ in 0..100_000 {
-                            match panic::catch_unwind(AssertUnwindSafe(|| {
-                                read_once(&mut r, how, &mut buf)
-                            })) {
-                                Ok(Ok(got)) if got.is_empty() => break,
-                                Ok(Ok(got)) => out.extend_from_slice(&got),
-                                Ok(Err(e)) => panic!("{what}: {e}"),
-                                Err(_) => {
-                                    panicked = true;
-                                    break;
-                                }
-                            }
-                        }
-                        assert!(pt.starts_with(&out), "{what}: not the plaintext");
-                        if !panicked {
-                            assert!(out == pt, "{what}");
-                            continue;
-                        }
-                        panics += 1;
-                        for how in [Reads::Large, Reads::Small, Reads::Buf] {
-                            match panic::catch_unwind(AssertUnwindSafe(|| {
-                                read_once(&mut r, how, &mut buf)
-                            })) {
-                                Ok(Err(_)) => {}
-                                Ok(Ok(got)) => {
-                                    panic!(
-                                        "{what}: {how:?} after the panic gave {} bytes",
-                                        got.len()
-                                    )
-                                }
-                                Err(_) => panic!("{what}: {how:?} after the panic panicked"),
-                            }
-                        }
+            });
+            let mut r = match made {
+                Some(Ok(r)) => r,
+                Some(Err(_)) | None => return Ok(()),
+            };
+            let mut out = Vec::new();
+            let mut buf = vec![0u8; 40_000];
+            let (mut k, mut calls) = (0, 0usize);
+            let mut panicked = false;
+            let clean = loop {
+                calls += 1;
+                prop_assert!(calls < 1_000_000, "no progress");
+                let size = reads[k % reads.len()];
+                k += 1;
+                match call(|| r.read_some(size, &mut buf)) {
+                    Some(Ok(0)) => break true,
+                    Some(Ok(n)) => out.extend_from_slice(&buf[..n]),
+                    Some(Err(e)) if transient(&e) => {}
+                    Some(Err(e)) => {
+                        prop_assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{}", e);
+                        break false;
+                    }
+                    None => {
+                        panicked = true;
+                        break false;
                     }
                 }
-            }
-        }
-    }
-    assert!(panics > 100, "only {panics} panics took place");
-}
-
-/// A source that, once past the header (the constructor's reads), fails one call in `every` on
-/// average, at random, with `kind` (taking nothing), and otherwise hands out at most `max`
-/// bytes: through `Read`, or `BufRead` whose `fill_buf` fails. (At random, not every
-/// `every`-th call: a read may ask a buffered source for its buffer more than once, and a
-/// source that refused every third ask could refuse the same ask of every read.)
-struct Transient<'a> {
-    data: &'a [u8],
-    header: usize,
-    pos: usize,
-    /// The random generator's state.
-    state: usize,
-    every: usize,
-    max: usize,
-    kind: io::ErrorKind,
-}
-
-impl Transient<'_> {
-    fn tick(&mut self) -> io::Result<()> {
-        if self.pos < self.header {
-            return Ok(());
-        }
-        // xorshift64
-        self.state ^= self.state << 13;
-        self.state ^= self.state >> 7;
-        self.state ^= self.state << 17;
-        if self.state.is_multiple_of(self.every) {
-            return Err(self.kind.into());
-        }
-        Ok(())
-    }
-}
-
-impl Read for Transient<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.tick()?;
-        let n = buf.len().min(self.max).min(self.data.len() - self.pos);
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-impl BufRead for Transient<'_> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.tick()?;
-        let end = self.pos.saturating_add(self.max).min(self.data.len());
-        Ok(&self.data[self.pos..end])
-    }
-
-    fn consume(&mut self, amt: usize) {
-        self.pos = (self.pos + amt).min(self.data.len());
-    }
-}
-
-/// A transient error of the source (`WouldBlock`, `TimedOut`, `Interrupted`) in any read, large
-/// or small, leaves the stream as it was: the caller retries and gets the whole plaintext, in
-/// a bounded number of calls.
-#[test]
-fn transient_source_errors_are_retried_on_every_path() {
-    pool();
-    let ks = keyset(16, 256);
-    let (p0, p) = plain_lens(&ks);
-    let pt = data(p0 + 80 * p + 9, 4);
-    let ct = common::encrypt(&ks, b"", &pt);
-    for buffered in [false, true] {
-        for kind in [
-            io::ErrorKind::WouldBlock,
-            io::ErrorKind::TimedOut,
-            io::ErrorKind::Interrupted,
-        ] {
-            for (every, max) in [
-                (2, usize::MAX),
-                (3, usize::MAX),
-                (4, 1000),
-                (7, 256 * 9 + 1),
-            ] {
-                for how in [Reads::Large, Reads::Small, Reads::Buf] {
-                    let what =
-                        format!("buffered {buffered}, {kind:?} every {every}, {max}, {how:?}");
-                    let src = Transient {
-                        data: &ct,
-                        header: common::header_len(&ks),
-                        pos: 0,
-                        state: 0x9e37_79b9 + every,
-                        every,
-                        max,
-                        kind,
-                    };
-                    let opts = Options::new().with_window_bytes(6 * 256);
-                    let mut r = if buffered {
-                        ks.decrypting_reader_buffered_with(src, b"", &opts)
-                    } else {
-                        ks.decrypting_reader_with(src, b"", &opts)
-                    }
-                    .unwrap();
-                    let mut out = Vec::new();
-                    let mut buf = vec![0u8; pt.len() + 100];
-                    let mut calls = 0;
-                    loop {
-                        calls += 1;
-                        assert!(calls < 100_000, "{what}: no progress");
-                        match read_once(&mut r, how, &mut buf) {
-                            Ok(got) if got.is_empty() => break,
-                            Ok(got) => out.extend_from_slice(&got),
-                            Err(e) if e.kind() == kind => {}
-                            Err(e) => panic!("{what}: {e}"),
-                        }
-                    }
-                    assert!(out == pt, "{what}: {} of {} bytes", out.len(), pt.len());
+            };
+            prop_assert!(pt.starts_with(&out), "bytes that are not the plaintext");
+            if panicked {
+                for size in [0, 7, 40_000] {
+                    let got = call(|| r.read_some(size, &mut buf));
+                    prop_assert!(matches!(&got, Some(Err(e)) if poisoned(e)), "read after a panic");
                 }
+            } else if damage.is_none() {
+                prop_assert!(clean && out == pt, "an intact stream did not read whole");
+            } else {
+                prop_assert!(!clean, "a damaged stream was accepted");
             }
+        }
+    }
+
+    /// The reader under test, over either kind of source.
+    enum Reader<'a> {
+        Plain(gcmx_stream::DecryptingReader<Source<'a>>),
+        Buffered(gcmx_stream::DecryptingReader<Source<'a>>),
+    }
+
+    impl Reader<'_> {
+        /// One `read` of `size` bytes into `buf`, or (`size` 0) one `fill_buf` and `consume`.
+        fn read_some(&mut self, size: usize, buf: &mut [u8]) -> io::Result<usize> {
+            let r = match self {
+                Reader::Plain(r) | Reader::Buffered(r) => r,
+            };
+            if size == 0 {
+                let p = r.fill_buf()?;
+                let n = p.len().min(buf.len());
+                buf[..n].copy_from_slice(&p[..n]);
+                r.consume(n);
+                return Ok(n);
+            }
+            r.read(&mut buf[..size])
         }
     }
 }

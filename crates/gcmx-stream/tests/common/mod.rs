@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod hostile;
+
 use std::io::Write;
 
 use gcmx::Gcm;
@@ -12,14 +14,14 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 /// Every test key's material: `IKM` repeated.
-pub const IKM: u8 = 7;
+pub(crate) const IKM: u8 = 7;
 
 /// A keyset of one key: `dks`-byte derived keys, `seg`-byte ciphertext segments.
-pub fn keyset(dks: usize, seg: u32) -> Keyset {
+pub(crate) fn keyset(dks: usize, seg: u32) -> Keyset {
     Keyset::single(StreamingKey::new(1, &vec![IKM; dks], dks, seg).unwrap())
 }
 
-pub fn data(n: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn data(n: usize, seed: u64) -> Vec<u8> {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     (0..n)
         .map(|_| {
@@ -32,17 +34,17 @@ pub fn data(n: usize, seed: u64) -> Vec<u8> {
 }
 
 /// The header's length for the keyset's primary key.
-pub fn header_len(ks: &Keyset) -> usize {
+pub(crate) fn header_len(ks: &Keyset) -> usize {
     1 + ks.primary().derived_key_size() + 7
 }
 
 /// Plaintext bytes of the first segment and of the others.
-pub fn plain_lens(ks: &Keyset) -> (usize, usize) {
+pub(crate) fn plain_lens(ks: &Keyset) -> (usize, usize) {
     let seg = ks.primary().segment_size() as usize;
     (seg - header_len(ks) - 16, seg - 16)
 }
 
-pub fn encrypt(ks: &Keyset, aad: &[u8], pt: &[u8]) -> Vec<u8> {
+pub(crate) fn encrypt(ks: &Keyset, aad: &[u8], pt: &[u8]) -> Vec<u8> {
     let mut w = ks.encrypting_writer(Vec::new(), aad).unwrap();
     w.write_all(pt).unwrap();
     w.finish().unwrap()
@@ -50,18 +52,18 @@ pub fn encrypt(ks: &Keyset, aad: &[u8], pt: &[u8]) -> Vec<u8> {
 
 /// What an inner writer was offered: every byte at the stream offset it was offered at.
 #[derive(Default)]
-pub struct Audit {
+pub(crate) struct Audit {
     /// The bytes offered, by offset (the union of every offer).
-    pub seen: Vec<u8>,
+    pub(crate) seen: Vec<u8>,
     /// Bytes the inner writer took (the offset of the next offer).
-    pub accepted: usize,
+    pub(crate) accepted: usize,
     /// Offers that disagreed with an earlier offer at the same offset.
-    pub conflicts: Vec<usize>,
+    pub(crate) conflicts: Vec<usize>,
 }
 
 impl Audit {
     /// Records `bytes` offered at offset `at`.
-    pub fn offer(&mut self, at: usize, bytes: &[u8]) {
+    pub(crate) fn offer(&mut self, at: usize, bytes: &[u8]) {
         let overlap = self.seen.len().saturating_sub(at).min(bytes.len());
         if self.seen[at..at + overlap] != bytes[..overlap] {
             self.conflicts.push(at);
@@ -77,7 +79,7 @@ impl Audit {
     /// or the last, when nothing follows it) and holds `plaintext` at its offset. A trailing
     /// piece that does not open as the last segment is an unfinished segment (a writer stopped
     /// by an error or a panic) and is not checked.
-    pub fn check(&self, ks: &Keyset, aad: &[u8], plaintext: &[u8]) -> Result<(), String> {
+    pub(crate) fn check(&self, ks: &Keyset, aad: &[u8], plaintext: &[u8]) -> Result<(), String> {
         if !self.conflicts.is_empty() {
             return Err(format!(
                 "bytes offered twice at offsets {:?} disagree",
@@ -146,7 +148,7 @@ impl Audit {
 type HmacSha256 = Hmac<Sha256>;
 
 /// HKDF-SHA256 (RFC 5869), written out here so that the audit does not trust the crate's own.
-pub fn hkdf_sha256(ikm: &[u8], salt: &[u8], info: &[u8], len: usize) -> Vec<u8> {
+pub(crate) fn hkdf_sha256(ikm: &[u8], salt: &[u8], info: &[u8], len: usize) -> Vec<u8> {
     let mut extract = <HmacSha256 as KeyInit>::new_from_slice(salt).unwrap();
     extract.update(ikm);
     let prk = extract.finalize().into_bytes();
