@@ -40,6 +40,7 @@ options:
   --all-profiles    every haberdashery profile that runs here (default: those of the widest
                     instruction class that runs here)
   --quick           --rounds 3 --slice-ms 1 (a check that everything runs, not a measurement)
+  --about           what was compiled in (haberdashery's files, BoringSSL), and exit
 ";
 
 struct Options {
@@ -101,8 +102,25 @@ fn options() -> Result<Options, String> {
     Ok(o)
 }
 
+/// What was compiled in: the peers that depend on the build.
+fn about() -> String {
+    let boring = if cfg!(feature = "boringssl") {
+        "boring-sys 5 (BoringSSL built from the crate)"
+    } else {
+        "not built in (feature `boringssl` off)"
+    };
+    format!(
+        "- haberdashery: {}\n- BoringSSL: {boring}",
+        haberdashery::SOURCE
+    )
+}
+
 /// The benchmark's `main`.
 pub fn main() {
+    if std::env::args().any(|a| a == "--about") {
+        println!("{}", about());
+        return;
+    }
     let o = match options() {
         Ok(o) => o,
         Err(e) => {
@@ -141,15 +159,7 @@ pub fn main() {
     println!(
         "- messages with no associated data, one nonce; each timed pass holds up to 256 KiB of messages (1024 at most), each on a cache line"
     );
-    println!("- haberdashery: {}", haberdashery::SOURCE);
-    println!(
-        "- BoringSSL: {}",
-        if cfg!(feature = "boringssl") {
-            "boring-sys 5 (BoringSSL built from the crate)"
-        } else {
-            "not built in (feature `boringssl` off)"
-        }
-    );
+    println!("{}", about());
     for &bits in &o.bits {
         run_key(bits, &o);
     }
