@@ -152,7 +152,7 @@ pub fn main() {
     );
     println!("- {}", system::features());
     println!(
-        "- {} recorded rounds (after one warm-up round) of ~{} ms per implementation, the order rotated each round; medians",
+        "- {} recorded rounds (after one warm-up round) of ~{} ms per implementation, the order rotated each round; each slice's figure is its median pass, each table's the median over rounds",
         s.rounds,
         s.slice.as_millis()
     );
@@ -245,7 +245,7 @@ fn run_key(bits: usize, o: &Options) {
     };
     let (ghz, lo, hi) = r.clock();
     println!(
-        "Core clock (imul chain after each slice): median {ghz:.2} GHz, {lo:.2}-{hi:.2} over the run."
+        "Core clock (imul chains between passes, the highest per slice): median {ghz:.2} GHz, {lo:.2}-{hi:.2} over the run."
     );
     println!();
     println!("{}", r.frontier());

@@ -1,8 +1,11 @@
 //! The timing: for one (key, operation, place, size), every implementation runs a slice of
 //! about `slice` in each round, in an order rotated from round to round, so that all see the same
-//! drift of a shared or virtual machine; the core clock is measured right after each slice (a core
-//! that lowers its clock for wide vector code keeps it lowered for a while after, so the chain sees
-//! the clock the slice ran at). One round, unrecorded, warms caches and clocks first.
+//! drift of a shared or virtual machine. A slice is a run of timed passes over many messages (at
+//! least [`MIN_PASSES`]); its figure is the median pass, so that a pass during which the thread was
+//! preempted or interrupted does not count. After each pass a short `imul` chain measures the core
+//! clock (a core that lowers its clock for wide vector code keeps it lowered for a while, so the
+//! chain sees the clock the pass ran at); the slice's clock is the highest of them, since a
+//! preempted chain only looks slower. One round, unrecorded, warms caches and clocks first.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -21,12 +24,12 @@ pub(crate) struct Settings {
     pub(crate) slice: Duration,
 }
 
-/// One implementation's slice: its time per message (or per key set-up) and the clock after it.
+/// One implementation's slice: its time per message (or per key set-up) and the clock it ran at.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Sample {
-    /// Nanoseconds per message.
+    /// Nanoseconds per message in the slice's median pass.
     pub(crate) ns: f64,
-    /// The core clock right after the slice, GHz.
+    /// The core clock during the slice, GHz.
     pub(crate) ghz: f64,
 }
 
@@ -34,6 +37,23 @@ impl Sample {
     /// Core cycles per message.
     pub(crate) fn cycles(&self) -> f64 {
         self.ns * self.ghz
+    }
+}
+
+/// Passes per slice, at least.
+const MIN_PASSES: usize = 5;
+
+/// A slice of `pass`es (each returning its nanoseconds) over `per_pass` messages or key set-ups.
+fn slice(budget: Duration, per_pass: usize, mut pass: impl FnMut() -> f64) -> Sample {
+    let start = Instant::now();
+    let (mut times, mut ghz) = (Vec::new(), 0f64);
+    while times.len() < MIN_PASSES || start.elapsed() < budget {
+        times.push(pass());
+        ghz = ghz.max(clock::ghz());
+    }
+    Sample {
+        ns: median(times) / per_pass as f64,
+        ghz,
     }
 }
 
@@ -74,25 +94,16 @@ pub(crate) fn messages(
     let input = Arena::filled(source, copies);
     let mut work = input.clone();
     let refill = op == Op::Open && place == Place::InPlace;
-    let slice = |e: &Entry, work: &mut Arena| {
-        let (mut ns, mut msgs) = (0u128, 0usize);
-        let budget = s.slice.as_nanos();
-        while ns < budget {
+    rotated(which.len(), s.rounds, |k| {
+        let e = &entries[which[k]];
+        slice(s.slice, copies, || {
             if refill {
                 work.refill(source);
             }
             let t = Instant::now();
-            e.peer.pass(op, place, &input, work, &tag);
-            ns += t.elapsed().as_nanos();
-            msgs += copies;
-        }
-        Sample {
-            ns: ns as f64 / msgs as f64,
-            ghz: clock::ghz(),
-        }
-    };
-    rotated(which.len(), s.rounds, |k| {
-        slice(&entries[which[k]], &mut work)
+            e.peer.pass(op, place, &input, &mut work, &tag);
+            t.elapsed().as_nanos() as f64
+        })
     })
 }
 
@@ -102,19 +113,13 @@ pub(crate) fn key_setup(entries: &mut [Entry], key: &[u8], s: Settings) -> Vec<V
     let n = entries.len();
     rotated(n, s.rounds, |k| {
         let setup = &mut entries[k].setup;
-        let (mut ns, mut count) = (0u128, 0usize);
-        while ns < s.slice.as_nanos() {
+        slice(s.slice, BATCH, || {
             let t = Instant::now();
             for _ in 0..BATCH {
                 setup(black_box(key));
             }
-            ns += t.elapsed().as_nanos();
-            count += BATCH;
-        }
-        Sample {
-            ns: ns as f64 / count as f64,
-            ghz: clock::ghz(),
-        }
+            t.elapsed().as_nanos() as f64
+        })
     })
 }
 
