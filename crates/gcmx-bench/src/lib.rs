@@ -247,6 +247,10 @@ fn run_key(bits: usize, o: &Options) {
     println!(
         "Core clock (imul chains between passes, the highest per slice): median {ghz:.2} GHz, {lo:.2}-{hi:.2} over the run."
     );
+    println!(
+        "Median clock by implementation, messages of 4 KiB and more: {}.",
+        r.clocks_by_entry(4096).join(", ")
+    );
     println!();
     println!("{}", r.frontier());
     for op in [Op::Seal, Op::Open] {

@@ -328,6 +328,26 @@ impl KeyResults {
         t
     }
 
+    /// Each implementation's median clock over its slices (a core may lower its clock for wide
+    /// vector code, so implementations can differ): "name GHz" for each.
+    pub(crate) fn clocks_by_entry(&self, size_at_least: usize) -> Vec<String> {
+        (0..self.names.len())
+            .map(|i| {
+                let all: Vec<f64> = self
+                    .cells
+                    .iter()
+                    .filter(|c| c.size >= size_at_least)
+                    .flat_map(|c| {
+                        let k = c.which.iter().position(|&w| w == i);
+                        k.into_iter()
+                            .flat_map(|k| c.samples[k].iter().map(|s| s.ghz))
+                    })
+                    .collect();
+                format!("{} {:.2}", self.names[i], median(all))
+            })
+            .collect()
+    }
+
     /// The clock over every sample: median, lowest and highest, GHz.
     pub(crate) fn clock(&self) -> (f64, f64, f64) {
         let all: Vec<f64> = self
