@@ -165,7 +165,7 @@ impl KeyResults {
         let mut t = String::new();
         let _ = writeln!(
             t,
-            "AES-{}-GCM, {}, {}: GB/s · c/B (empty message: cycles); gcmx ÷ peer as {}",
+            "AES-{}-GCM, {}, {}: GB/s · c/B (empty message: cycles); gcmx ÷ peer in speed (above 1.00: gcmx faster), as {}",
             self.bits,
             op_name(op),
             place_name(place),
@@ -208,7 +208,7 @@ impl KeyResults {
         let mut t = String::new();
         let _ = writeln!(
             t,
-            "AES-{}-GCM against the fastest peer (any place): c/B (empty message: cycles), and gcmx ÷ that peer; gcmx typed in its faster place",
+            "AES-{}-GCM against the fastest peer (any place): c/B (empty message: cycles), and gcmx ÷ that peer in speed; gcmx typed in its faster place",
             self.bits
         );
         let _ = writeln!(t);
