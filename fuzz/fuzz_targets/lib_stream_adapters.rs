@@ -41,8 +41,10 @@ struct Case {
     reads: Vec<(u16, u16)>,
 }
 
-/// At most `max` bytes a call (0: no limit); one call in `fail_every` (0: none) fails with
-/// `WouldBlock` or, every other time, `Interrupted`, taking nothing.
+/// At most `max` bytes a call (0: no limit); one call in `fail_every` (0 and 1: none), at random,
+/// fails with `WouldBlock` or `Interrupted`, taking nothing. (At random: a read may ask a
+/// buffered source for its buffer more than once, and a source that refused every second ask
+/// could refuse the same ask of every read.)
 #[derive(Arbitrary, Debug, Clone, Copy)]
 struct Misbehaviour {
     max: u16,
@@ -52,15 +54,22 @@ struct Misbehaviour {
 /// The schedule of a [`Misbehaviour`].
 struct Fate {
     m: Misbehaviour,
-    calls: u64,
+    /// A xorshift generator's state.
+    rng: u64,
 }
 
 impl Fate {
+    fn new(m: Misbehaviour) -> Fate {
+        Fate { m, rng: 0x9e37_79b9_7f4a_7c15 }
+    }
+
     fn next(&mut self) -> io::Result<usize> {
-        self.calls += 1;
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
         let every = u64::from(self.m.fail_every);
-        if every > 1 && self.calls.is_multiple_of(every) {
-            let kind = if (self.calls / every).is_multiple_of(2) {
+        if every > 1 && self.rng.is_multiple_of(every) {
+            let kind = if self.rng & 1 << 40 == 0 {
                 io::ErrorKind::Interrupted
             } else {
                 io::ErrorKind::WouldBlock
@@ -92,15 +101,27 @@ impl Write for Sink {
     }
 }
 
+/// A source of `data` that misbehaves past its first `header` bytes (the constructors read the
+/// header at once: a failure there is the constructor's, with no reader to retry).
 struct Source<'a> {
     data: &'a [u8],
+    header: usize,
     pos: usize,
     fate: Fate,
 }
 
+impl Source<'_> {
+    fn most(&mut self) -> io::Result<usize> {
+        if self.pos < self.header {
+            return Ok(self.header - self.pos);
+        }
+        self.fate.next()
+    }
+}
+
 impl Read for Source<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = buf.len().min(self.fate.next()?).min(self.data.len() - self.pos);
+        let n = buf.len().min(self.most()?).min(self.data.len() - self.pos);
         buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
         self.pos += n;
         Ok(n)
@@ -109,7 +130,7 @@ impl Read for Source<'_> {
 
 impl BufRead for Source<'_> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        let end = self.pos.saturating_add(self.fate.next()?).min(self.data.len());
+        let end = self.pos.saturating_add(self.most()?).min(self.data.len());
         Ok(&self.data[self.pos..end])
     }
 
@@ -179,7 +200,7 @@ fuzz_target!(|c: Case| {
     let on = Rc::new(Cell::new(false));
     let sink = Sink {
         out: Vec::new(),
-        fate: Fate { m: c.io, calls: 0 },
+        fate: Fate::new(c.io),
         on: on.clone(),
     };
     let mut w = ks.encrypting_writer_with(sink, b"fuzz", &opts).unwrap();
@@ -221,7 +242,7 @@ fuzz_target!(|c: Case| {
 
     // The stream reader over a `Read` source: a prefix of the plaintext, and a clean end only
     // when unchanged.
-    let src = Source { data: &ct, pos: 0, fate: Fate { m: c.io, calls: 0 } };
+    let src = Source { data: &ct, header: 1 + dks + 7, pos: 0, fate: Fate::new(c.io) };
     let (out, clean) = match ks.decrypting_reader_with(src, b"fuzz", &opts) {
         Ok(mut r) => drain(&mut r, &c.read_sizes),
         Err(_) => (Vec::new(), false),
@@ -234,7 +255,7 @@ fuzz_target!(|c: Case| {
 
     // The same reader over a buffered source: segments opened from the source's buffer, the
     // same bytes and the same end.
-    let src = Source { data: &ct, pos: 0, fate: Fate { m: c.io, calls: 0 } };
+    let src = Source { data: &ct, header: 1 + dks + 7, pos: 0, fate: Fate::new(c.io) };
     let (filled, filled_clean) = match ks.decrypting_reader_buffered_with(src, b"fuzz", &opts) {
         Ok(mut r) => drain(&mut r, &c.read_sizes),
         Err(_) => (Vec::new(), false),
