@@ -216,6 +216,11 @@ impl Engine {
     /// An engine for `key` on `backend`. `Backend::Auto` is the library's own rule (the CPU,
     /// serial or on all cores by message size, and the GPU where the library finds it pays).
     pub(crate) fn new(key: &[u8], backend: Backend) -> Result<Engine> {
+        // rayon's global pool is allocated on its first use, from values built on the stack
+        // whose padding carries whatever bytes lay there, for the life of the process: made
+        // now, before this key has a schedule, rather than by a batch after a kernel has
+        // spilled round keys (a wrong key's open, restoring the ciphertext) or by a wipe.
+        rayon::current_num_threads();
         let engine = Engine::build(key, backend);
         // The schedules were expanded, and moved into the heap, by value in the frames below
         // this one (the `aes` crate's, `gcmx`'s and `build`'s), which keep those copies until
