@@ -54,8 +54,8 @@ fn no_stream_key_survives_encrypt_or_decrypt() {
     std::fs::write(&plain, &pt).unwrap();
     let ct = dir.path().join("ct");
     let out = dir.path().join("out");
-    // With the `cuda` feature, `auto` may key the GPU: CI's stub libcuda keeps "device"
-    // memory in the host, which is not what this test is about.
+    // With the `cuda` feature, `auto` may key a GPU, whose copies of the key (device memory,
+    // the driver's staging) this search does not cover: the CPU engines are what it checks.
     let backend = if cfg!(feature = "cuda") {
         "cpu"
     } else {
