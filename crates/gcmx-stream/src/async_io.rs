@@ -16,7 +16,6 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::header::read_header;
 use crate::keyset::Keyset;
-use crate::options::{Options, Use};
 use crate::poison::Poison;
 use crate::reader::Opener;
 use crate::wipe::wipe_stacks;
@@ -49,18 +48,7 @@ impl Keyset {
         w: W,
         aad: &[u8],
     ) -> Result<AsyncEncryptingWriter<W>> {
-        self.encrypting_async_writer_with(w, aad, &Options::default())
-    }
-
-    /// [`Keyset::encrypting_async_writer`] with a backend and window size.
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-    pub fn encrypting_async_writer_with<W: AsyncWrite + Unpin>(
-        &self,
-        w: W,
-        aad: &[u8],
-        opts: &Options,
-    ) -> Result<AsyncEncryptingWriter<W>> {
-        let (sealer, header) = Sealer::new(self, aad, opts, false)?;
+        let (sealer, header) = Sealer::new(self, aad, false)?;
         Ok(AsyncEncryptingWriter {
             inner: Some(w),
             header,
@@ -81,27 +69,15 @@ impl Keyset {
         r: R,
         aad: &[u8],
     ) -> Result<AsyncDecryptingReader<R>> {
-        self.decrypting_async_reader_with(r, aad, &Options::default())
-    }
-
-    /// [`Keyset::decrypting_async_reader`] with a backend and window size.
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-    pub fn decrypting_async_reader_with<R: AsyncRead + Unpin>(
-        &self,
-        r: R,
-        aad: &[u8],
-        opts: &Options,
-    ) -> Result<AsyncDecryptingReader<R>> {
         // Checked now rather than at the first poll.
         for k in self.decryption_keys() {
-            opts.window_segments(&k.layout(), None, Use::Adapter)?;
+            self.options().window_segments(&k.layout(), None)?;
         }
         Ok(AsyncDecryptingReader {
             inner: r,
             state: ReadState::Header {
                 keyset: self.clone(),
                 aad: aad.to_vec(),
-                opts: *opts,
                 bytes: Vec::new(),
             },
             poison: Poison::default(),
@@ -262,7 +238,6 @@ enum ReadState {
     Header {
         keyset: Keyset,
         aad: Vec<u8>,
-        opts: Options,
         bytes: Vec<u8>,
     },
     /// Reading segments: `head[pos..]` (bytes read with the header) comes before the inner
@@ -314,13 +289,7 @@ fn header_need(keyset: &Keyset, hl: usize) -> usize {
 impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
     /// Reads the header; moves to `Body` (or `Failed`).
     fn poll_header(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let ReadState::Header {
-            keyset,
-            aad,
-            opts,
-            bytes,
-        } = &mut self.state
-        else {
+        let ReadState::Header { keyset, aad, bytes } = &mut self.state else {
             return Poll::Ready(Ok(()));
         };
         loop {
@@ -354,7 +323,8 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         let mut cursor = io::Cursor::new(&bytes[..]);
         let parsed = read_header(&mut cursor, keyset, aad).and_then(|(key, header, _, head)| {
             let layout = key.layout();
-            let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
+            let opts = keyset.options();
+            let per_window = opts.window_segments(&layout, None)?;
             let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
             let mut rest = head.unwrap_or_default();
             rest.extend_from_slice(&bytes[cursor.position() as usize..]);

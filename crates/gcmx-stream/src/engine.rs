@@ -204,12 +204,11 @@ pub(crate) enum OpenError {
 
 /// The library's error, as this crate's.
 fn lib_error(e: gcmx::GcmError) -> Error {
-    match e {
-        gcmx::GcmError::BackendUnavailable(why) => {
-            Error::new(ErrorKind::Crypto, format!("backend unavailable: {why}"))
-        }
-        other => Error::new(ErrorKind::Crypto, format!("AES-GCM failed: {other}")),
-    }
+    let what = match e {
+        gcmx::GcmError::BackendUnavailable(_) => "backend unavailable",
+        _ => "AES-GCM failed",
+    };
+    Error::gcm(what, e)
 }
 
 impl Engine {
@@ -316,11 +315,6 @@ impl Engine {
     /// Whether the engine is the GPU's (whose every call costs a transfer and a wait).
     pub(crate) fn on_gpu(&self) -> bool {
         is_gpu(self.gcm.backend())
-    }
-
-    /// The library's name of the engine that runs (for `GCMX_TRACE`).
-    pub(crate) fn engine_name(&self) -> &'static str {
-        self.gcm.engine_name()
     }
 
     /// Seals every job (in parallel or as one GPU batch).

@@ -19,6 +19,7 @@ use zeroize::Zeroizing;
 
 use crate::error::{Error, Result};
 use crate::format::{Header, Layout, NONCE_PREFIX_LEN, TAG_LEN, hkdf_sha256};
+use crate::options::Options;
 use crate::proto::{self, RawKey, RawParams};
 use crate::wipe::wipe_this_stack;
 
@@ -47,13 +48,9 @@ fn hash_name(v: u32) -> &'static str {
 }
 
 /// The smallest ciphertext segment size for a derived key size: the header, a tag and one
-/// plaintext byte must fit in the first segment.
-///
-/// ```
-/// assert_eq!(gcmx_stream::min_segment_size(32), 57);
-/// assert_eq!(gcmx_stream::min_segment_size(16), 41);
-/// ```
-pub fn min_segment_size(derived_key_size: usize) -> u32 {
+/// plaintext byte must fit in the first segment (57 bytes for 32-byte derived keys, 41 for
+/// 16-byte ones).
+fn min_segment_size(derived_key_size: usize) -> u32 {
     (1 + derived_key_size + NONCE_PREFIX_LEN + TAG_LEN + 1) as u32
 }
 
@@ -69,7 +66,7 @@ pub enum KeySize {
 
 impl KeySize {
     /// The size in bytes (16 or 32).
-    pub fn bytes(self) -> usize {
+    fn bytes(self) -> usize {
         match self {
             KeySize::Aes128 => 16,
             KeySize::Aes256 => 32,
@@ -100,8 +97,8 @@ impl std::fmt::Debug for StreamingKey {
 
 impl StreamingKey {
     /// A key from its parts, validated as Tink does (HKDF-SHA256 only): derived key size 16 or
-    /// 32, key material at least that long, segment size from [`min_segment_size`] to
-    /// 2^31 - 1 bytes.
+    /// 32, key material at least that long, segment size from `1 + derived_key_size + 7 + 16 + 1`
+    /// (the header, a tag and one plaintext byte in the first segment) to 2^31 - 1 bytes.
     ///
     /// ```
     /// use gcmx_stream::StreamingKey;
@@ -141,14 +138,7 @@ impl StreamingKey {
     }
 
     /// A fresh random key from the operating system's generator, with a random key id.
-    ///
-    /// ```
-    /// use gcmx_stream::{KeySize, StreamingKey};
-    /// let key = StreamingKey::generate(KeySize::Aes128, 64 << 10)?;
-    /// assert_eq!((key.derived_key_size(), key.segment_size()), (16, 64 << 10));
-    /// # Ok::<(), gcmx_stream::Error>(())
-    /// ```
-    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Self> {
+    fn generate(key_size: KeySize, segment_size: u32) -> Result<Self> {
         let size = key_size.bytes();
         let mut ikm = Zeroizing::new(vec![0u8; size]);
         crate::random::fill(&mut ikm)?;
@@ -205,16 +195,7 @@ impl StreamingKey {
 
     /// A key from Tink's serialized `AesGcmHkdfStreamingKey` protobuf (the bytes that a JSON
     /// keyset holds in base64), validated as [`StreamingKey::new`] does.
-    ///
-    /// ```
-    /// use gcmx_stream::StreamingKey;
-    /// let key = StreamingKey::new(7, &[1u8; 32], 32, 4096)?;
-    /// let again = StreamingKey::from_proto(7, &key.to_proto())?;
-    /// assert_eq!(again.segment_size(), 4096);
-    /// assert!(StreamingKey::from_proto(7, b"\xff").is_err());
-    /// # Ok::<(), gcmx_stream::Error>(())
-    /// ```
-    pub fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
+    fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
         let raw = proto::decode_key(bytes).map_err(|e| {
             Error::keyset(format!(
                 "key {key_id}: malformed AesGcmHkdfStreamingKey ({e})"
@@ -243,7 +224,7 @@ impl StreamingKey {
 
     /// The key as Tink's serialized `AesGcmHkdfStreamingKey` protobuf (it holds the key
     /// material: returned zeroizing).
-    pub fn to_proto(&self) -> Zeroizing<Vec<u8>> {
+    fn to_proto(&self) -> Zeroizing<Vec<u8>> {
         proto::encode_key(&RawKey {
             version: 0,
             params: RawParams {
@@ -260,8 +241,9 @@ impl StreamingKey {
 /// The primary encrypts; decryption finds the key that wrote a stream among all of them.
 ///
 /// It is the entry point of the adapters: [`Keyset::encrypting_writer`],
-/// [`Keyset::decrypting_reader`], [`Keyset::seekable_reader`] (and with the `tokio` feature
-/// their async forms).
+/// [`Keyset::decrypting_reader`], [`Keyset::decrypting_buf_reader`], [`Keyset::seekable_reader`]
+/// (and with the `tokio` feature their async forms), which seal and open segments as the
+/// keyset's [`Options`] say ([`Keyset::with_options`]).
 ///
 /// ```
 /// use gcmx_stream::{KeySize, Keyset};
@@ -275,6 +257,7 @@ impl StreamingKey {
 pub struct Keyset {
     primary: usize,
     keys: Vec<StreamingKey>,
+    options: Options,
 }
 
 #[derive(Deserialize, Serialize)]
@@ -313,18 +296,23 @@ impl Drop for JsonKeyData {
     }
 }
 
-impl Keyset {
-    /// A new keyset of one fresh random key ([`StreamingKey::generate`]), primary.
-    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Keyset> {
-        StreamingKey::generate(key_size, segment_size).map(Keyset::single)
-    }
-
-    /// A keyset of one key, primary.
-    pub fn single(key: StreamingKey) -> Keyset {
+/// A keyset of one key, primary.
+impl From<StreamingKey> for Keyset {
+    fn from(key: StreamingKey) -> Keyset {
         Keyset {
             primary: 0,
             keys: vec![key],
+            options: Options::default(),
         }
+    }
+}
+
+impl Keyset {
+    /// A new keyset of one fresh random key from the operating system's generator (with a
+    /// random key id), primary. Its segments are `segment_size` bytes of ciphertext:
+    /// [`DEFAULT_SEGMENT_SIZE`] suits most uses.
+    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Keyset> {
+        StreamingKey::generate(key_size, segment_size).map(Keyset::from)
     }
 
     /// A keyset of `keys` whose primary is `keys[primary]`; key ids must be distinct.
@@ -337,7 +325,30 @@ impl Keyset {
                 return Err(Error::keyset(format!("key id {} appears twice", k.key_id)));
             }
         }
-        Ok(Keyset { primary, keys })
+        Ok(Keyset {
+            primary,
+            keys,
+            options: Options::default(),
+        })
+    }
+
+    /// The same keyset whose adapters seal and open segments as `options` say (the backend
+    /// and the window).
+    ///
+    /// ```
+    /// use gcmx_stream::{Backend, KeySize, Keyset, Options};
+    /// let opts = Options::default().with_backend(Backend::Cpu).with_window_bytes(4 << 20);
+    /// let keyset = Keyset::generate(KeySize::Aes256, 1 << 20)?.with_options(opts);
+    /// let w = keyset.encrypting_writer(Vec::new(), b"")?;
+    /// # Ok::<(), gcmx_stream::Error>(())
+    /// ```
+    pub fn with_options(self, options: Options) -> Keyset {
+        Keyset { options, ..self }
+    }
+
+    /// The options the adapters use.
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
     }
 
     /// The primary key (used to encrypt).
@@ -346,7 +357,7 @@ impl Keyset {
     }
 
     /// All enabled keys, the primary first (tried in this order to decrypt).
-    pub fn decryption_keys(&self) -> Vec<&StreamingKey> {
+    pub(crate) fn decryption_keys(&self) -> Vec<&StreamingKey> {
         let mut v = vec![&self.keys[self.primary]];
         v.extend(
             self.keys
@@ -448,7 +459,11 @@ impl Keyset {
                 "keyset's primary key {primary_id} is missing or not enabled"
             ))
         })?;
-        Ok(Keyset { primary, keys })
+        Ok(Keyset {
+            primary,
+            keys,
+            options: Options::default(),
+        })
     }
 
     /// The keyset as Tink cleartext JSON (pretty-printed, with a final newline). The text
@@ -622,7 +637,7 @@ mod tests {
             let err = Keyset::from_json(&json).expect_err(&json);
             assert_eq!(err.kind(), ErrorKind::Keyset);
             assert!(
-                err.message().contains(want),
+                err.to_string().contains(want),
                 "{json}: got {err}, want {want}"
             );
         }

@@ -4,7 +4,6 @@
 
 #[cfg(feature = "tokio")]
 mod async_io;
-pub mod bulk;
 mod engine;
 mod error;
 mod format;
@@ -27,9 +26,7 @@ mod writer;
 pub use async_io::{AsyncDecryptingReader, AsyncEncryptingWriter};
 pub use error::{Error, ErrorKind, Result};
 pub use gcmx::Backend;
-pub use keyset::{
-    DEFAULT_SEGMENT_SIZE, KeySize, Keyset, MAX_SEGMENT_SIZE, StreamingKey, min_segment_size,
-};
+pub use keyset::{DEFAULT_SEGMENT_SIZE, KeySize, Keyset, MAX_SEGMENT_SIZE, StreamingKey};
 pub use options::{MAX_WINDOW_BYTES, Options};
 pub use reader::DecryptingReader;
 pub use seekable::SeekableReader;

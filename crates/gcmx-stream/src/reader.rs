@@ -11,7 +11,6 @@ use crate::error::{Error, Result};
 use crate::format::{Layout, TAG_LEN, segment_nonce};
 use crate::header::read_header;
 use crate::keyset::Keyset;
-use crate::options::{Options, Use};
 use crate::piped::{self, Planned};
 use crate::poison::Poison;
 use crate::window::{
@@ -64,17 +63,7 @@ impl Keyset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn decrypting_reader<R: Read>(&self, r: R, aad: &[u8]) -> Result<DecryptingReader<R>> {
-        self.decrypting_reader_with(r, aad, &Options::default())
-    }
-
-    /// [`Keyset::decrypting_reader`] with a backend and window size.
-    pub fn decrypting_reader_with<R: Read>(
-        &self,
-        r: R,
-        aad: &[u8],
-        opts: &Options,
-    ) -> Result<DecryptingReader<R>> {
-        self.reader(r, aad, opts, None)
+        self.reader(r, aad, None)
     }
 
     /// [`Keyset::decrypting_reader`] over a buffered source, such as a slice, a
@@ -93,7 +82,7 @@ impl Keyset {
     /// let ciphertext = w.finish()?;
     ///
     /// // The plaintext a segment at a time, straight from the reader's window.
-    /// let mut r = keyset.decrypting_reader_buffered(&ciphertext[..], b"blob")?;
+    /// let mut r = keyset.decrypting_buf_reader(&ciphertext[..], b"blob")?;
     /// let mut sum = 0u64;
     /// loop {
     ///     let plain = r.fill_buf()?;
@@ -107,38 +96,28 @@ impl Keyset {
     /// assert_eq!(sum, 700_000);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn decrypting_reader_buffered<R: BufRead>(
+    pub fn decrypting_buf_reader<R: BufRead>(
         &self,
         r: R,
         aad: &[u8],
-    ) -> Result<DecryptingReader<R>> {
-        self.decrypting_reader_buffered_with(r, aad, &Options::default())
-    }
-
-    /// [`Keyset::decrypting_reader_buffered`] with a backend and window size.
-    pub fn decrypting_reader_buffered_with<R: BufRead>(
-        &self,
-        r: R,
-        aad: &[u8],
-        opts: &Options,
     ) -> Result<DecryptingReader<R>> {
         let source = Buffered {
             fill: <R as BufRead>::fill_buf,
             consume: <R as BufRead>::consume,
         };
-        self.reader(r, aad, opts, Some(source))
+        self.reader(r, aad, Some(source))
     }
 
     fn reader<R: Read>(
         &self,
         mut r: R,
         aad: &[u8],
-        opts: &Options,
         buffered: Option<Buffered<R>>,
     ) -> Result<DecryptingReader<R>> {
+        let opts = self.options();
         let (key, header, _, head) = read_header(&mut r, self, aad)?;
         let layout = key.layout();
-        let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
+        let per_window = opts.window_segments(&layout, None)?;
         let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
         Ok(DecryptingReader {
             inner: r,
@@ -168,7 +147,7 @@ impl<R> Copy for Buffered<R> {}
 
 /// Decrypts a Tink AES-GCM-HKDF stream read from an inner reader, a window of segments at a
 /// time (opened in parallel), and returns only authenticated plaintext. Made by
-/// [`Keyset::decrypting_reader`] and [`Keyset::decrypting_reader_buffered`].
+/// [`Keyset::decrypting_reader`] and [`Keyset::decrypting_buf_reader`].
 ///
 /// The end of the plaintext (a read returning 0, or an empty [`BufRead::fill_buf`]) comes
 /// only after the last segment, sealed as the last, has authenticated and the inner reader has
@@ -1271,7 +1250,7 @@ mod tests {
     use crate::{Keyset, Options, StreamingKey};
 
     fn keyset(dks: usize, seg: u32) -> Keyset {
-        Keyset::single(StreamingKey::new(1, &vec![5u8; dks], dks, seg).unwrap())
+        Keyset::from(StreamingKey::new(1, &vec![5u8; dks], dks, seg).unwrap())
     }
 
     fn data(n: usize, seed: u64) -> Vec<u8> {
@@ -1330,16 +1309,22 @@ mod tests {
         group: Option<usize>,
         source: Source,
     ) -> Outcome {
-        let opts = Options::new().with_window_bytes(window);
+        let opts = Options::default().with_window_bytes(window);
         match source {
-            Source::Read => drive(ks.decrypting_reader_with(ct, aad, &opts), piece, group),
+            Source::Read => drive(
+                ks.clone().with_options(opts).decrypting_reader(ct, aad),
+                piece,
+                group,
+            ),
             Source::Slice => drive(
-                ks.decrypting_reader_buffered_with(ct, aad, &opts),
+                ks.clone().with_options(opts).decrypting_buf_reader(ct, aad),
                 piece,
                 group,
             ),
             Source::Chunks(n) => drive(
-                ks.decrypting_reader_buffered_with(io::BufReader::with_capacity(n, ct), aad, &opts),
+                ks.clone()
+                    .with_options(opts)
+                    .decrypting_buf_reader(io::BufReader::with_capacity(n, ct), aad),
                 piece,
                 group,
             ),
@@ -1566,8 +1551,12 @@ mod tests {
         // Segment 30: the groups of segments 0..30 open before it fails.
         ct[30 * 256 + 5] ^= 1;
         for group in [1, 4, 6] {
-            let opts = Options::new().with_window_bytes(6 * 256);
-            let mut r = ks.decrypting_reader_with(&ct[..], b"", &opts).unwrap();
+            let opts = Options::default().with_window_bytes(6 * 256);
+            let mut r = ks
+                .clone()
+                .with_options(opts)
+                .decrypting_reader(&ct[..], b"")
+                .unwrap();
             r.opener.per_group = group.min(r.opener.per_window);
             let mut buf = vec![0xAAu8; pt.len() + 100];
             let e = r.read(&mut buf).unwrap_err();
@@ -1587,13 +1576,15 @@ mod tests {
     fn reads_through_two_windows_in_turn_give_the_plaintext_or_fail() {
         let ks = keyset(16, 256);
         let (p0, p, _) = geometry(&ks);
-        let opts = Options::new().with_window_bytes(4 * 256);
+        let opts = Options::default().with_window_bytes(4 * 256);
         for (n, seed) in [(p0 + 40 * p + 7, 1), (p0 + 39 * p, 2), (p0 + 8 * p, 3)] {
             let pt = data(n, seed);
             let ct = encrypt(&ks, b"", &pt);
             for first in [0usize, 5, p0, p0 + 3 * p] {
                 let mut r = ks
-                    .decrypting_reader_buffered_with(&ct[..], b"", &opts)
+                    .clone()
+                    .with_options(opts)
+                    .decrypting_buf_reader(&ct[..], b"")
                     .unwrap();
                 r.opener.window.pin = Pinning::Yes;
                 let mut out = vec![0u8; n];
@@ -1625,7 +1616,9 @@ mod tests {
             let mut bad = ct.clone();
             bad[21 * 256 + 9] ^= 1;
             let mut r = ks
-                .decrypting_reader_buffered_with(&bad[..], b"", &opts)
+                .clone()
+                .with_options(opts)
+                .decrypting_buf_reader(&bad[..], b"")
                 .unwrap();
             r.opener.window.pin = Pinning::Yes;
             let mut out = vec![0u8; n];
@@ -1679,8 +1672,12 @@ mod tests {
                     left: cut,
                     fails: 2,
                 };
-                let opts = Options::new().with_window_bytes(6 * 64);
-                let mut r = ks.decrypting_reader_with(src, b"", &opts).unwrap();
+                let opts = Options::default().with_window_bytes(6 * 64);
+                let mut r = ks
+                    .clone()
+                    .with_options(opts)
+                    .decrypting_reader(src, b"")
+                    .unwrap();
                 r.opener.per_group = group.min(r.opener.per_window);
                 let mut out = Vec::new();
                 let mut errors = 0;
@@ -1756,17 +1753,21 @@ mod tests {
             sizes,
         };
         for window in [256, 6 * 256, 1 << 20] {
-            let opts = Options::new().with_window_bytes(window);
+            let opts = Options::default().with_window_bytes(window);
             // read_to_end retries `Interrupted`, with reads of growing sizes.
             let mut r = ks
-                .decrypting_reader_buffered_with(stutter(0), b"s", &opts)
+                .clone()
+                .with_options(opts)
+                .decrypting_buf_reader(stutter(0), b"s")
                 .unwrap();
             let mut out = Vec::new();
             r.read_to_end(&mut out).unwrap();
             assert!(out == pt, "window {window}: read_to_end");
             // fill_buf / consume, retried by hand.
             let mut r = ks
-                .decrypting_reader_buffered_with(stutter(1), b"s", &opts)
+                .clone()
+                .with_options(opts)
+                .decrypting_buf_reader(stutter(1), b"s")
                 .unwrap();
             let mut out = Vec::new();
             loop {
@@ -1791,7 +1792,7 @@ mod tests {
         // the key that opens it, and a direct read takes it from there.
         let a = StreamingKey::new(1, &[1u8; 16], 16, 64).unwrap();
         let b = StreamingKey::new(2, &[2u8; 16], 16, 96).unwrap();
-        let writer = Keyset::single(b.clone());
+        let writer = Keyset::from(b.clone());
         let ks = Keyset::new(1, vec![a, b]).unwrap();
         let (p0, p, _) = geometry(&writer);
         for m in [1usize, 2, 7, 30] {

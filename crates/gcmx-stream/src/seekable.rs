@@ -8,7 +8,6 @@ use crate::error::{Error, Result};
 use crate::format::{Layout, TAG_LEN};
 use crate::header::read_header;
 use crate::keyset::Keyset;
-use crate::options::{Options, Use};
 use crate::poison::Poison;
 use crate::window::{Seg, Window, open_window, reserve_window};
 use crate::wipe::wipe_stacks;
@@ -44,17 +43,12 @@ impl Keyset {
     /// assert_eq!(tail, plain[99_997..]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn seekable_reader<R: Read + Seek>(&self, r: R, aad: &[u8]) -> Result<SeekableReader<R>> {
-        self.seekable_reader_with(r, aad, &Options::default())
-    }
-
-    /// [`Keyset::seekable_reader`] with a backend and window size.
-    pub fn seekable_reader_with<R: Read + Seek>(
+    pub fn seekable_reader<R: Read + Seek>(
         &self,
         mut r: R,
         aad: &[u8],
-        opts: &Options,
     ) -> Result<SeekableReader<R>> {
+        let opts = self.options();
         let seek_err = |e| Error::io("cannot seek in the input", e);
         r.seek(SeekFrom::Start(0)).map_err(seek_err)?;
         let (key, header, hl, _) = read_header(&mut r, self, aad)?;
@@ -81,7 +75,7 @@ impl Keyset {
             return Err(Error::format("ciphertext has more than 2^32 segments"));
         }
         let plaintext_len = body - segments * TAG_LEN as u64;
-        let per_window = opts.window_segments(&layout, Some(plaintext_len), Use::Adapter)?;
+        let per_window = opts.window_segments(&layout, Some(plaintext_len))?;
         let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
         Ok(SeekableReader {
             inner: r,

@@ -30,7 +30,6 @@ pub(crate) struct Window {
     pub(crate) segs: Vec<Seg>,
     /// Index of the first segment in the stream.
     pub(crate) first_index: u64,
-    pub(crate) bytes_in: u64,
     /// Whether the buffer may hold plaintext: then it is wiped on drop. Cleared when every
     /// segment has been sealed (the writer's windows then hold ciphertext only), set again when
     /// plaintext is copied in.
@@ -65,7 +64,6 @@ impl Window {
             high_water: 0,
             segs: Vec::new(),
             first_index: 0,
-            bytes_in: 0,
             plain: true,
             reusable: false,
             pin: Pinning::No,

@@ -10,7 +10,6 @@ use crate::engine::Engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
-use crate::options::{Options, Use};
 use crate::poison::Poison;
 use crate::relay::{self, relay};
 use crate::window::{
@@ -24,9 +23,8 @@ impl Keyset {
     /// `aad` (the associated data: decrypting needs the same bytes). Call
     /// [`EncryptingWriter::finish`] at the end: it writes the last segment.
     ///
-    /// The header is written to `w` at once; segments are sealed a window at a time on
-    /// [`Backend::Auto`](crate::Backend::Auto). See [`Keyset::encrypting_writer_with`] for
-    /// the options.
+    /// The header is written to `w` at once; segments are sealed a window at a time as the
+    /// keyset's [`Options`](crate::Options) say.
     ///
     /// ```
     /// use std::io::Write;
@@ -37,18 +35,8 @@ impl Keyset {
     /// assert_eq!(ciphertext.len(), 40 + 14 + 16); // header, plaintext, one tag
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn encrypting_writer<W: Write>(&self, w: W, aad: &[u8]) -> Result<EncryptingWriter<W>> {
-        self.encrypting_writer_with(w, aad, &Options::default())
-    }
-
-    /// [`Keyset::encrypting_writer`] with a backend and window size.
-    pub fn encrypting_writer_with<W: Write>(
-        &self,
-        mut w: W,
-        aad: &[u8],
-        opts: &Options,
-    ) -> Result<EncryptingWriter<W>> {
-        let (sealer, header) = Sealer::new(self, aad, opts, rayon::current_num_threads() >= 4)?;
+    pub fn encrypting_writer<W: Write>(&self, mut w: W, aad: &[u8]) -> Result<EncryptingWriter<W>> {
+        let (sealer, header) = Sealer::new(self, aad, rayon::current_num_threads() >= 4)?;
         w.write_all(&header)
             .map_err(|e| Error::io("cannot write the header", e))?;
         Ok(EncryptingWriter {
@@ -126,15 +114,11 @@ impl Sealer {
     /// overlaps the caller's copying with the crypto, which pays only when a core is left for
     /// the copying: with fewer than four threads the two compete for the same cores and the
     /// hand-over costs more than it saves (measured with benches/adapters.rs on two cores).
-    pub(crate) fn new(
-        keyset: &Keyset,
-        aad: &[u8],
-        opts: &Options,
-        background: bool,
-    ) -> Result<(Sealer, Vec<u8>)> {
+    pub(crate) fn new(keyset: &Keyset, aad: &[u8], background: bool) -> Result<(Sealer, Vec<u8>)> {
+        let opts = keyset.options();
         let key = keyset.primary();
         let layout = key.layout();
-        let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
+        let per_window = opts.window_segments(&layout, None)?;
         let header = Header::random(&layout)?;
         let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
         // The GPU's windows are page-locked: its batches move them in place.
