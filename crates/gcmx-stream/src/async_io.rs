@@ -110,10 +110,6 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
         self.inner.take().expect("the inner writer")
     }
 
-    /// The inner writer.
-    pub fn get_ref(&self) -> Option<&W> {
-        self.inner.as_ref()
-    }
 
     /// Writes the header and every sealed byte.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -263,10 +259,6 @@ pub struct AsyncDecryptingReader<R> {
 }
 
 impl<R> AsyncDecryptingReader<R> {
-    /// The inner reader.
-    pub fn get_ref(&self) -> &R {
-        &self.inner
-    }
 }
 
 /// How many bytes [`read_header`] reads for a stream whose header length byte is `hl`: the

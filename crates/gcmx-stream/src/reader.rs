@@ -620,10 +620,6 @@ impl<R: Read> DecryptingReader<R> {
         }
     }
 
-    /// The inner reader.
-    pub fn get_ref(&self) -> &R {
-        &self.inner
-    }
 
     /// Reads ciphertext until `buf` is full, the input ends or a read fails: the bytes read,
     /// and the error that stopped it.

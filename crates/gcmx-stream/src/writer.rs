@@ -539,10 +539,6 @@ impl<W: Write> EncryptingWriter<W> {
             .ok_or_else(|| io::Error::other("the stream is finished"))
     }
 
-    /// The inner writer.
-    pub fn get_ref(&self) -> Option<&W> {
-        self.inner.as_ref()
-    }
 }
 
 impl<W: Write> Write for EncryptingWriter<W> {
