@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::error::{Error, Result};
-use crate::format::{Header, Layout, NONCE_PREFIX_LEN, TAG_LEN, hkdf_sha256};
+use crate::format::{Header, hkdf_sha256};
+use crate::layout::{Layout, NONCE_PREFIX_LEN, TAG_LEN};
 use crate::options::Options;
 use crate::proto::{self, RawKey, RawParams};
 use crate::wipe::wipe_this_stack;
@@ -141,9 +142,9 @@ impl StreamingKey {
     fn generate(key_size: KeySize, segment_size: u32) -> Result<Self> {
         let size = key_size.bytes();
         let mut ikm = Zeroizing::new(vec![0u8; size]);
-        crate::random::fill(&mut ikm)?;
+        crate::format::random(&mut ikm)?;
         let mut id = [0u8; 4];
-        crate::random::fill(&mut id)?;
+        crate::format::random(&mut id)?;
         // Tink's key ids are positive 31-bit numbers in practice; keep to that range.
         let key_id = (u32::from_be_bytes(id) & 0x7fff_ffff).max(1);
         StreamingKey::new(key_id, &ikm, size, segment_size)

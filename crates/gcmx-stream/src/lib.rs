@@ -4,20 +4,23 @@
 
 #[cfg(feature = "tokio")]
 mod async_io;
+mod codec;
+mod copy;
 mod engine;
 mod error;
 mod format;
 mod header;
 mod keyset;
+mod layout;
+mod nonce;
 mod options;
 mod piped;
 mod poison;
 mod proto;
-mod random;
+mod read_core;
 mod reader;
 mod relay;
 mod seekable;
-mod winbuf;
 mod window;
 mod wipe;
 mod writer;

@@ -6,7 +6,7 @@ use gcmx::Backend;
 
 use crate::engine;
 use crate::error::{Error, Result};
-use crate::format::Layout;
+use crate::layout::Layout;
 
 /// Largest window (ciphertext bytes of one batch) that [`Options::with_window_bytes`] may ask for.
 pub const MAX_WINDOW_BYTES: usize = 1 << 30;
