@@ -13,12 +13,11 @@ use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::codec::SegmentCodec;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, no_memory};
 use crate::header::trial_len;
 use crate::keyset::Keyset;
 use crate::poison::Poison;
 use crate::read_core::{End, ReadCore};
-use crate::window::no_memory;
 use crate::wipe::wipe_stacks;
 use crate::writer::Sealer;
 

@@ -163,10 +163,10 @@ impl SegmentCodec {
             scratch.clear();
             scratch.extend_from_slice(body);
             if !self.engine.open(nonce, &mut scratch, tag)? {
-                return Err(auth_error(s.index, 1));
+                return Err(Error::authentication(s.index, 1));
             }
         }
-        Err(auth_error(span.first(), span.count() as u64))
+        Err(Error::authentication(span.first(), span.count() as u64))
     }
 
     /// Opens the segments of `span`, none of them the stream's last, from `src` (their
@@ -207,7 +207,7 @@ impl SegmentCodec {
         }
         let r = match self.engine.open_into(&mut jobs, uncached) {
             Ok(None) => Ok(()),
-            Ok(Some(j)) => Err(auth_error(span.first() + j as u64, 1)),
+            Ok(Some(j)) => Err(Error::authentication(span.first() + j as u64, 1)),
             Err(e) => Err(e),
         };
         drop(jobs);
@@ -235,22 +235,4 @@ fn cut<'a>(span: &Span, buf: &'a mut [u8]) -> Result<Vec<(&'a mut [u8], &'a mut 
         parts.push(seg.split_at_mut(s.body()));
     }
     Ok(parts)
-}
-
-/// The error of segments that did not authenticate: segment `first`, or one of `count` from it.
-pub(crate) fn auth_error(first: u64, count: u64) -> Error {
-    let which = if count == 1 {
-        format!("segment {first}")
-    } else {
-        format!("one of segments {first}..{}", first + count - 1)
-    };
-    let why = if first == 0 {
-        "wrong key or associated data, or the file is corrupted, truncated or reordered"
-    } else {
-        "the file is corrupted, truncated or reordered"
-    };
-    Error::new(
-        ErrorKind::Authentication,
-        format!("decryption failed: {which} did not authenticate ({why})"),
-    )
 }

@@ -117,6 +117,24 @@ impl Error {
         }
     }
 
+    /// Segment `first` did not authenticate, or one of the `count` from it.
+    pub(crate) fn authentication(first: u64, count: u64) -> Self {
+        let which = if count == 1 {
+            format!("segment {first}")
+        } else {
+            format!("one of segments {first}..{}", first + count - 1)
+        };
+        let why = if first == 0 {
+            "wrong key or associated data, or the file is corrupted, truncated or reordered"
+        } else {
+            "the file is corrupted, truncated or reordered"
+        };
+        Error::new(
+            ErrorKind::Authentication,
+            format!("decryption failed: {which} did not authenticate ({why})"),
+        )
+    }
+
     /// A failure of the AES-GCM engine.
     pub(crate) fn gcm(context: impl Into<String>, err: gcmx::GcmError) -> Self {
         Error {
@@ -163,6 +181,14 @@ impl From<Error> for io::Error {
         };
         io::Error::new(kind, e)
     }
+}
+
+/// The error of a window's allocation of `len` bytes that the system refused.
+pub(crate) fn no_memory(len: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!("cannot allocate {} MiB for a window", len.div_ceil(1 << 20)),
+    )
 }
 
 /// Shorthand for results of this crate.

@@ -4,14 +4,12 @@ use std::io::{self, Read};
 
 use zeroize::Zeroizing;
 
-use crate::codec::auth_error;
 use crate::engine::{Backend, Engine};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, no_memory};
 use crate::format::Header;
 use crate::keyset::{Keyset, StreamingKey};
 use crate::layout::TAG_LEN;
 use crate::nonce::Nonce;
-use crate::window::no_memory;
 use crate::wipe::wipe_this_stack;
 
 /// Reads and checks the header, and picks the key: the one key whose header length matches,
@@ -69,7 +67,7 @@ pub(crate) fn read_header<'k>(
             "ciphertext is truncated: first segment is shorter than a tag",
         ));
     }
-    Err(auth_error(0, 1))
+    Err(Error::authentication(0, 1))
 }
 
 /// The keyset's keys whose header is `hl` bytes long, the primary first.

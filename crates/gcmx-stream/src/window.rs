@@ -6,6 +6,7 @@ use std::io;
 use std::mem;
 use std::ops::Range;
 
+use crate::error::no_memory;
 use crate::wipe::wipe;
 
 /// Windows of up to this many bytes (the GPU's default window, and the byte of look-ahead that
@@ -112,14 +113,6 @@ impl Bytes {
         *self = Bytes::Heap(new);
         Ok(())
     }
-}
-
-/// The error of a window's allocation of `len` bytes that the system refused.
-pub(crate) fn no_memory(len: usize) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::OutOfMemory,
-        format!("cannot allocate {} MiB for a window", len.div_ceil(1 << 20)),
-    )
 }
 
 impl Window {
