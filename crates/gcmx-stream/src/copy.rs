@@ -1,7 +1,7 @@
 //! Copies between the caller's buffers and windows, split over rayon's threads when they are
 //! large: one thread copies at a fraction of the memory's bandwidth, and these copies are what a
-//! copying adapter waits for (writes of 1 MiB pieces went from 12.6 to 27.9 % of the batch on a
-//! 16-core host when they were split, benches/gpu-notes.md 2026-12-02).
+//! copying adapter waits for (the writer's small writes on a 16-core host: benches/results.md,
+//! "gcmx-stream restructured").
 
 use std::mem;
 

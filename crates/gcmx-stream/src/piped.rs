@@ -1,9 +1,8 @@
 //! Large reads on the GPU through two windows in turn: while the GPU opens one window, the
 //! caller's thread copies the next window's ciphertext into the other and, once the open is
 //! done, the opened window's plaintext out, so that the copies and the GPU's opens overlap
-//! instead of following each other. A 1 GiB read from a buffered source went from 85-89 to
-//! 92-102 % of the GPU's host batch (11.6-11.9 to 13.8-14.5 GiB/s, benches/results.md,
-//! 2026-12-04 run 7).
+//! instead of following each other: the host's memory traffic, not the GPU, then bounds a large
+//! read (benches/results.md, "Streaming adapters on the GPU with page-locked windows", run 7).
 
 use std::mem;
 

@@ -8,9 +8,8 @@
 //! wake-up is a share of every window's time. Here a slot, once written out, takes the next
 //! group at once, so the pool stays busy across the whole write, and a slot written by a core
 //! is most often sealed into again by the same core, while it is still in that core's cache.
-//! Memory is the ring: the writer gives it two windows' worth of segments. Writes of whole
-//! segments from memory went from 76-92 % to 119-122 % of the batch on a 16-core host with the
-//! ring (benches/results.md, 2026-12-03, commit 2966ac2).
+//! Memory is the ring: the writer gives it two windows' worth of segments (benches/results.md,
+//! "large writes through a ring of segments").
 
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};

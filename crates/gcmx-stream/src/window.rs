@@ -53,9 +53,9 @@ pub(crate) enum Pinning {
     /// Ordinary memory: the CPU's windows, and the GPU's where it refused to page-lock one.
     No,
     /// A GPU stream's first window: page-locked if a kept one is at hand, else ordinary memory,
-    /// whose pages are mapped only as they are written, so that a short stream does not
-    /// page-lock a whole window (0.14-0.20 s for 256 MiB on a 16-core host, benches/results.md:
-    /// more than the GPU takes to open it).
+    /// whose pages are mapped only as they are written, so that a short stream does not pay to
+    /// page-lock a whole window (which takes longer than the GPU takes to open it,
+    /// benches/results.md).
     IfKept,
     /// Page-locked: the stream has outgrown its first window ([`Window::pin_from_now`]).
     Yes,
@@ -260,13 +260,12 @@ impl Drop for Window {
     }
 }
 
-/// Page-locked window buffers kept between streams, holding no plaintext. Page-locking a fresh
-/// 256 MiB window takes 0.14-0.20 s on a 16-core host, and a GPU writer with its windows kept
-/// ran at 48-50 % of the host batch against 28-38 % without (benches/results.md,
-/// benches/gpu-notes.md 2026-12-03 run 2): a stream that follows another reuses its buffers. At
-/// most a GPU writer's two windows and a reader's are kept: no more memory than one writer on
-/// the GPU holds while it runs. (Ordinary windows are not kept: on the CPU keeping them gained
-/// nothing measurable, benches/results.md 2026-12-06.)
+/// Page-locked window buffers kept between streams, holding no plaintext: page-locking a fresh
+/// window costs more than the GPU's work on it, and a GPU writer whose windows were not kept
+/// paid it at every stream (benches/results.md, "gcmx-stream restructured"); a stream that
+/// follows another reuses its buffers. At most a GPU writer's two windows and a reader's are
+/// kept: no more memory than one writer on the GPU holds while it runs. (Ordinary windows are not
+/// kept: on the CPU keeping them gained nothing measurable.)
 mod spare {
     use std::sync::Mutex;
 

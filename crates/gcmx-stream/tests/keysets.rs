@@ -211,3 +211,51 @@ fn debug_never_shows_key_bytes() {
         "0x76 = 118 must not appear as a byte list: {dbg}"
     );
 }
+
+/// The key's protobuf is read by protobuf's rules: fields in any order, unknown fields of every
+/// wire type skipped, an embedded message given in pieces merged; truncated or malformed bytes
+/// are a keyset error, never a panic.
+#[test]
+fn key_protobufs_follow_protobuf_rules() {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let field = |out: &mut Vec<u8>, n: u64, bytes: &[u8]| {
+        varint(out, n << 3 | 2);
+        varint(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    };
+    let mut key = Vec::new();
+    // Unknown fields: varint 9, fixed64 10, fixed32 11.
+    varint(&mut key, 9 << 3);
+    varint(&mut key, 300);
+    varint(&mut key, 10 << 3 | 1);
+    key.extend_from_slice(&[0; 8]);
+    varint(&mut key, 11 << 3 | 5);
+    key.extend_from_slice(&[0; 4]);
+    // The params in two pieces, around the key material.
+    field(&mut key, 2, &[1 << 3, 0x80, 0x80, 0x40]); // segment size 1 MiB
+    field(&mut key, 3, &[7; 16]);
+    field(&mut key, 2, &[2 << 3, 16, 3 << 3, 3]); // derived key size 16, SHA256
+    let ks = Keyset::from_json(&keyset_with(&BASE64.encode(&key), "")).unwrap();
+    let k = ks.primary();
+    assert_eq!((k.segment_size(), k.derived_key_size()), (1 << 20, 16));
+    // Every truncation errs (or parses), and so do bytes that are not a protobuf.
+    for n in 0..key.len() {
+        let _ = Keyset::from_json(&keyset_with(&BASE64.encode(&key[..n]), ""));
+    }
+    for bad in [
+        &[0x80u8][..],
+        &[0x00],
+        &[0x0b],
+        &[0x0a, 0x01, 0x00],
+        &[0x1a, 0x05, 0x00],
+    ] {
+        let e = Keyset::from_json(&keyset_with(&BASE64.encode(bad), "")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Keyset);
+    }
+}
