@@ -153,8 +153,10 @@ impl SegmentCodec {
         }
         drop(jobs);
         // Every buffer holds its ciphertext again: each segment is opened again alone, from a
-        // copy (so that the buffers keep no plaintext), to name the one that failed.
-        let mut scratch = Zeroizing::new(Vec::new());
+        // copy (so that the buffers keep no plaintext), to name the one that failed. The copy's
+        // room is reserved once: a reallocation would free plaintext unwiped.
+        let most = bodies.iter().map(|b| b.len()).max().unwrap_or(0);
+        let mut scratch = Zeroizing::new(Vec::with_capacity(most));
         for ((body, tag), (nonce, s)) in bodies
             .iter()
             .zip(tags)

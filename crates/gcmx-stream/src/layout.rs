@@ -193,17 +193,15 @@ impl Layout {
                 "ciphertext is truncated: it ends after a segment that is not the last"
             }));
         }
-        let (mut count, mut left) = (0u64, bytes);
-        while left > self.ciphertext_len(first + count) {
-            left -= self.ciphertext_len(first + count);
-            count += 1;
-        }
+        // Full segments before the last, which holds at least a byte.
+        let full = self.segments_in_ciphertext(first, bytes - 1, usize::MAX);
+        let left = bytes - self.ciphertext_of(first, full);
         if left < TAG_LEN {
             return Err(Error::format(
                 "ciphertext is truncated: last segment is shorter than a tag",
             ));
         }
-        self.span(first, count as usize + 1, left, eof, false)
+        self.span(first, full + 1, left, eof, false)
     }
 
     fn span(

@@ -38,7 +38,7 @@ fn gpu_here(test: &str) -> bool {
 fn write_with(ks: &Keyset, pt: &[u8], opts: &Options, piece: usize) -> Vec<u8> {
     let mut w = ks
         .clone()
-        .with_options(opts)
+        .with_options(*opts)
         .encrypting_writer(Vec::new(), b"gpu")
         .expect("writer");
     for c in pt.chunks(piece.max(1)) {
@@ -59,7 +59,7 @@ fn read_every_way(
     let mut outs = Vec::new();
     let mut v = Vec::new();
     ks.clone()
-        .with_options(opts)
+        .with_options(*opts)
         .decrypting_reader(ct, b"gpu")
         .expect("reader")
         .read_to_end(&mut v)
@@ -71,7 +71,7 @@ fn read_every_way(
         if buffered {
             let mut r = ks
                 .clone()
-                .with_options(opts)
+                .with_options(*opts)
                 .decrypting_buf_reader(ct, b"gpu")
                 .expect("reader");
             r.read_exact(&mut v).expect("read_exact");
@@ -79,7 +79,7 @@ fn read_every_way(
         } else {
             let mut r = ks
                 .clone()
-                .with_options(opts)
+                .with_options(*opts)
                 .decrypting_reader(ct, b"gpu")
                 .expect("reader");
             r.read_exact(&mut v).expect("read_exact");
@@ -89,7 +89,7 @@ fn read_every_way(
     }
     let mut r = ks
         .clone()
-        .with_options(opts)
+        .with_options(*opts)
         .decrypting_buf_reader(ct, b"gpu")
         .expect("reader");
     let mut v = Vec::new();
@@ -105,7 +105,7 @@ fn read_every_way(
     outs.push(v);
     let mut r = ks
         .clone()
-        .with_options(opts)
+        .with_options(*opts)
         .decrypting_reader(ct, b"gpu")
         .expect("reader");
     let mut v = Vec::new();
