@@ -97,6 +97,57 @@ fn generic_ghash(key: &[u8], pieces: &[&[u8]]) -> u128 {
     u128::from_be_bytes(g.finalize().into())
 }
 
+/// The 12-byte-nonce entry points (J0 = nonce ‖ 0^31 ‖ 1), in place and out of place, against
+/// the generic path.
+fn check_nonce96(
+    k: &StitchedKey,
+    key: &[u8],
+    aad: &[u8],
+    pt: &[u8],
+    lenblk: &[u8],
+    nonce: [u8; 12],
+) {
+    let (len, name) = (pt.len(), k.kernel_name());
+    let mut j0 = [0u8; 16];
+    j0[..12].copy_from_slice(&nonce);
+    j0[15] = 1;
+    let mut first = j0;
+    first[15] = 2;
+    let mut want = pt.to_vec();
+    generic_ctr(key, &first, &mut want);
+    let mut mask = j0;
+    aes_encrypt(key, &mut mask);
+    let want_tag =
+        (generic_ghash(key, &[aad, &want, lenblk]) ^ u128::from_be_bytes(mask)).to_be_bytes();
+    let mut m = pt.to_vec();
+    let tag = k.seal_message96(&nonce, aad, &mut m[..]);
+    assert_eq!(
+        (&m, tag),
+        (&want, want_tag),
+        "{name}: seal_message96, len {len}"
+    );
+    assert_eq!(
+        k.open_message96(&nonce, aad, &mut m[..]),
+        want_tag,
+        "{name}: open_message96, len {len}"
+    );
+    assert_eq!(m, pt, "{name}: open_message96 plaintext, len {len}");
+    let mut out = vec![0xA5u8; len];
+    let tag = k.seal_message96(&nonce, aad, InOutBuf::new(pt, &mut out).unwrap());
+    assert_eq!(
+        (&out, tag),
+        (&want, want_tag),
+        "{name}: seal_message96 out of place, len {len}"
+    );
+    let mut back = vec![0x5Au8; len];
+    let expected = k.open_message96(&nonce, aad, InOutBuf::new(&want, &mut back).unwrap());
+    assert_eq!(
+        (back.as_slice(), expected),
+        (pt, want_tag),
+        "{name}: open_message96 out of place, len {len}"
+    );
+}
+
 /// Seal and open of one message, all against the generic path.
 fn check_one(rng: &mut Rng, len: usize, ctr: [u8; 16]) {
     let key = rng.key();
@@ -147,6 +198,8 @@ fn check_kernel(k: &StitchedKey, key: &[u8], aad: &[u8], pt: &[u8], lenblk: &[u8
     let expected = k.open_message(&j0, aad, &mut m[..]);
     assert_eq!(m, pt, "{name}: open_message plaintext, len {len}");
     assert_eq!(expected, want_tag, "{name}: open_message tag, len {len}");
+
+    check_nonce96(k, key, aad, pt, lenblk, ctr[..12].try_into().unwrap());
 
     // The same from one buffer into another: the output as in place, the input only read.
     let mut out = vec![0xA5u8; len];

@@ -212,20 +212,20 @@ impl Keys {
     }
 
     /// A whole GCM message: seal (`SEAL`) or open `buf`'s input into its output under the
-    /// pre-counter block `j0` with associated data `aad`; returns the full tag (for open, the
-    /// expected tag).
+    /// pre-counter block from `pre` with associated data `aad`; returns the full tag (for open,
+    /// the expected tag).
     pub(crate) fn message<const SEAL: bool>(
         &self,
-        j0: &[u8; 16],
+        pre: Pre<'_>,
         aad: &[u8],
         buf: InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
         match self.level {
             #[allow(unsafe_code)]
             // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit features.
-            Level::Zmm => unsafe { zmm::message_entry::<SEAL>(self, j0, aad, buf) },
+            Level::Zmm => unsafe { zmm::message_entry::<SEAL>(self, pre, aad, buf) },
             _ => message(
-                j0,
+                &pre.j0(),
                 aad,
                 buf.len(),
                 |b| self.encrypt_block(b),
@@ -240,6 +240,30 @@ impl Keys {
         // SAFETY: every `Keys` was built after `Level::detect()` found the narrow features.
         unsafe {
             common::block_entry(self, b)
+        }
+    }
+}
+
+/// Where a message's pre-counter block J0 comes from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Pre<'a> {
+    /// J0 itself.
+    J0(&'a [u8; 16]),
+    /// A 12-byte nonce: J0 is the nonce, three zero bytes and a one.
+    Nonce(&'a [u8; 12]),
+}
+
+impl Pre<'_> {
+    /// J0's bytes.
+    fn j0(self) -> [u8; 16] {
+        match self {
+            Pre::J0(b) => *b,
+            Pre::Nonce(n) => {
+                let mut b = [0u8; 16];
+                b[..12].copy_from_slice(n);
+                b[15] = 1;
+                b
+            }
         }
     }
 }

@@ -26,8 +26,8 @@ use core::arch::x86_64::*;
 use bytemuck::cast;
 use inout::InOutBuf;
 
-use super::Keys;
 use super::common::{POLY_C, aes1, hash_key, power_tree, rev128};
+use super::{Keys, Pre};
 use zeroize::Zeroize;
 
 /// 512-bit registers per step.
@@ -578,40 +578,174 @@ fn crypt<const SEAL: bool, const NR: usize>(
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 pub(super) fn message_entry<const SEAL: bool>(
     keys: &Keys,
-    j0: &[u8; 16],
+    pre: Pre<'_>,
     aad: &[u8],
     buf: InOutBuf<'_, '_, u8>,
 ) -> [u8; 16] {
     match keys.nr {
-        10 => message::<SEAL, 10>(keys, j0, aad, buf),
-        12 => message::<SEAL, 12>(keys, j0, aad, buf),
-        _ => message::<SEAL, 14>(keys, j0, aad, buf),
+        10 => message::<SEAL, 10>(keys, pre, aad, buf),
+        12 => message::<SEAL, 12>(keys, pre, aad, buf),
+        _ => message::<SEAL, 14>(keys, pre, aad, buf),
+    }
+}
+
+/// J0 in a register, its bytes in memory order. From a 12-byte nonce it is built there (an
+/// 8-byte and a 4-byte load and the constant word), never stored and read back as a whole: a
+/// 16-byte load of bytes just written by narrower stores waits for them to reach the cache.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn j0_reg(pre: Pre<'_>) -> __m128i {
+    match pre {
+        Pre::J0(b) => cast(*b),
+        Pre::Nonce(n) => {
+            let lo = u64::from_le_bytes([n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]]);
+            let hi = u32::from_le_bytes([n[8], n[9], n[10], n[11]]);
+            _mm_set_epi64x((u64::from(hi) | 1 << 56) as i64, lo as i64)
+        }
     }
 }
 
 /// A whole message. When the AAD, the message and the length block fit in one run of 32
-/// blocks, all three are hashed together with a single reduction; otherwise the AAD is hashed
-/// first and the length block joins the message's last reduction.
+/// blocks, [`short`]; otherwise the AAD is hashed first and the length block joins the
+/// message's last reduction.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn message<const SEAL: bool, const NR: usize>(
     keys: &Keys,
-    j0: &[u8; 16],
+    pre: Pre<'_>,
     aad: &[u8],
     buf: InOutBuf<'_, '_, u8>,
 ) -> [u8; 16] {
-    let mask: __m128i = aes1::<NR>(keys, cast(*j0));
-    let ctr = super::first_counter(j0);
+    let j0v = j0_reg(pre);
+    if blocks(aad.len()) + blocks(buf.len()) < NB {
+        return short::<SEAL, NR>(keys, j0v, aad, buf);
+    }
+    let mask: __m128i = aes1::<NR>(keys, j0v);
+    let j0: [u8; 16] = cast(j0v);
+    let ctr = super::first_counter(&j0);
     let len_block = super::length_block(aad.len(), buf.len());
-    let n = blocks(aad.len()) + blocks(buf.len()) + 1;
-    let s = if n <= NB {
-        let mut run = Run::new(_mm_setzero_si128(), n);
-        run.add_bytes(keys, aad);
-        crypt_short::<SEAL, NR>(keys, first_counters(ctr), run, buf, Some(&len_block))
-    } else {
-        let y = hash(keys, _mm_setzero_si128(), aad);
-        crypt::<SEAL, NR>(keys, ctr, y, buf, Some(&len_block))
-    };
+    let y = hash(keys, _mm_setzero_si128(), aad);
+    let s = crypt::<SEAL, NR>(keys, ctr, y, buf, Some(&len_block));
     // `mask` holds E_K(J0)'s bytes in memory order
     super::tag(cast(s), u128::from_be_bytes(cast(mask)))
+}
+
+/// The GHASH of a short message's blocks, register by register, schoolbook: four carry-less
+/// products a register (no halves' sums to form), accumulated low, middle and high, reduced once.
+struct Acc {
+    lo: __m512i,
+    mid: __m512i,
+    hi: __m512i,
+    /// The power index of the next block.
+    idx: usize,
+}
+
+impl Acc {
+    /// A run of `blocks` blocks (at most 32) from state zero.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn new(blocks: usize) -> Acc {
+        Acc {
+            lo: _mm512_setzero_si512(),
+            mid: _mm512_setzero_si512(),
+            hi: _mm512_setzero_si512(),
+            idx: NB - blocks,
+        }
+    }
+
+    /// The next `blocks` blocks (1 to 4) of the run, reflected, in `x`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add(&mut self, keys: &Keys, x: __m512i, blocks: usize) {
+        let p = load4(&keys.p, self.idx);
+        self.lo = _mm512_xor_si512(self.lo, _mm512_clmulepi64_epi128::<0x00>(x, p));
+        self.mid = xor3(
+            self.mid,
+            _mm512_clmulepi64_epi128::<0x01>(x, p),
+            _mm512_clmulepi64_epi128::<0x10>(x, p),
+        );
+        self.hi = _mm512_xor_si512(self.hi, _mm512_clmulepi64_epi128::<0x11>(x, p));
+        self.idx += blocks;
+    }
+
+    /// The last block of the run, reflected, in `x` (times `Q_1`).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add_last(&mut self, keys: &Keys, x: __m128i) {
+        let p: __m128i = cast(keys.p[NB - 1]);
+        let z = _mm512_zextsi128_si512;
+        self.lo = _mm512_xor_si512(self.lo, z(_mm_clmulepi64_si128::<0x00>(x, p)));
+        self.mid = xor3(
+            self.mid,
+            z(_mm_clmulepi64_si128::<0x01>(x, p)),
+            z(_mm_clmulepi64_si128::<0x10>(x, p)),
+        );
+        self.hi = _mm512_xor_si512(self.hi, z(_mm_clmulepi64_si128::<0x11>(x, p)));
+    }
+
+    /// The GHASH value: one reduction lane by lane, then the lanes folded.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn finish(self) -> __m128i {
+        fold(reduce4(self.lo, self.mid, self.hi))
+    }
+}
+
+/// A whole message whose AAD and data fill fewer than 32 blocks: `E_K(J0)` first (its rounds
+/// run beside the data's), then the AAD and the data register by register (masked loads and
+/// stores at the ends), every block hashed with its final power, the length block built in a
+/// register, one reduction. An empty message with no AAD is `E_K(J0)` alone (its length block
+/// is zero).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn short<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    j0v: __m128i,
+    aad: &[u8],
+    mut data: InOutBuf<'_, '_, u8>,
+) -> [u8; 16] {
+    let mask = aes1::<NR>(keys, j0v);
+    if aad.is_empty() && data.is_empty() {
+        return cast(mask);
+    }
+    let len = data.len();
+    let mut acc = Acc::new(blocks(aad.len()) + blocks(len) + 1);
+    for c in aad.chunks(64) {
+        acc.add(keys, reflect(load_partial(c)), blocks(c.len()));
+    }
+    let rev = rev512();
+    // the byte-reflected counters J0 + 1..J0 + 4
+    let base = _mm512_add_epi32(
+        _mm512_shuffle_epi8(_mm512_broadcast_i32x4(j0v), rev),
+        _mm512_set_epi32(0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1),
+    );
+    let mut j = 0;
+    while !data.is_empty() {
+        let n = data.len().min(64);
+        let (mut c, rest) = data.split_at(n);
+        data = rest;
+        let mut s = _mm512_xor_si512(
+            _mm512_shuffle_epi8(inc(base, 4 * j), rev),
+            round_key(keys, 0),
+        );
+        for r in 1..NR {
+            s = _mm512_aesenc_epi128(s, round_key(keys, r));
+        }
+        let d = load_partial(c.get_in());
+        let out = _mm512_aesenclast_epi128(s, _mm512_xor_si512(round_key(keys, NR), d));
+        store_partial(c.get_out(), out);
+        // the ciphertext, zero past the message's end
+        let ct = if SEAL {
+            _mm512_maskz_mov_epi8(byte_mask(n), out)
+        } else {
+            d
+        };
+        acc.add(keys, reflect(ct), blocks(n));
+        j += 1;
+    }
+    // the length block, reflected: [len(A)]_64 in the high half, [len(C)]_64 in the low
+    let lb = _mm_set_epi64x((aad.len() as u64 * 8) as i64, (len as u64 * 8) as i64);
+    acc.add_last(keys, lb);
+    let s = _mm_shuffle_epi8(acc.finish(), rev128());
+    cast(_mm_xor_si128(s, mask))
 }
