@@ -17,6 +17,7 @@ use crate::direction::Direction;
 use crate::engine::parallel_pays;
 use crate::frame::{check_lengths, tag_matches};
 use crate::refusal::Refused;
+use crate::wipe::wipe16;
 
 /// AES-GCM nonce.
 pub type Nonce<NonceSize> = Array<u8, NonceSize>;
@@ -154,30 +155,27 @@ where
         &self.cipher
     }
 
-    /// One pass from `buf`'s input into its output in direction `dir`; the full tag. On one
-    /// thread a separate output is written straight from the input; the parallel loop, which
-    /// needs the two apart as slices, gets the input copied over first
+    /// One pass from `buf`'s input into its output in direction `dir` under `nonce`; the full
+    /// tag. On one thread a separate output is written straight from the input; the parallel
+    /// loop, which needs the two apart as slices, gets the input copied over first
     /// ([`AesGcm::decrypt_into_detached`] has them apart and needs no copy).
-    fn run(
-        &self,
-        dir: Direction,
-        j0: &[u8; 16],
-        aad: &[u8],
-        buf: InOutBuf<'_, '_, u8>,
-    ) -> [u8; 16] {
+    fn run(&self, dir: Direction, nonce: &[u8], aad: &[u8], buf: InOutBuf<'_, '_, u8>) -> [u8; 16] {
         match self.parallel {
             Some(par) if parallel_pays(buf.len()) => {
                 let chunk = parallel_chunk(buf.len());
-                par(
+                let mut j0 = self.cipher.j0(nonce);
+                let full = par(
                     &self.cipher,
                     dir,
-                    j0,
+                    &j0,
                     aad,
                     Io::InPlace(buf.into_out_with_copied_in()),
                     chunk,
-                )
+                );
+                wipe16(&mut j0);
+                full
             }
-            _ => self.cipher.crypt_inout(dir, j0, aad, buf),
+            _ => self.cipher.crypt_nonce(dir, nonce, aad, buf),
         }
     }
 }
@@ -226,7 +224,6 @@ where
             && !nonce.is_empty()
             && plaintext.len() == len;
         let ok = valid && {
-            let mut j0 = self.cipher.j0(nonce);
             let (aad, dir) = (associated_data, Direction::Open);
             let mut expected = match self.parallel {
                 // Chunks on rayon's threads, each from the ciphertext into the plaintext.
@@ -235,22 +232,28 @@ where
                         true => Io::ApartUncached(ciphertext, &mut *plaintext),
                         false => Io::Apart(ciphertext, &mut *plaintext),
                     };
-                    Some(par(&self.cipher, dir, &j0, aad, io, parallel_chunk(len)))
+                    let mut j0 = self.cipher.j0(nonce);
+                    let full = par(&self.cipher, dir, &j0, aad, io, parallel_chunk(len));
+                    wipe16(&mut j0);
+                    Some(full)
                 }
                 _ if self.uncached => {
-                    self.cipher
-                        .open_uncached(&j0, aad, ciphertext, &mut *plaintext)
+                    let mut j0 = self.cipher.j0(nonce);
+                    let full = self
+                        .cipher
+                        .open_uncached(&j0, aad, ciphertext, &mut *plaintext);
+                    wipe16(&mut j0);
+                    full
                 }
                 // (Equal lengths: `new` does not fail.)
                 _ => InOutBuf::new(ciphertext, &mut *plaintext)
                     .ok()
-                    .map(|b| self.cipher.crypt_inout(dir, &j0, aad, b)),
+                    .map(|b| self.cipher.crypt_nonce(dir, nonce, aad, b)),
             };
             let ok = expected.is_some_and(|e| tag_matches(&e, tag));
             if let Some(e) = expected.as_mut() {
-                e.zeroize();
+                wipe_unless_released::<T>(e, ok);
             }
-            j0.zeroize();
             ok
         };
         if !ok {
@@ -314,11 +317,9 @@ where
         if nonce.is_empty() {
             return Err(aead::Error);
         }
-        let mut j0 = self.cipher.j0(nonce);
-        let mut full = self.run(Direction::Seal, &j0, associated_data, buffer);
+        let mut full = self.run(Direction::Seal, nonce, associated_data, buffer);
         let tag = Tag::<T>::try_from(&full[..T::USIZE]).map_err(|_| aead::Error);
-        full.zeroize();
-        j0.zeroize();
+        wipe_unless_released::<T>(&mut full, true);
         tag
     }
 
@@ -335,20 +336,19 @@ where
         if nonce.is_empty() {
             return Err(aead::Error);
         }
-        let mut j0 = self.cipher.j0(nonce);
         let in_place = buffer.get_in().as_ptr() == buffer.get_out().as_ptr();
         let ok = if in_place {
             // One fused pass; on a mismatch gcmx's forgery policy (`Refused`): a second pass
             // of the keystream gives the ciphertext back before returning.
             let buf = buffer.get_out();
-            let mut expected = self.run(Direction::Open, &j0, associated_data, buf.into());
+            let mut expected = self.run(Direction::Open, nonce, associated_data, buf.into());
             let ok = tag_matches(&expected, tag);
-            expected.zeroize();
+            wipe_unless_released::<T>(&mut expected, ok);
             if !ok {
                 Refused::apply(
                     buf,
                     |b| {
-                        let mut again = self.run(Direction::Seal, &j0, associated_data, b.into());
+                        let mut again = self.run(Direction::Seal, nonce, associated_data, b.into());
                         again.zeroize();
                         Ok(())
                     },
@@ -358,17 +358,29 @@ where
             ok
         } else {
             // The output is another buffer: check the input first, write only if it is authentic.
+            let mut j0 = self.cipher.j0(nonce);
             let mut expected = self.cipher.tag_of(&j0, associated_data, buffer.get_in());
+            wipe16(&mut j0);
             let ok = tag_matches(&expected, tag);
-            expected.zeroize();
+            wipe_unless_released::<T>(&mut expected, ok);
             if ok {
-                let mut full = self.run(Direction::Open, &j0, associated_data, buffer);
-                full.zeroize();
+                let mut full = self.run(Direction::Open, nonce, associated_data, buffer);
+                wipe_unless_released::<T>(&mut full, true);
             }
             ok
         };
-        j0.zeroize();
         if ok { Ok(()) } else { Err(aead::Error) }
+    }
+}
+
+/// Wipe a full tag unless all of it is the caller's already: a full 16-byte tag a seal returned
+/// (`released`), or the expected tag of an open whose tag matched (`released`: it equals the
+/// received one). A forged message's expected tag would make the forgery pass, and the bytes past
+/// a short tag are never released: those are wiped.
+#[inline]
+fn wipe_unless_released<T: TagSize>(full: &mut [u8; 16], released: bool) {
+    if !released || T::USIZE < 16 {
+        wipe16(full);
     }
 }
 

@@ -21,6 +21,7 @@ use crate::combine::{Partial, tree_reduce};
 use crate::ctr::apply_keystream;
 use crate::direction::Direction;
 use crate::field::HashKey;
+use crate::wipe::wipe16;
 
 /// Bytes per step of the serial loop: CTR over a chunk, then GHASH over it while it is in L1/L2
 /// (measured: 8 KiB to 128 KiB are equal within 0.5 %; below 2 KiB the per-chunk setup costs).
@@ -160,6 +161,7 @@ where
 
     /// The pre-counter block J0 of SP 800-38D 7.1: `IV ‖ 0^31 ‖ 1` for 12-byte nonces, else
     /// `GHASH(IV ‖ 0^s ‖ [len(IV)]_64)`. The nonce is public; `nonce` must not be empty (the framing checks).
+    #[inline]
     pub(crate) fn j0(&self, nonce: &[u8]) -> [u8; 16] {
         if nonce.len() == 12 {
             let mut j0 = [0u8; 16];
@@ -167,6 +169,12 @@ where
             j0[15] = 1;
             return j0;
         }
+        self.j0_hashed(nonce)
+    }
+
+    /// J0 of a nonce that is not 12 bytes long: `GHASH(IV ‖ 0^s ‖ [len(IV)]_64)`.
+    #[inline(never)]
+    fn j0_hashed(&self, nonce: &[u8]) -> [u8; 16] {
         let mut g = self.hasher();
         g.update_padded(nonce);
         let mut len = [0u8; 16];
@@ -175,9 +183,8 @@ where
         g.finalize().to_be_bytes()
     }
 
-    /// Seal or open `buf` in place on one thread; returns the full tag (computed over the
-    /// ciphertext written when sealing, over the ciphertext read when opening).
-    #[inline]
+    /// [`Cipher::crypt_inout`] in place (tests).
+    #[cfg(test)]
     pub(crate) fn crypt(
         &self,
         dir: Direction,
@@ -188,10 +195,13 @@ where
         self.crypt_inout(dir, j0, aad, buf.into())
     }
 
-    /// [`Cipher::crypt`] from `buf`'s input into its output, which may be another buffer: the
-    /// stitched kernels then read the input once and write only the output (the generic path
-    /// copies the input over first).
-    #[inline]
+    /// Seal or open from `buf`'s input into its output (in place, or another buffer: the
+    /// stitched kernels then read the input once and write only the output; the generic path
+    /// copies the input over first) on one thread; returns the full tag (computed over the
+    /// ciphertext written when sealing, over the ciphertext read when opening). Not inlined: the
+    /// callers' fast path (a 12-byte nonce on the stitched kernels) then carries none of its
+    /// stack frame.
+    #[inline(never)]
     pub(crate) fn crypt_inout(
         &self,
         dir: Direction,
@@ -211,6 +221,44 @@ where
         g.update_padded(aad);
         self.fused_run(&mut g, j0, 0, buf, dir);
         self.finish(j0, g, aad.len(), len)
+    }
+
+    /// [`Cipher::crypt_inout`] under a nonce: J0 derived from it here, or for a 12-byte nonce
+    /// on the stitched kernels, by the kernel itself in a register (J0 is then never written to
+    /// memory and read back).
+    #[inline]
+    pub(crate) fn crypt_nonce(
+        &self,
+        dir: Direction,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
+        if let (Some(k), Ok(n)) = (&self.stitched, <&[u8; 12]>::try_from(nonce)) {
+            return stitched96(k, dir, n, aad, buf);
+        }
+        let mut j0 = self.j0(nonce);
+        let full = self.crypt_inout(dir, &j0, aad, buf);
+        wipe16(&mut j0);
+        full
+    }
+
+    /// [`Cipher::crypt_inout`] of a message whose J0 is `j0`, built from the 12-byte `nonce96`
+    /// when that is given: the stitched kernels then build J0 from the nonce, as
+    /// [`Cipher::crypt_nonce`] has them do.
+    #[inline]
+    pub(crate) fn crypt_j0(
+        &self,
+        dir: Direction,
+        j0: &[u8; 16],
+        nonce96: Option<&[u8; 12]>,
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
+        match (&self.stitched, nonce96) {
+            (Some(k), Some(n)) => stitched96(k, dir, n, aad, buf),
+            _ => self.crypt_inout(dir, j0, aad, buf),
+        }
     }
 
     /// Open `src` into `dst` (equal lengths) on one thread, the plaintext written to memory past
@@ -363,6 +411,21 @@ where
         let tag = self.mask(j0, s);
         s.zeroize();
         tag
+    }
+}
+
+/// A whole message under a 12-byte nonce on the stitched kernels.
+#[inline]
+fn stitched96(
+    k: &StitchedKey,
+    dir: Direction,
+    nonce: &[u8; 12],
+    aad: &[u8],
+    buf: InOutBuf<'_, '_, u8>,
+) -> [u8; 16] {
+    match dir {
+        Direction::Seal => k.seal_message96(nonce, aad, buf),
+        Direction::Open => k.open_message96(nonce, aad, buf),
     }
 }
 

@@ -16,6 +16,7 @@ use crate::engine::{GcmEngine, Message};
 use crate::key::KeyMaterial;
 use crate::keyed::KeyedEngine;
 use crate::refusal::Refused;
+use crate::wipe::wipe16;
 
 /// Longest plaintext GCM allows: 2^36 − 32 bytes (2^39 − 256 bits).
 pub const P_MAX: u64 = (1 << 36) - 32;
@@ -70,42 +71,30 @@ pub fn check_lengths(aad_len: usize, msg_len: usize) -> Result<(), Error> {
 /// assert!(!gcmx_core::backend::tag_matches(&full, &[7u8; 17]));
 /// assert!(!gcmx_core::backend::tag_matches(&full, &[]));
 /// ```
+#[inline]
 pub fn tag_matches(expected: &[u8; 16], tag: &[u8]) -> bool {
     let n = tag.len();
     if n == 0 || n > 16 {
         return false;
     }
-    // Two 64-bit comparisons instead of sixteen byte ones (each byte comparison of `subtle` passes
-    // through an optimisation barrier; at 1 KiB that was a tenth of a decryption). The bytes past the
-    // tag's length (public) are masked off in the expected tag and zero in the padded copy of the
-    // received one. The expected tag is secret until it matches (for a forged message it is the tag
-    // that would make the forgery pass): its words are read into one local that is wiped before
-    // returning, and no other copy of it is made.
-    let mut t = [0u8; 16];
-    t[..n].copy_from_slice(tag);
-    let mut e = [0u64; 2];
-    for (i, (w, b)) in e.iter_mut().zip(expected.chunks_exact(8)).enumerate() {
-        let mut v = 0u64;
-        for (j, byte) in b.iter().enumerate() {
-            v |= u64::from(*byte) << (8 * j);
+    // The received tag zero-padded, both read as one 128-bit integer (byte `i` in bits
+    // `8i..8i + 8`), the bytes past the tag's length (public) masked off, and the difference
+    // folded to 64 bits and tested for zero without a branch (`subtle`'s `ct_eq`). One XOR over all the bytes instead
+    // of sixteen byte comparisons, each of which `subtle` passes through an optimisation barrier.
+    // The expected tag is secret until it matches (for a forged message it is the tag that
+    // would make the forgery pass): it and the difference stay in registers.
+    let t = match <&[u8; 16]>::try_from(tag) {
+        Ok(full) => *full,
+        Err(_) => {
+            let mut t = [0u8; 16];
+            t[..n].copy_from_slice(tag);
+            t
         }
-        let mask = match n.saturating_sub(8 * i) {
-            0 => 0,
-            k if k >= 8 => u64::MAX,
-            k => (1u64 << (8 * k)) - 1,
-        };
-        *w = v & mask;
-    }
-    let received = |i: usize| {
-        let mut v = 0u64;
-        for (j, byte) in t[8 * i..8 * i + 8].iter().enumerate() {
-            v |= u64::from(*byte) << (8 * j);
-        }
-        v
     };
-    let ok = e[0].ct_eq(&received(0)) & e[1].ct_eq(&received(1));
-    e.zeroize();
-    ok.into()
+    let keep = u128::MAX >> (8 * (16 - n));
+    let d = (u128::from_le_bytes(*expected) ^ u128::from_le_bytes(t)) & keep;
+    let folded = (d as u64) | (d >> 64) as u64;
+    folded.ct_eq(&0).into()
 }
 
 /// Seal one message with `engine` under its key: `buf` becomes the ciphertext, `tag` the tag of
@@ -130,11 +119,17 @@ fn seal_with(
     tag: &mut [u8],
 ) -> Result<(), Error> {
     check(nonce, aad, buf.len(), tag.len())?;
-    let mut msg = Message::new(key.j0(nonce), aad, buf);
+    let mut msg = Message::with_nonce(key, nonce, aad, buf);
     match engine.crypt(Direction::Seal, &mut msg) {
         Ok(mut full) => {
-            tag.copy_from_slice(&full[..tag.len()]);
-            full.zeroize();
+            match <&mut [u8; 16]>::try_from(&mut *tag) {
+                // the whole tag is the caller's: nothing of it left to wipe
+                Ok(t) => *t = full,
+                Err(_) => {
+                    tag.copy_from_slice(&full[..tag.len()]);
+                    wipe16(&mut full);
+                }
+            }
             Ok(())
         }
         Err(e) => {
@@ -167,7 +162,7 @@ fn open_with(
     tag: &[u8],
 ) -> Result<(), Error> {
     check(nonce, aad, buf.len(), tag.len())?;
-    let mut msg = Message::new(key.j0(nonce), aad, buf);
+    let mut msg = Message::with_nonce(key, nonce, aad, buf);
     let mut expected = match engine.crypt(Direction::Open, &mut msg) {
         Ok(t) => t,
         Err(e) => {
@@ -175,11 +170,12 @@ fn open_with(
             return Err(e);
         }
     };
-    let ok = tag_matches(&expected, tag);
-    expected.zeroize();
-    if ok {
+    if tag_matches(&expected, tag) {
+        // the expected tag equals the received one: the caller's
         return Ok(());
     }
+    // a forged message's expected tag would make the forgery pass
+    wipe16(&mut expected);
     Refused::messages(engine, core::slice::from_mut(&mut msg));
     Err(Error::Authentication)
 }
@@ -236,7 +232,7 @@ fn seal_batch_with(
             msgs.extend(
                 chunk
                     .iter_mut()
-                    .map(|j| Message::new(key.j0(j.nonce), j.aad, &mut *j.buf)),
+                    .map(|j| Message::with_nonce(key, j.nonce, j.aad, &mut *j.buf)),
             );
         },
         |msgs| {
@@ -298,7 +294,7 @@ fn open_batch_with(
             msgs.reserve(chunk.len());
             tags.reserve(chunk.len());
             for j in chunk {
-                msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
+                msgs.push(Message::with_nonce(key, j.nonce, j.aad, &mut *j.buf));
                 tags.push(j.tag);
             }
         },
@@ -325,7 +321,7 @@ fn open_batch_with(
     for chunk in jobs.chunks_mut(BATCH_CHUNK) {
         msgs.clear();
         for j in chunk {
-            msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
+            msgs.push(Message::with_nonce(key, j.nonce, j.aad, &mut *j.buf));
         }
         Refused::messages(engine, &mut msgs);
     }

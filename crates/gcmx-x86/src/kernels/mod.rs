@@ -214,6 +214,7 @@ impl Keys {
     /// A whole GCM message: seal (`SEAL`) or open `buf`'s input into its output under the
     /// pre-counter block from `pre` with associated data `aad`; returns the full tag (for open,
     /// the expected tag).
+    #[inline]
     pub(crate) fn message<const SEAL: bool>(
         &self,
         pre: Pre<'_>,
@@ -221,9 +222,16 @@ impl Keys {
         buf: InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
         match self.level {
-            #[allow(unsafe_code)]
-            // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit features.
-            Level::Zmm => unsafe { zmm::message_entry::<SEAL>(self, pre, aad, buf) },
+            Level::Zmm => {
+                let mut tag = [0u8; 16];
+                #[allow(unsafe_code)]
+                // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit
+                // features.
+                unsafe {
+                    zmm::message_entry::<SEAL>(self, pre, aad, buf, &mut tag)
+                };
+                tag
+            }
             _ => message(
                 &pre.j0(),
                 aad,

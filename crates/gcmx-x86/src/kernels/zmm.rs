@@ -581,12 +581,16 @@ pub(super) fn message_entry<const SEAL: bool>(
     pre: Pre<'_>,
     aad: &[u8],
     buf: InOutBuf<'_, '_, u8>,
-) -> [u8; 16] {
-    match keys.nr {
+    tag: &mut [u8; 16],
+) {
+    let t = match keys.nr {
         10 => message::<SEAL, 10>(keys, pre, aad, buf),
         12 => message::<SEAL, 12>(keys, pre, aad, buf),
         _ => message::<SEAL, 14>(keys, pre, aad, buf),
-    }
+    };
+    // one 16-byte store: a caller's 16-byte copy of the tag then reads it straight from the
+    // store buffer (halves returned in general registers and stored apart could not be)
+    *tag = cast(t);
 }
 
 /// J0 in a register, its bytes in memory order. From a 12-byte nonce it is built there (an
@@ -615,7 +619,7 @@ fn message<const SEAL: bool, const NR: usize>(
     pre: Pre<'_>,
     aad: &[u8],
     buf: InOutBuf<'_, '_, u8>,
-) -> [u8; 16] {
+) -> __m128i {
     let j0v = j0_reg(pre);
     if blocks(aad.len()) + blocks(buf.len()) < NB {
         return short::<SEAL, NR>(keys, j0v, aad, buf);
@@ -627,7 +631,7 @@ fn message<const SEAL: bool, const NR: usize>(
     let y = hash(keys, _mm_setzero_si128(), aad);
     let s = crypt::<SEAL, NR>(keys, ctr, y, buf, Some(&len_block));
     // `mask` holds E_K(J0)'s bytes in memory order
-    super::tag(cast(s), u128::from_be_bytes(cast(mask)))
+    cast(super::tag(cast(s), u128::from_be_bytes(cast(mask))))
 }
 
 /// The GHASH of a short message's blocks, register by register, schoolbook: four carry-less
@@ -703,10 +707,10 @@ fn short<const SEAL: bool, const NR: usize>(
     j0v: __m128i,
     aad: &[u8],
     mut data: InOutBuf<'_, '_, u8>,
-) -> [u8; 16] {
+) -> __m128i {
     let mask = aes1::<NR>(keys, j0v);
     if aad.is_empty() && data.is_empty() {
-        return cast(mask);
+        return mask;
     }
     let len = data.len();
     let mut acc = Acc::new(blocks(aad.len()) + blocks(len) + 1);
@@ -747,5 +751,5 @@ fn short<const SEAL: bool, const NR: usize>(
     let lb = _mm_set_epi64x((aad.len() as u64 * 8) as i64, (len as u64 * 8) as i64);
     acc.add_last(keys, lb);
     let s = _mm_shuffle_epi8(acc.finish(), rev128());
-    cast(_mm_xor_si128(s, mask))
+    _mm_xor_si128(s, mask)
 }
