@@ -143,6 +143,15 @@ pub trait GcmEngine: Send + Sync {
     /// expected when opening).
     fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error>;
 
+    /// Messages shorter than this many bytes the engine runs as [`SerialEngine`] on its key
+    /// would: on the calling thread, never failing. [`KeyedEngine`](crate::backend::KeyedEngine)
+    /// asks once, when it is made, and the framing then runs those messages on the key material
+    /// itself, without an engine call per message (the engine was made from the same raw key).
+    /// Default: none.
+    fn serial_below(&self) -> usize {
+        0
+    }
+
     /// Seal or open many messages; `tags[i]` receives message `i`'s full tag. Default: rayon
     /// over [`GcmEngine::crypt`].
     fn crypt_batch(
@@ -177,6 +186,9 @@ impl SerialEngine {
 impl GcmEngine for SerialEngine {
     fn name(&self) -> &'static str {
         "cpu"
+    }
+    fn serial_below(&self) -> usize {
+        usize::MAX
     }
     fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
         let nonce96 = msg.nonce96();
@@ -252,6 +264,9 @@ impl AutoCpuEngine {
 impl GcmEngine for AutoCpuEngine {
     fn name(&self) -> &'static str {
         "auto-cpu"
+    }
+    fn serial_below(&self) -> usize {
+        AUTO_PARALLEL_MIN
     }
     fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
         if parallel_pays(msg.len()) {
