@@ -158,7 +158,9 @@ where
     /// One pass from `buf`'s input into its output in direction `dir` under `nonce`; the full
     /// tag. On one thread a separate output is written straight from the input; the parallel
     /// loop, which needs the two apart as slices, gets the input copied over first
-    /// ([`AesGcm::decrypt_into_detached`] has them apart and needs no copy).
+    /// ([`AesGcm::decrypt_into_detached`] has them apart and needs no copy). Inlined, so that
+    /// the buffer reaches the kernel without a copy of its own (see `gcmx_x86`'s `message`).
+    #[inline(always)]
     fn run(&self, dir: Direction, nonce: &[u8], aad: &[u8], buf: InOutBuf<'_, '_, u8>) -> [u8; 16] {
         match self.parallel {
             Some(par) if parallel_pays(buf.len()) => {
@@ -211,6 +213,7 @@ where
     /// assert!(cipher.decrypt_into_detached(&nonce, b"", &ct, &mut pt, &tag).is_err());
     /// assert_eq!(pt, [0u8; 9]);
     /// ```
+    #[inline]
     pub fn decrypt_into_detached(
         &self,
         nonce: &Nonce<N>,
@@ -307,6 +310,7 @@ where
     N: ArraySize,
     T: TagSize,
 {
+    #[inline]
     fn encrypt_inout_detached(
         &self,
         nonce: &Nonce<N>,
@@ -325,6 +329,7 @@ where
 
     /// Verifies the tag; on success `buffer`'s output holds the plaintext. On failure it is left
     /// as it was given (in place: the ciphertext; with a separate output: untouched).
+    #[inline]
     fn decrypt_inout_detached(
         &self,
         nonce: &Nonce<N>,

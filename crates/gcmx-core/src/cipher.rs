@@ -226,7 +226,7 @@ where
     /// [`Cipher::crypt_inout`] under a nonce: J0 derived from it here, or for a 12-byte nonce
     /// on the stitched kernels, by the kernel itself in a register (J0 is then never written to
     /// memory and read back).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn crypt_nonce(
         &self,
         dir: Direction,
@@ -246,7 +246,7 @@ where
     /// [`Cipher::crypt_inout`] of a message whose J0 is `j0`, built from the 12-byte `nonce96`
     /// when that is given: the stitched kernels then build J0 from the nonce, as
     /// [`Cipher::crypt_nonce`] has them do.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn crypt_j0(
         &self,
         dir: Direction,
@@ -414,8 +414,9 @@ where
     }
 }
 
-/// A whole message under a 12-byte nonce on the stitched kernels.
-#[inline]
+/// A whole message under a 12-byte nonce on the stitched kernels. Inlined down to the kernel's
+/// one call (see `gcmx_x86`'s `message`): every layer of calls costs a short message.
+#[inline(always)]
 fn stitched96(
     k: &StitchedKey,
     dir: Direction,

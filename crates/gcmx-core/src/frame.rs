@@ -41,6 +41,7 @@ pub const TAG_LENGTHS: &[usize] = &[4, 8, 12, 13, 14, 15, 16];
 /// assert_eq!(check(&[0; 12], b"", 0, 17), Err(Error::TagLength(17)));
 /// assert!(check(&[0; 12], b"", 100, 16).is_ok());
 /// ```
+#[inline]
 pub fn check(nonce: &[u8], aad: &[u8], msg_len: usize, tag_len: usize) -> Result<(), Error> {
     if nonce.is_empty() {
         return Err(Error::NonceLength(0));
@@ -52,6 +53,7 @@ pub fn check(nonce: &[u8], aad: &[u8], msg_len: usize, tag_len: usize) -> Result
 }
 
 /// Check the message and associated-data limits alone.
+#[inline]
 pub fn check_lengths(aad_len: usize, msg_len: usize) -> Result<(), Error> {
     if msg_len as u64 > P_MAX {
         return Err(Error::PlaintextTooLong);
@@ -99,6 +101,7 @@ pub fn tag_matches(expected: &[u8; 16], tag: &[u8]) -> bool {
 
 /// Seal one message with `engine` under its key: `buf` becomes the ciphertext, `tag` the tag of
 /// length `tag.len()`. If the engine fails, `buf` is zeroed (it may hold part-encrypted data).
+#[inline]
 pub fn seal(
     engine: &KeyedEngine,
     nonce: &[u8],
@@ -131,7 +134,8 @@ fn put_tag(tag: &mut [u8], mut full: [u8; 16]) {
     }
 }
 
-/// [`seal`] with the key material and the engine apart.
+/// [`seal`] with the key material and the engine apart (out of line: [`seal`] is inlined).
+#[inline(never)]
 fn seal_with(
     key: &KeyMaterial,
     engine: &dyn GcmEngine,
@@ -157,6 +161,7 @@ fn seal_with(
 /// Open one message with `engine` under its key: on success `buf` holds the plaintext. On a
 /// wrong tag it holds the ciphertext again and the call returns [`Error::Authentication`]; if the
 /// engine fails, `buf` is zeroed.
+#[inline]
 pub fn open(
     engine: &KeyedEngine,
     nonce: &[u8],
@@ -188,7 +193,8 @@ pub fn open(
     open_with(engine.key(), engine.engine(), nonce, aad, buf, tag)
 }
 
-/// [`open`] with the key material and the engine apart.
+/// [`open`] with the key material and the engine apart (out of line: [`open`] is inlined).
+#[inline(never)]
 fn open_with(
     key: &KeyMaterial,
     engine: &dyn GcmEngine,

@@ -132,7 +132,7 @@ impl KeyMaterial {
     /// Seal or open one message under `nonce` on the calling thread, from `buf`'s input into its
     /// output, as [`SerialEngine`](crate::backend::SerialEngine) runs it; returns the full tag
     /// (for an open, the expected one).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn crypt_nonce(
         &self,
         dir: crate::direction::Direction,

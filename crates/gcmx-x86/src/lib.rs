@@ -272,7 +272,7 @@ impl StitchedKey {
     /// [len(IV)]_64)` (which [`StitchedKey::ghash`] computes). GCM limits the message to
     /// `2^36 − 32` bytes per `J0`; past that the counter wraps and the keystream repeats,
     /// which the caller must prevent.
-    #[inline]
+    #[inline(always)]
     pub fn seal_message<'i, 'o>(
         &self,
         j0: &[u8; 16],
@@ -295,7 +295,7 @@ impl StitchedKey {
     /// place, or its input into its output), and return the **expected** tag. The caller must
     /// compare it with the received tag in constant time and, on a mismatch, not release the
     /// output (in place, re-sealing it with the same `j0` restores the ciphertext; else wipe it).
-    #[inline]
+    #[inline(always)]
     pub fn open_message<'i, 'o>(
         &self,
         j0: &[u8; 16],
@@ -330,7 +330,7 @@ impl StitchedKey {
     ///     assert_eq!(k.open_message96(&[0u8; 12], b"", &mut buf[..]), tag);
     /// }
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn seal_message96<'i, 'o>(
         &self,
         nonce: &[u8; 12],
@@ -351,7 +351,7 @@ impl StitchedKey {
 
     /// [`StitchedKey::open_message`] for a 12-byte nonce, as [`StitchedKey::seal_message96`]
     /// seals: returns the **expected** tag, which the caller compares in constant time.
-    #[inline]
+    #[inline(always)]
     pub fn open_message96<'i, 'o>(
         &self,
         nonce: &[u8; 12],

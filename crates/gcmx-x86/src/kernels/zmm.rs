@@ -574,15 +574,30 @@ fn crypt<const SEAL: bool, const NR: usize>(
     }
 }
 
-/// A whole message on the 512-bit kernels (see [`super::message`]).
+/// A whole message on the 512-bit kernels (see [`super::message`]), its buffer given as the raw
+/// parts of an [`InOutBuf`] (see [`super::Keys::message`] for why).
+///
+/// # Safety
+///
+/// The CPU has the 512-bit kernels' features, and `in_ptr`, `out_ptr` and `len` are the parts
+/// of an `InOutBuf` of `u8` that the caller gave up for this call (`InOutBuf::into_raw`), so
+/// that nothing else reaches its memory until the call returns. (They come first, each in a
+/// register of its own.)
+#[allow(unsafe_code)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-pub(super) fn message_entry<const SEAL: bool>(
+pub(super) unsafe fn message_entry<const SEAL: bool>(
+    in_ptr: *const u8,
+    out_ptr: *mut u8,
+    len: usize,
     keys: &Keys,
-    pre: Pre<'_>,
     aad: &[u8],
-    buf: InOutBuf<'_, '_, u8>,
+    pre: Pre<'_>,
     tag: &mut [u8; 16],
 ) {
+    #[allow(unsafe_code)]
+    // SAFETY: the parts of an `InOutBuf` given up by the caller (this function's contract):
+    // valid for `len` bytes, in and out equal or apart, and not reached otherwise meanwhile.
+    let buf = unsafe { InOutBuf::from_raw(in_ptr, out_ptr, len) };
     let t = match keys.nr {
         10 => message::<SEAL, 10>(keys, pre, aad, buf),
         12 => message::<SEAL, 12>(keys, pre, aad, buf),
@@ -695,11 +710,14 @@ impl Acc {
     }
 }
 
-/// A whole message whose AAD and data fill fewer than 32 blocks: `E_K(J0)` first (its rounds
-/// run beside the data's), then the AAD and the data register by register (masked loads and
-/// stores at the ends), every block hashed with its final power, the length block built in a
-/// register, one reduction. An empty message with no AAD is `E_K(J0)` alone (its length block
-/// is zero).
+/// A whole message whose AAD and data fill fewer than 32 blocks: the AAD and the data register by
+/// register (masked loads and stores at the ends), every block hashed with its final power, the
+/// length block built in a register, one reduction. `E_K(J0)` is computed beside the data: where
+/// the data's last register has a lane to spare (a block count that is not a multiple of four),
+/// J0 takes that lane's counter and the length block its place in the hash, so the message needs
+/// no AES and no products of its own for either; otherwise J0 runs in a register of its own,
+/// first, its rounds beside the data's. An empty message with no AAD is `E_K(J0)` alone (its
+/// length block is zero).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn short<const SEAL: bool, const NR: usize>(
@@ -708,15 +726,22 @@ fn short<const SEAL: bool, const NR: usize>(
     aad: &[u8],
     mut data: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
-    let mask = aes1::<NR>(keys, j0v);
-    if aad.is_empty() && data.is_empty() {
-        return mask;
-    }
     let len = data.len();
+    // blocks in the data's last register, when it has a lane to spare
+    let spare = blocks(len) % 4;
+    let mut mask = _mm_setzero_si128();
+    if spare == 0 {
+        mask = aes1::<NR>(keys, j0v);
+        if aad.is_empty() && len == 0 {
+            return mask;
+        }
+    }
     let mut acc = Acc::new(blocks(aad.len()) + blocks(len) + 1);
     for c in aad.chunks(64) {
         acc.add(keys, reflect(load_partial(c)), blocks(c.len()));
     }
+    // the length block, reflected: [len(A)]_64 in the high half, [len(C)]_64 in the low
+    let lb = _mm_set_epi64x((aad.len() as u64 * 8) as i64, (len as u64 * 8) as i64);
     let rev = rev512();
     // the byte-reflected counters J0 + 1..J0 + 4
     let base = _mm512_add_epi32(
@@ -728,10 +753,14 @@ fn short<const SEAL: bool, const NR: usize>(
         let n = data.len().min(64);
         let (mut c, rest) = data.split_at(n);
         data = rest;
-        let mut s = _mm512_xor_si512(
-            _mm512_shuffle_epi8(inc(base, 4 * j), rev),
-            round_key(keys, 0),
-        );
+        let with_j0 = data.is_empty() && spare != 0;
+        let mut ctr = _mm512_shuffle_epi8(inc(base, 4 * j), rev);
+        if with_j0 {
+            // lane `spare` (past the data) encrypts J0
+            let lane = 0b11 << (2 * spare);
+            ctr = _mm512_mask_blend_epi64(lane, ctr, _mm512_broadcast_i32x4(j0v));
+        }
+        let mut s = _mm512_xor_si512(ctr, round_key(keys, 0));
         for r in 1..NR {
             s = _mm512_aesenc_epi128(s, round_key(keys, r));
         }
@@ -744,12 +773,22 @@ fn short<const SEAL: bool, const NR: usize>(
         } else {
             d
         };
-        acc.add(keys, reflect(ct), blocks(n));
+        let mut x = reflect(ct);
+        let mut k = blocks(n);
+        if with_j0 {
+            // `d` is zero in lane `spare`: `out` holds E_K(J0) there
+            let at = _mm512_set1_epi64(2 * spare as i64);
+            let from = _mm512_add_epi64(at, _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+            mask = _mm512_castsi512_si128(_mm512_permutexvar_epi64(from, out));
+            x = _mm512_mask_broadcast_i32x4(x, 0xF << (4 * spare), lb);
+            k += 1;
+        }
+        acc.add(keys, x, k);
         j += 1;
     }
-    // the length block, reflected: [len(A)]_64 in the high half, [len(C)]_64 in the low
-    let lb = _mm_set_epi64x((aad.len() as u64 * 8) as i64, (len as u64 * 8) as i64);
-    acc.add_last(keys, lb);
+    if spare == 0 {
+        acc.add_last(keys, lb);
+    }
     let s = _mm_shuffle_epi8(acc.finish(), rev128());
     _mm_xor_si128(s, mask)
 }
