@@ -312,11 +312,10 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
     h: Option<&[u8]>,
     mut cur: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
-    // The key through an opaque reference: the compiler then reads each round key and power
-    // from the key where it is used instead of keeping them all in registers for the whole
-    // loop, which would leave too few registers for the AES state and make it run the blocks'
-    // rounds one register after another instead of round by round.
-    let keys: &Keys = core::hint::black_box(keys);
+    // The round keys stay in registers for the whole loop (the compiler keeps the powers of H
+    // in a copy on the stack). Read from the key where they are used instead, every step issued
+    // some thirty loads from the key's heap block behind the stores of the step before, and the
+    // loop ran 8 to 13 % slower on Emerald Rapids (benches/results.md).
     let k0 = round_key(keys, 0);
     let mut s = counters(base).map(|c| _mm512_xor_si512(c, k0));
     let mut acc = [_mm512_setzero_si512(); 3];
