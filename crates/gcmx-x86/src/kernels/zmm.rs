@@ -752,6 +752,37 @@ fn one_block<const SEAL: bool, const NR: usize>(
     _mm_xor_si128(_mm_shuffle_epi8(acc.finish(), rev), mask)
 }
 
+/// Registers `j..j + W` of a short message's data, all whole (`c` holds `64 W` bytes): their AES
+/// rounds interleaved, the data through them, the ciphertext hashed into `acc`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn short_registers<const SEAL: bool, const NR: usize, const W: usize>(
+    keys: &Keys,
+    base: __m512i,
+    j: usize,
+    mut c: InOutBuf<'_, '_, u8>,
+    acc: &mut Acc,
+) {
+    let rev = rev512();
+    let k0 = round_key(keys, 0);
+    let mut s: [__m512i; W] = core::array::from_fn(|i| {
+        _mm512_xor_si512(_mm512_shuffle_epi8(inc(base, 4 * (j + i)), rev), k0)
+    });
+    for r in 1..NR {
+        let kr = round_key(keys, r);
+        for x in s.iter_mut() {
+            *x = _mm512_aesenc_epi128(*x, kr);
+        }
+    }
+    let kl = round_key(keys, NR);
+    for (i, x) in s.iter().enumerate() {
+        let d = load64(&c.get_in()[64 * i..]);
+        let out = _mm512_aesenclast_epi128(*x, _mm512_xor_si512(kl, d));
+        store64(&mut c.get_out()[64 * i..], out);
+        acc.add(keys, reflect(if SEAL { out } else { d }), 4);
+    }
+}
+
 /// Register `j` of a short message's data (`c`, at most 64 bytes) from the reflected counters
 /// `base` (`J0 + 1..J0 + 4`): its AES, the data through it, the ciphertext hashed into `acc`. When
 /// `tail` is given (the data's last register, with a lane to spare past its blocks), that lane
@@ -911,6 +942,20 @@ fn short<const SEAL: bool, const NR: usize>(
         }
     } else {
         let mut j = 0;
+        // whole registers, four or two at a time, their rounds interleaved; the data's last
+        // register (it may be partial, and may carry J0) on its own
+        while data.len() > 4 * 64 {
+            let (c, rest) = data.split_at(4 * 64);
+            data = rest;
+            short_registers::<SEAL, NR, 4>(keys, base, j, c, &mut acc);
+            j += 4;
+        }
+        while data.len() > 2 * 64 {
+            let (c, rest) = data.split_at(2 * 64);
+            data = rest;
+            short_registers::<SEAL, NR, 2>(keys, base, j, c, &mut acc);
+            j += 2;
+        }
         while !data.is_empty() {
             let n = data.len().min(64);
             let (c, rest) = data.split_at(n);
