@@ -26,7 +26,7 @@ use core::arch::x86_64::*;
 use bytemuck::cast;
 use inout::InOutBuf;
 
-use super::common::{POLY_C, aes1, hash_key, power_tree, rev128};
+use super::common::{POLY_C, aes1, dot, hash_key, power_tree, rev128};
 use super::{Keys, Pre};
 use zeroize::Zeroize;
 
@@ -427,6 +427,16 @@ impl Run {
         self.idx += blocks;
     }
 
+    /// The next `blocks` blocks (1 to 4) of the run, already reflected, in `x`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add_reflected(&mut self, keys: &Keys, x: __m512i, blocks: usize) {
+        let x = _mm512_xor_si512(x, _mm512_zextsi128_si512(self.y));
+        self.y = _mm_setzero_si128();
+        products(keys, self.idx, x, &mut self.acc);
+        self.idx += blocks;
+    }
+
     /// Bytes (at most one step, zero-padded to whole blocks), in registers.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
@@ -483,7 +493,7 @@ fn crypt_short<const SEAL: bool, const NR: usize>(
     base: __m512i,
     mut run: Run,
     mut tail: InOutBuf<'_, '_, u8>,
-    len_block: Option<&[u8; 16]>,
+    len_block: Option<__m128i>,
 ) -> __m128i {
     let rev = rev512();
     let mut j = 0;
@@ -511,7 +521,7 @@ fn crypt_short<const SEAL: bool, const NR: usize>(
         j += 1;
     }
     if let Some(l) = len_block {
-        run.add(keys, load_partial(l), 1);
+        run.add_reflected(keys, _mm512_zextsi128_si512(l), 1);
     }
     run.finish()
 }
@@ -556,7 +566,7 @@ fn crypt<const SEAL: bool, const NR: usize>(
     ctr: u128,
     mut y: __m128i,
     buf: InOutBuf<'_, '_, u8>,
-    len_block: Option<&[u8; 16]>,
+    len_block: Option<__m128i>,
 ) -> __m128i {
     let bulk_len = buf.len() / STEP * STEP;
     let (mut bulk, tail) = buf.split_at(bulk_len);
@@ -590,9 +600,8 @@ fn crypt<const SEAL: bool, const NR: usize>(
                 y = crypt_short::<SEAL, NR>(keys, base, Run::new(y, t), tail, None);
             }
             if let Some(l) = len_block {
-                let mut run = Run::new(y, 1);
-                run.add(keys, load_partial(l), 1);
-                y = run.finish();
+                // one block: in 128-bit registers, with the shorter latency
+                y = dot(_mm_xor_si128(y, l), cast(keys.q(1)));
             }
             y
         }
@@ -687,11 +696,13 @@ fn long<const SEAL: bool, const NR: usize>(
     let mask: __m128i = aes1::<NR>(keys, j0v);
     let j0: [u8; 16] = cast(j0v);
     let ctr = super::first_counter(&j0);
-    let len_block = super::length_block(aad.len(), buf.len());
+    // the length block, reflected, built in a register (stored and read back as a block, its
+    // bytes would wait for the store to reach the cache)
+    let lb = _mm_set_epi64x((aad.len() as u64 * 8) as i64, (buf.len() as u64 * 8) as i64);
     let y = hash(keys, _mm_setzero_si128(), aad);
-    let s = crypt::<SEAL, NR>(keys, ctr, y, buf, Some(&len_block));
+    let s = crypt::<SEAL, NR>(keys, ctr, y, buf, Some(lb));
     // `mask` holds E_K(J0)'s bytes in memory order
-    cast(super::tag(cast(s), u128::from_be_bytes(cast(mask))))
+    _mm_xor_si128(_mm_shuffle_epi8(s, rev128()), mask)
 }
 
 /// A message of at most one block, with at most one block of AAD: the counter block and J0
