@@ -14,9 +14,16 @@
 //! step's ciphertext (still in registers) while encrypting the next; opening hashes and decrypts
 //! the same step. What is left after the whole steps (fewer than 32 blocks, the last one possibly
 //! partial) runs register by register with masked loads and stores and is hashed as one [`Run`]:
-//! with the powers `Q_n..Q_1` for its own block count `n` and one reduction. A whole short message
-//! (AAD, message and length block together at most 32 blocks) is one run: a 64-byte message with no
-//! AAD is one register of AES and one reduction.
+//! with the powers `Q_n..Q_1` for its own block count `n` and one reduction.
+//!
+//! A whole short message (AAD, message and length block together at most 32 blocks, [`short`])
+//! is one run, its whole registers four or two at a time with their rounds interleaved, every
+//! block multiplied by its final power (schoolbook, four products a register) and one reduction;
+//! `E_K(J0)` is computed beside the data, in the spare lane of its last register where it has
+//! one. A message of at most one block with at most one block of AAD ([`one_block`]) is one
+//! 256-bit AES pass (its counter block and J0) and one hash register. At these lengths the time
+//! of a message is the count of its instructions, and the buffer, J0 and the tag cross the calls
+//! in registers: a load that spans several just-written stores waits for them to reach the cache.
 //!
 //! The key's powers are kept in block order with their Karatsuba halves (`Keys::p`,
 //! `Keys::pk`), so a register of powers is one load and a call sets up nothing.
