@@ -6,8 +6,8 @@
 //!
 //! `cargo bench --bench aes_gcm` (criterion prints medians; `benches/results.md` holds a table).
 //! One group: `cargo bench --bench aes_gcm -- aes256gcm-encrypt`. The one-core comparison with
-//! the implementations interleaved round by round (for machines whose speed drifts):
-//! `cargo bench --bench aes_gcm -- --interleaved 11`.
+//! the implementations interleaved round by round, in core cycles, beside haberdashery and
+//! BoringSSL too, is `crates/gcmx-bench` (`cargo bench -p gcmx-bench --bench one_core`).
 
 use std::hint::black_box;
 
@@ -321,91 +321,6 @@ fn bench_open(g: &mut Group<'_>, im: &Impls, size: usize) {
     }
 }
 
-/// `aes_gcm --interleaved [ROUNDS]`: the one-core comparison of [`one_core`] with the
-/// implementations interleaved instead of one after another: in each of ROUNDS rounds every
-/// implementation runs about 10 ms on the same (algorithm, direction, size), in an order rotated
-/// from round to round. On shared or virtual machines the speed available to one core drifts
-/// over a run by more than the differences measured; interleaved, every implementation sees the
-/// same drift. Prints the median GiB/s of each and the median, lowest and highest of the per-round
-/// ratio gcmx / aws-lc-rs.
-fn interleaved(rounds: usize) {
-    use std::time::{Duration, Instant};
-    const SLICE: Duration = Duration::from_millis(10);
-    let med = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    println!(
-        "interleaved: {rounds} rounds of ~{} ms per implementation",
-        SLICE.as_millis()
-    );
-    for (bits, key) in [(256, &[0x42u8; 32][..]), (128, &[0x42u8; 16][..])] {
-        let im = Impls::new(key);
-        for seal in [true, false] {
-            let dir = if seal { "encrypt" } else { "decrypt" };
-            for size in sizes() {
-                let m = Sealed::new(&im, size);
-                // (name, input with tag, call); seals run in place on the plaintext buffer.
-                let calls: Vec<(&str, bool, Call<'_>)> = if seal {
-                    sealers(&im)
-                        .into_iter()
-                        .map(|(n, f)| (n, false, f))
-                        .collect()
-                } else {
-                    openers(&im, &m)
-                };
-                // Inputs for one timed pass: enough copies for ~1 MiB (at least one).
-                let copies = ((1 << 20) / size).clamp(1, 1024);
-                let mut gibs = vec![Vec::with_capacity(rounds); calls.len()];
-                for r in 0..rounds {
-                    for k in 0..calls.len() {
-                        let i = (k + r) % calls.len();
-                        let (_, with_tag, f) = &calls[i];
-                        let src = if seal {
-                            &m.ct
-                        } else if *with_tag {
-                            &m.ct_tag
-                        } else {
-                            &m.ct
-                        };
-                        let mut bufs: Vec<Vec<u8>> = vec![src.clone(); copies];
-                        let (mut timed, mut done) = (Duration::ZERO, 0usize);
-                        while timed < SLICE {
-                            if !seal {
-                                bufs.iter_mut().for_each(|b| b.copy_from_slice(src));
-                            }
-                            let t = Instant::now();
-                            for b in bufs.iter_mut() {
-                                f(black_box(b));
-                            }
-                            timed += t.elapsed();
-                            done += copies;
-                        }
-                        gibs[i]
-                            .push((done * size) as f64 / timed.as_secs_f64() / (1u64 << 30) as f64);
-                    }
-                }
-                let at = |name: &str| calls.iter().position(|c| c.0 == name).unwrap();
-                let (g, a) = (at("gcmx"), at("aws-lc-rs"));
-                let ratios: Vec<f64> = gibs[g].iter().zip(&gibs[a]).map(|(x, y)| x / y).collect();
-                let (lo, hi) = ratios
-                    .iter()
-                    .fold((f64::MAX, 0f64), |(l, h), &x| (l.min(x), h.max(x)));
-                let line: Vec<String> = calls
-                    .iter()
-                    .zip(&gibs)
-                    .map(|(c, v)| format!("{} {:.2}", c.0, med(v.clone())))
-                    .collect();
-                println!(
-                    "aes{bits}gcm-{dir}/{size}: {}; gcmx / aws-lc-rs median {:.2} (rounds {lo:.2}..{hi:.2})",
-                    line.join(", "),
-                    med(ratios),
-                );
-            }
-        }
-    }
-}
-
 /// Key set-up, for users that build a key per message (xaes-256-gcm derives one per message):
 /// a new key from its bytes, ready to seal, dropped again.
 fn key_setup(c: &mut Criterion) {
@@ -675,11 +590,6 @@ criterion_group!(
     powers_tree
 );
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(i) = args.iter().position(|a| a == "--interleaved") {
-        interleaved(args.get(i + 1).and_then(|r| r.parse().ok()).unwrap_or(11));
-        return;
-    }
     benches();
     Criterion::default().configure_from_args().final_summary();
 }

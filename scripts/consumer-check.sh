@@ -26,7 +26,8 @@ done
 
 # `cargo package` builds each crate from its package alone (verification), with every crate of the
 # workspace available to the others as if published; gcmx-cuda-testkit (`publish = false`: test support
-# of gcmx-cuda, which reads files of the repository) is not one of them.
+# of gcmx-cuda, which reads files of the repository) and gcmx-bench (`publish = false`: the one-core
+# benchmark against other libraries) are not among them.
 # A target folder of its own, emptied first: cargo takes crates of a registry as immutable, so the
 # compiled packages of an earlier run with the same version would stand in for the workspace's crates
 # (and so would the sources it unpacked from that run's temporary registry, in CARGO_HOME).
@@ -36,7 +37,7 @@ if [[ ${PACKAGE} == 1 ]]; then
     for d in "${CARGO_HOME:-${HOME}/.cargo}"/registry/src/-*/gcmx*-* "${CARGO_HOME:-${HOME}/.cargo}"/registry/cache/-*/gcmx*-*; do
         [[ -e "$d" ]] && rm -rf "$d"
     done
-    cargo package --workspace --exclude gcmx-cuda-testkit --allow-dirty --target-dir "${PKG}" 2>&1 |
+    cargo package --workspace --exclude gcmx-cuda-testkit --exclude gcmx-bench --allow-dirty --target-dir "${PKG}" 2>&1 |
         grep -E "^ *(Packaged|Verifying|Finished|error|warning: [^i])" || true
     [[ ${PIPESTATUS[0]} == 0 ]] || { echo "consumer-check: cargo package --workspace failed" >&2; exit 1; }
 fi

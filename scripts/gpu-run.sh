@@ -12,9 +12,9 @@
 #                      cores and on the GPU (gcmx-stream-adapters --backend cpu-parallel / cuda)
 #   gpu-run.sh full    tests, then bench
 #   gpu-run.sh testbench  gcmx-cuda's GPU tests, then gcmx-cuda-bench (no integration tests)
-#   gpu-run.sh cpu     the CPU benchmark and gcmx-x86 tests that scripts/cpu-bench-build.sh put in <bundle>/cpu
-#   gpu-run.sh cpu-interleaved   only the one-core comparison with the implementations interleaved
-#                      (aes_gcm --interleaved ${GCMX_CPU_ROUNDS:-15}), after gcmx-x86's tests
+#   gpu-run.sh cpu     the CPU benchmarks and gcmx-x86 tests that scripts/cpu-bench-build.sh put in <bundle>/cpu
+#   gpu-run.sh cpu-one-core   only the one-core comparison (one_core ${GCMX_ONE_CORE_ARGS:-}: gcmx beside
+#                      haberdashery, BoringSSL, aws-lc-rs and ring, interleaved, in cycles)
 # The bundle is the folder this script is in when it holds bins.tar.xz (gpu-build.sh copies the script
 # there), else .device beside scripts/. Logs go to $GCMX_LOG_DIR (default ./gpu-logs).
 # Options through the environment: GCMX_RUN_TIMEOUT (seconds per test or bench program, default 1800),
@@ -170,18 +170,25 @@ run_stream() {
 run_cpu() {
     local C="${D}/cpu"
     lscpu | grep -E "Model name|^CPU\(s\)|Thread|Flags" | cut -c1-200 | tee "${LOG}/cpu.txt"
+    if [[ -n ${GCMX_CPU_ONE_CORE_ONLY:-} ]]; then
+        run_one_core "${C}"
+        return
+    fi
     "${C}/x86_equivalence" 2>&1 | tail -n 15 | tee -a "${LOG}/cpu.txt"
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
     "${C}/x86_constant_time" 2>&1 | tail -n 6 | tee -a "${LOG}/cpu.txt"
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
     "${C}/x86_speed" 2>&1 | tee -a "${LOG}/cpu.txt"
-    if [[ -z ${GCMX_CPU_INTERLEAVED_ONLY:-} ]]; then
-        "${C}/aes_gcm" --bench "${GCMX_CPU_BENCH_FILTER:-aes256gcm-encrypt|auto-threshold}" 2>&1 | tee "${LOG}/cpu-bench.log" \
-            | grep -E "time:|thrpt:|^[a-z].*/" | tail -n 80
-        [[ ${PIPESTATUS[0]} == 0 ]] || status=1
-    fi
-    "${C}/aes_gcm" --interleaved "${GCMX_CPU_ROUNDS:-15}" 2>&1 | tee "${LOG}/cpu-interleaved.log"
+    "${C}/aes_gcm" --bench "${GCMX_CPU_BENCH_FILTER:-aes256gcm-encrypt|auto-threshold}" 2>&1 | tee "${LOG}/cpu-bench.log" \
+        | grep -E "time:|thrpt:|^[a-z].*/" | tail -n 80
     [[ ${PIPESTATUS[0]} == 0 ]] || status=1
+    run_one_core "${C}"
+}
+
+run_one_core() {
+    # shellcheck disable=SC2086 # the arguments are words
+    "$1/one_core" ${GCMX_ONE_CORE_ARGS:-} 2>"${LOG}/cpu-one-core.stderr" | tee "${LOG}/cpu-one-core.md"
+    [[ ${PIPESTATUS[0]} == 0 ]] || { status=1; tail -n 5 "${LOG}/cpu-one-core.stderr"; }
 }
 
 case "${MODE}" in
@@ -196,7 +203,7 @@ case "${MODE}" in
     full) run_tests ${GCMX_TEST_ARGS:-}; run_consumer; run_integration; run_faults; run_bench ${GCMX_BENCH_ARGS:-} ;;
     testbench) run_tests ${GCMX_TEST_ARGS:-}; run_bench ${GCMX_BENCH_ARGS:-} ;;
     cpu) run_cpu ;;
-    cpu-interleaved) GCMX_CPU_INTERLEAVED_ONLY=1 run_cpu ;;
+    cpu-one-core) GCMX_CPU_ONE_CORE_ONLY=1 run_cpu ;;
     *) echo "gpu-run: unknown mode ${MODE}"; exit 2 ;;
 esac
 echo "== gpu-run ${MODE} finished, status ${status}"

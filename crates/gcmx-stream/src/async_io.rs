@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
+use crate::poison::Poison;
 use crate::reader::Opener;
 use crate::wipe::wipe_stacks;
 use crate::writer::Sealer;
@@ -66,6 +67,7 @@ impl Keyset {
             header_sent: 0,
             sealer,
             finished: false,
+            poison: Poison::default(),
         })
     }
 
@@ -102,13 +104,15 @@ impl Keyset {
                 opts: *opts,
                 bytes: Vec::new(),
             },
+            poison: Poison::default(),
         })
     }
 }
 
 /// Encrypts what is written to it into Tink's AES-GCM-HKDF streaming format, into an inner
 /// `AsyncWrite`. Made by [`Keyset::encrypting_async_writer`]; `poll_shutdown` writes the
-/// last segment. Its window, which holds plaintext, is wiped on drop.
+/// last segment. Its window, which holds plaintext, is wiped on drop. A writer whose poll
+/// panicked is poisoned, as [`EncryptingWriter`](crate::EncryptingWriter) is.
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncEncryptingWriter<W> {
     inner: Option<W>,
@@ -116,6 +120,7 @@ pub struct AsyncEncryptingWriter<W> {
     header_sent: usize,
     sealer: Sealer,
     finished: bool,
+    poison: Poison,
 }
 
 fn gone() -> io::Error {
@@ -162,6 +167,33 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        this.poison.enter()?;
+        let r = this.write_unpoisoned(cx, buf);
+        this.poison.leave();
+        r
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.poison.enter()?;
+        let r = this.flush_unpoisoned(cx);
+        this.poison.leave();
+        r
+    }
+
+    /// Seals the last segment, writes everything and shuts the inner writer down.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.poison.enter()?;
+        let r = this.shutdown_unpoisoned(cx);
+        this.poison.leave();
+        r
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
+    fn write_unpoisoned(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self;
         this.sealer.check()?;
         if this.finished {
             return Poll::Ready(Err(io::Error::other("the stream is finished")));
@@ -186,16 +218,14 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
         Poll::Ready(Ok(done))
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.sealer.check()?;
-        ready!(this.poll_drain(cx))?;
-        Pin::new(this.inner.as_mut().ok_or_else(gone)?).poll_flush(cx)
+    fn flush_unpoisoned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.sealer.check()?;
+        ready!(self.poll_drain(cx))?;
+        Pin::new(self.inner.as_mut().ok_or_else(gone)?).poll_flush(cx)
     }
 
-    /// Seals the last segment, writes everything and shuts the inner writer down.
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
+    fn shutdown_unpoisoned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self;
         this.sealer.check()?;
         if !this.finished {
             ready!(this.poll_drain(cx))?;
@@ -248,11 +278,13 @@ enum ReadState {
 
 /// Decrypts a Tink AES-GCM-HKDF stream read from an inner `AsyncRead`, handing out only
 /// authenticated plaintext. Made by [`Keyset::decrypting_async_reader`]. Its window, which
-/// holds plaintext, is wiped on drop.
+/// holds plaintext, is wiped on drop. A reader whose poll panicked is poisoned: every later poll
+/// fails with [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncDecryptingReader<R> {
     inner: R,
     state: ReadState,
+    poison: Poison,
 }
 
 impl<R> AsyncDecryptingReader<R> {
@@ -299,8 +331,15 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             if bytes.len() >= need {
                 break;
             }
+            // Grown with the data (by doubling, from 64 KiB), not to `need` at once: with several
+            // keys, `need` is the longest possible first segment, up to 2 GiB, whatever the
+            // stream's length.
             let start = bytes.len();
-            bytes.resize(need, 0);
+            let step = need.min(start.saturating_mul(2).max(start + (64 << 10)));
+            if bytes.try_reserve_exact(step - start).is_err() {
+                return Poll::Ready(Err(crate::window::no_memory(step)));
+            }
+            bytes.resize(step, 0);
             let mut rb = ReadBuf::new(&mut bytes[start..]);
             let r = Pin::new(&mut self.inner).poll_read(cx, &mut rb);
             let n = rb.filled().len();
@@ -343,6 +382,20 @@ impl<R: AsyncRead + Unpin> AsyncRead for AsyncDecryptingReader<R> {
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        this.poison.enter()?;
+        let r = this.read_unpoisoned(cx, out);
+        this.poison.leave();
+        r
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
+    fn read_unpoisoned(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self;
         ready!(this.poll_header(cx))?;
         let (opener, head, pos) = match &mut this.state {
             ReadState::Body { opener, head, pos } => (opener, head, pos),

@@ -43,6 +43,10 @@ pub enum ErrorKind {
     InvalidInput,
     /// The crypto library refused (backend unavailable, device error, ...).
     Crypto,
+    /// An earlier call on the adapter panicked (in its inner reader or writer, say) before it
+    /// completed: the adapter refuses every later call, since its state is that of a call cut
+    /// short (a writer would otherwise seal new segments under nonces it already used).
+    Poisoned,
 }
 
 impl Error {
@@ -115,7 +119,7 @@ impl From<Error> for io::Error {
             }
             ErrorKind::InvalidInput => io::ErrorKind::InvalidInput,
             ErrorKind::Io => e.io_kind.unwrap_or(io::ErrorKind::Other),
-            ErrorKind::Crypto => io::ErrorKind::Other,
+            ErrorKind::Crypto | ErrorKind::Poisoned => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)
     }

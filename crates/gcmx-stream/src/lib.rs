@@ -12,6 +12,7 @@ mod header;
 mod keyset;
 mod options;
 mod piped;
+mod poison;
 mod proto;
 mod random;
 mod reader;

@@ -13,6 +13,7 @@ use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
 use crate::piped::{self, Planned};
+use crate::poison::Poison;
 use crate::window::{
     Pinning, Run, Seg, Window, auth_error, copy, copy_runs, first_failing, open_from_source,
     open_window, open_window_from, pin_from_now, reserve_window, wipe,
@@ -145,6 +146,7 @@ impl Keyset {
             head: head.unwrap_or_default(),
             head_pos: 0,
             opener: Opener::new(gcm, header.nonce_prefix, layout, per_window),
+            poison: Poison::default(),
         })
     }
 }
@@ -172,6 +174,13 @@ impl<R> Copy for Buffered<R> {}
 /// only after the last segment, sealed as the last, has authenticated and the inner reader has
 /// ended. [`BufRead::fill_buf`] hands out the rest of the current segment's plaintext from the
 /// window itself. The window, which holds plaintext, is wiped on drop.
+///
+/// An error of the inner reader is returned as it is and ends nothing: what was read before it
+/// is kept (its authenticated plaintext returned first), and the next call reads on from there,
+/// so a transient error (`WouldBlock`, `TimedOut`, `Interrupted`) can be retried. A failed
+/// authentication or a malformed stream is final. A reader whose call panicked (in the inner
+/// reader, say, whose panic the caller caught) is poisoned: every later call fails with
+/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
 pub struct DecryptingReader<R> {
     inner: R,
     /// Set for a buffered source: its buffer is read in place.
@@ -180,6 +189,7 @@ pub struct DecryptingReader<R> {
     head: Vec<u8>,
     head_pos: usize,
     opener: Opener,
+    poison: Poison,
 }
 
 /// Where an [`Opener`] is.
@@ -557,10 +567,14 @@ impl Opener {
         let w = &mut self.window;
         w.segs.clear();
         w.first_index = self.next_index;
-        if body == 0 && self.next_index == 0 {
-            return Err(Error::format(
-                "ciphertext is truncated: it has a header but no segment",
-            ));
+        // No bytes at the end of the input: the segment before them (if any) was opened as not
+        // the last, so the stream was cut short.
+        if body == 0 {
+            return Err(Error::format(if self.next_index == 0 {
+                "ciphertext is truncated: it has a header but no segment"
+            } else {
+                "ciphertext is truncated: it ends after a segment that is not the last"
+            }));
         }
         let mut off = 0;
         let mut index = self.next_index;
@@ -632,22 +646,24 @@ impl<R: Read> DecryptingReader<R> {
         &self.inner
     }
 
-    /// Reads ciphertext until `buf` is full or the input ends.
+    /// Reads ciphertext until `buf` is full, the input ends or a read fails: the bytes read,
+    /// and the error that stopped it.
     fn read_full(
         inner: &mut R,
         buffered: Option<Buffered<R>>,
         head: &[u8],
         head_pos: &mut usize,
         buf: &mut [u8],
-    ) -> io::Result<usize> {
+    ) -> (usize, Option<io::Error>) {
         let mut n = 0;
         while n < buf.len() {
-            match Self::read_ciphertext(inner, buffered, head, head_pos, &mut buf[n..])? {
-                0 => break,
-                k => n += k,
+            match Self::read_ciphertext(inner, buffered, head, head_pos, &mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) => return (n, Some(e)),
             }
         }
-        Ok(n)
+        (n, None)
     }
 
     /// Opens the first of `k` whole segments that a buffered source's buffer holds (with a
@@ -663,6 +679,7 @@ impl<R: Read> DecryptingReader<R> {
             head,
             head_pos,
             opener,
+            ..
         } = self;
         let Some(b) = *buffered else {
             return Ok(None);
@@ -726,6 +743,7 @@ impl<R: Read> DecryptingReader<R> {
             head,
             head_pos,
             opener,
+            ..
         } = self;
         let Some(b) = *buffered else {
             return Ok(None);
@@ -816,8 +834,12 @@ impl<R: Read> DecryptingReader<R> {
     /// the look-ahead byte: the copy and the opens overlap. When the input ends in a group or
     /// right after it (it may hold the last segment), that group goes to the window in stream
     /// order: the plaintext of the groups before it is returned, or `None` tells the caller to
-    /// go on through the window. On failure (of a read or of any group) the stream fails and
-    /// what this call wrote to `out` is wiped: it never keeps plaintext of a failed call.
+    /// go on through the window. An error of the source pauses the read in the same way: the
+    /// plaintext of the groups opened before it is returned (or, if none, the error), and what
+    /// was read of the others waits in the window for the next call, so that a transient error
+    /// (`WouldBlock`, `TimedOut`) can be retried. When a group fails to authenticate, the
+    /// stream fails and what this call wrote to `out` is wiped: it never keeps plaintext of a
+    /// failed call.
     fn read_direct(&mut self, out: &mut [u8], k: usize) -> io::Result<Option<usize>> {
         let DecryptingReader {
             inner,
@@ -825,6 +847,7 @@ impl<R: Read> DecryptingReader<R> {
             head,
             head_pos,
             opener,
+            ..
         } = self;
         let buffered = *buffered;
         let first = opener.next_index;
@@ -844,7 +867,7 @@ impl<R: Read> DecryptingReader<R> {
         };
         // The inner reader stays on this thread (it need not be Send): the scope's closure runs
         // here, and only the groups' buffers and tags go to the pool.
-        let outcome = rayon::in_place_scope(|s| -> io::Result<Direct<'_>> {
+        let outcome = rayon::in_place_scope(|s| -> Direct<'_> {
             let (failure, stop) = (&failure, &stop);
             let mut rest = &mut out[..total];
             let mut pending: Option<Group<'_>> = None;
@@ -877,21 +900,34 @@ impl<R: Read> DecryptingReader<R> {
                         }
                         _ => 0,
                     };
-                    if group_from_buffer(inner, b, &mut g, layout, skip)? {
-                        // The group's bytes came: the previous group holds no last segment.
-                        if let Some(prev) = pending.take() {
-                            s.spawn(move |_| open_group(gcm, &prefix, layout, prev, failure, stop));
+                    match group_from_buffer(inner, b, &mut g, layout, skip) {
+                        Ok(true) => {
+                            // The group's bytes came: the previous group holds no last segment.
+                            if let Some(prev) = pending.take() {
+                                s.spawn(move |_| {
+                                    open_group(gcm, &prefix, layout, prev, failure, stop);
+                                });
+                            }
+                            pending = Some(g);
+                            index += count as u64;
+                            at += len;
+                            continue;
                         }
-                        pending = Some(g);
-                        index += count as u64;
-                        at += len;
-                        continue;
+                        Ok(false) => {}
+                        // Nothing of this group was consumed: the stream pauses before it (or
+                        // before the group still pending, which may hold the last segment).
+                        Err(e) => {
+                            if skip == 1 {
+                                g.read.push((1, 0));
+                            }
+                            return Direct::Paused(pending.unwrap_or(g), e);
+                        }
                     }
                 }
                 let mut off = 0;
                 for j in 0..count {
                     if stop.load(Ordering::Relaxed) {
-                        return Ok(Direct::Stopped);
+                        return Direct::Stopped;
                     }
                     let p = layout.plaintext_len(index + j as u64);
                     let body = &mut g.buf[off..off + p];
@@ -908,22 +944,27 @@ impl<R: Read> DecryptingReader<R> {
                     {
                         // A byte of this group tells that the previous one holds no last
                         // segment: it is opened while this one is read.
-                        if src(inner, head_pos, &mut body[..1])? == 0 {
-                            return Ok(Direct::Ended(prev));
+                        match src(inner, head_pos, &mut body[..1]) {
+                            (0, None) => return Direct::Ended(prev),
+                            (0, Some(e)) => return Direct::Paused(prev, e),
+                            _ => {}
                         }
                         n = 1;
                         s.spawn(move |_| open_group(gcm, &prefix, layout, prev, failure, stop));
                     }
-                    n += src(inner, head_pos, &mut body[n..])?;
-                    let t = if n == p {
-                        src(inner, head_pos, &mut g.tags[j])?
-                    } else {
-                        0
-                    };
+                    let (got, mut err) = src(inner, head_pos, &mut body[n..]);
+                    n += got;
+                    let mut t = 0;
+                    if n == p && err.is_none() {
+                        (t, err) = src(inner, head_pos, &mut g.tags[j]);
+                    }
                     g.read.push((n, t));
                     off += p;
+                    if let Some(e) = err {
+                        return Direct::Paused(g, e);
+                    }
                     if n < p || t < TAG_LEN {
-                        return Ok(Direct::Ended(g));
+                        return Direct::Ended(g);
                     }
                 }
                 pending = Some(g);
@@ -931,36 +972,23 @@ impl<R: Read> DecryptingReader<R> {
                 at += len;
             }
             let mut look = [0u8; 1];
-            let n = src(inner, head_pos, &mut look)?;
-            match pending {
-                Some(last) if n == 0 => Ok(Direct::Ended(last)),
-                Some(last) => {
+            match (src(inner, head_pos, &mut look), pending) {
+                (_, None) => Direct::Stopped, // k > 0: there is a last group
+                ((0, None), Some(last)) => Direct::Ended(last),
+                ((0, Some(e)), Some(last)) => Direct::Paused(last, e),
+                (_, Some(last)) => {
                     // The caller's thread would only wait: it opens the last group itself.
                     open_group(gcm, &prefix, layout, last, failure, stop);
-                    Ok(Direct::Complete(look[0]))
+                    Direct::Complete(look[0])
                 }
-                // k > 0: there is a last group.
-                None => Ok(Direct::Stopped),
             }
         });
         // Every group's task has ended here.
-        let failed = failure.into_inner().unwrap_or_else(PoisonError::into_inner);
-        let outcome = match (outcome, failed) {
-            (_, Some((_, e))) => {
-                wipe(&mut out[..reached]);
-                return Err(opener.fail(e));
-            }
-            (Err(e), None) => {
-                wipe(&mut out[..reached]);
-                return Err(opener.fail(Error::io("cannot read input", e)));
-            }
-            (Ok(Direct::Stopped), None) => {
-                wipe(&mut out[..reached]);
-                return Err(opener.fail(auth_error(first, k as u64)));
-            }
-            (Ok(o), None) => o,
-        };
-        let g = match outcome {
+        if let Some((_, e)) = failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            wipe(&mut out[..reached]);
+            return Err(opener.fail(e));
+        }
+        let (g, paused) = match outcome {
             Direct::Complete(look) => {
                 opener.next_index = end;
                 // The plaintext is authenticated: it is returned even if the window cannot be
@@ -970,17 +998,23 @@ impl<R: Read> DecryptingReader<R> {
                 }
                 return Ok(Some(total));
             }
-            Direct::Ended(g) => g,
-            Direct::Stopped => unreachable!("handled above"),
+            Direct::Ended(g) => (g, None),
+            Direct::Paused(g, e) => (g, Some(e)),
+            Direct::Stopped => {
+                wipe(&mut out[..reached]);
+                return Err(opener.fail(auth_error(first, k as u64)));
+            }
         };
-        // The input ended in `g` or right after it: the groups before it were opened (none of
-        // them holds the last segment); what was read of `g` goes back in stream order in the
-        // window, where it is opened with the end of the stream in view.
+        // The groups before `g` were opened (none of them holds the last segment); what was read
+        // of `g` goes back in stream order in the window, where it is opened with the end of the
+        // stream in view, or (paused) read on by the next call.
         let opened = g.at;
         opener.next_index = g.first;
+        opener.target = opener.full_window() + 1;
         let read: usize = g.read.iter().map(|(n, t)| n + t).sum();
         let cap = opener.per_window * layout.segment_size() + 1;
         if let Err(e) = reserve_window(&mut opener.window, read.max(1), cap) {
+            wipe(g.buf);
             let e = opener.fail(Error::io("cannot read input", e));
             return if opened > 0 { Ok(Some(opened)) } else { Err(e) };
         }
@@ -997,6 +1031,11 @@ impl<R: Read> DecryptingReader<R> {
         // The group's ciphertext now lives in the window: the caller's buffer keeps no more than
         // what the call returns.
         wipe(g.buf);
+        if let Some(e) = paused {
+            // The source failed: nothing is lost, and the next call reads on from here (the
+            // source's error again, if it lasts).
+            return if opened > 0 { Ok(Some(opened)) } else { Err(e) };
+        }
         // A failure here is the stream's (kept in the opener): with plaintext to return, the
         // next read reports it.
         let r = opener.filled(0);
@@ -1067,6 +1106,9 @@ enum Direct<'a> {
     /// The input ended in this group or right after it: it was not opened, every group
     /// before it was.
     Ended(Group<'a>),
+    /// A read of the source failed in this group or right after it: as `Ended`, but the input
+    /// goes on.
+    Paused(Group<'a>, io::Error),
     /// A group failed: reading stopped.
     Stopped,
 }
@@ -1136,6 +1178,15 @@ fn open_group(
 
 impl<R: Read> Read for DecryptingReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.poison.enter()?;
+        let r = self.read_unpoisoned(out);
+        self.poison.leave();
+        r
+    }
+}
+
+impl<R: Read> DecryptingReader<R> {
+    fn read_unpoisoned(&mut self, out: &mut [u8]) -> io::Result<usize> {
         self.opener.check()?;
         // A read of whole segments between windows opens them in the caller's buffer.
         let k = self.opener.direct_segments(out.len());
@@ -1168,18 +1219,30 @@ impl<R: Read> BufRead for DecryptingReader<R> {
     /// end of the stream); a segment's plaintext is handed out once it and the segments of its
     /// window have authenticated.
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        loop {
-            self.opener.check()?;
-            if !self.opener.plaintext().is_empty() || self.opener.is_done() {
-                break;
-            }
-            self.fill_step()?;
-        }
+        self.poison.enter()?;
+        let r = self.fill_unpoisoned();
+        self.poison.leave();
+        r?;
         Ok(self.opener.plaintext())
     }
 
     fn consume(&mut self, amt: usize) {
-        self.opener.consume(amt);
+        if !self.poison.is_poisoned() {
+            self.opener.consume(amt);
+        }
+    }
+}
+
+impl<R: Read> DecryptingReader<R> {
+    /// Reads and opens until plaintext is ready or the stream has ended.
+    fn fill_unpoisoned(&mut self) -> io::Result<()> {
+        loop {
+            self.opener.check()?;
+            if !self.opener.plaintext().is_empty() || self.opener.is_done() {
+                return Ok(());
+            }
+            self.fill_step()?;
+        }
     }
 }
 
@@ -1576,27 +1639,35 @@ mod tests {
         }
     }
 
-    /// Fails with `kind` once `left` bytes were read.
+    /// Fails with `ConnectionReset` once `left` bytes were read, `fails` times in a row, then
+    /// reads on.
     struct FailsAfter<'a> {
         data: &'a [u8],
         left: usize,
+        fails: usize,
     }
 
     impl Read for FailsAfter<'_> {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            if self.left == 0 {
+            if self.left == 0 && self.fails > 0 {
+                self.fails -= 1;
                 return Err(io::ErrorKind::ConnectionReset.into());
             }
-            let n = buf.len().min(self.left).min(self.data.len());
+            let n = buf.len().min(self.data.len());
+            let n = if self.left > 0 { n.min(self.left) } else { n };
             buf[..n].copy_from_slice(&self.data[..n]);
             self.data = &self.data[n..];
-            self.left -= n;
+            self.left -= n.min(self.left);
             Ok(n)
         }
     }
 
+    /// A source that fails in the middle of a direct read: the read returns the plaintext of
+    /// the groups opened before the failure, or the source's error (its buffer holding only
+    /// its own bytes and zeros then), and the reads after it (the source's error again while
+    /// it lasts) give the rest of the plaintext once the source reads on: nothing is lost.
     #[test]
-    fn a_failed_read_in_a_direct_read_fails_the_stream_and_wipes_the_buffer() {
+    fn a_failed_source_pauses_a_direct_read_and_loses_nothing() {
         let ks = keyset(16, 64);
         let (p0, p, header) = geometry(&ks);
         let pt = data(p0 + 30 * p, 2);
@@ -1606,15 +1677,29 @@ mod tests {
                 let src = FailsAfter {
                     data: &ct,
                     left: cut,
+                    fails: 2,
                 };
                 let opts = Options::new().with_window_bytes(6 * 64);
                 let mut r = ks.decrypting_reader_with(src, b"", &opts).unwrap();
                 r.opener.per_group = group.min(r.opener.per_window);
-                let mut buf = vec![0xAAu8; pt.len() + 100];
-                let e = r.read(&mut buf).unwrap_err();
-                assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
-                assert!(buf.iter().all(|&b| b == 0 || b == 0xAA));
-                assert!(r.read(&mut buf).is_err());
+                let mut out = Vec::new();
+                let mut errors = 0;
+                loop {
+                    let mut buf = vec![0xAAu8; pt.len() + 100];
+                    match r.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => out.extend_from_slice(&buf[..n]),
+                        Err(e) => {
+                            assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
+                            assert!(buf.iter().all(|&b| b == 0 || b == 0xAA));
+                            errors += 1;
+                        }
+                    }
+                }
+                // A failure after groups were opened is not seen by the caller: the read returns
+                // their plaintext, and the next read goes on.
+                assert!((1..=2).contains(&errors), "cut at {cut}, groups of {group}");
+                assert!(out == pt, "cut at {cut}, groups of {group}");
             }
         }
     }

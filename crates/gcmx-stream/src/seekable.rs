@@ -9,6 +9,7 @@ use crate::format::{Layout, TAG_LEN};
 use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
+use crate::poison::Poison;
 use crate::window::{Seg, Window, open_window, reserve_window};
 use crate::wipe::wipe_stacks;
 
@@ -95,6 +96,7 @@ impl Keyset {
             window: Window::new(),
             cached: 0..0,
             last_authenticated: false,
+            poison: Poison::default(),
         })
     }
 }
@@ -107,7 +109,8 @@ impl Keyset {
 /// segment, two when it straddles a boundary); the segments of the last read stay opened
 /// for the next. Reads return only authenticated plaintext: a failing segment makes that
 /// read fail with [`io::ErrorKind::InvalidData`] (other ranges may still read). The window
-/// is wiped on drop.
+/// is wiped on drop. A reader whose read panicked (in the inner reader, say) is poisoned: every
+/// later read fails with [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
 pub struct SeekableReader<R> {
     inner: R,
     gcm: Engine,
@@ -123,6 +126,7 @@ pub struct SeekableReader<R> {
     window: Window,
     cached: std::ops::Range<u64>,
     last_authenticated: bool,
+    poison: Poison,
 }
 
 impl<R: Read + Seek> SeekableReader<R> {
@@ -254,7 +258,10 @@ impl<R: Read + Seek> SeekableReader<R> {
 
 impl<R: Read + Seek> Read for SeekableReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        self.read_at(out).map_err(Into::into)
+        self.poison.enter()?;
+        let r = self.read_at(out);
+        self.poison.leave();
+        r.map_err(Into::into)
     }
 }
 

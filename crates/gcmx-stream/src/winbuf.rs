@@ -47,17 +47,21 @@ impl DerefMut for WinBuf {
 }
 
 impl WinBuf {
-    /// `len` zero bytes, page-locked when `pinned` and the GPU allows it (else ordinary).
-    pub(crate) fn zeroed(len: usize, pinned: bool) -> WinBuf {
+    /// `len` zero bytes, page-locked when `pinned` and the GPU allows it (else ordinary); an
+    /// error (not an abort) when the memory cannot be had. Ordinary memory comes from the
+    /// allocator's zeroed pages, which the system maps only as they are first written.
+    pub(crate) fn zeroed(len: usize, pinned: bool) -> io::Result<WinBuf> {
         #[cfg(feature = "cuda")]
         if pinned && let Ok(p) = gcmx::cuda::PinnedBuffer::zeroed(len) {
-            return WinBuf {
+            return Ok(WinBuf {
                 heap: Vec::new(),
                 pinned: Some(p),
-            };
+            });
         }
         let _ = pinned;
-        WinBuf::from(vec![0u8; len])
+        let heap = bytemuck::allocation::try_zeroed_slice_box::<u8>(len)
+            .map_err(|()| crate::window::no_memory(len))?;
+        Ok(WinBuf::from(heap.into_vec()))
     }
 
     /// Whether the bytes are page-locked.

@@ -99,21 +99,48 @@ impl Drop for Window {
     }
 }
 
-/// Overwrites `buf` with zeros, on rayon's pool when it is large. A bulk fill, kept from being
-/// dropped as a dead store by `black_box` (zeroize's byte-wise volatile writes run at a
-/// fraction of memory speed, and a window is megabytes).
+/// Overwrites `buf` with zeros, on several threads of its own when it is large. A bulk fill,
+/// kept from being dropped as a dead store by `black_box` (zeroize's byte-wise volatile writes
+/// run at a fraction of memory speed, and a window is megabytes).
+///
+/// Not on rayon's pool: windows are wiped when they are dropped, and a drop must not wait for
+/// the pool's other work, nor deadlock when every thread of the pool waits on the dropping
+/// thread. Threads that cannot be started leave their share to the others and to this one.
 pub(crate) fn wipe(buf: &mut [u8]) {
-    use rayon::prelude::*;
-    const PIECE: usize = 1 << 20;
-    if buf.len() >= 4 * PIECE {
-        buf.par_chunks_mut(PIECE).for_each(|c| {
-            c.fill(0);
-            std::hint::black_box(c);
-        });
-    } else {
-        buf.fill(0);
-        std::hint::black_box(buf);
+    const PIECE: usize = 4 << 20;
+    fn zero(c: &mut [u8]) {
+        c.fill(0);
+        std::hint::black_box(c);
     }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(buf.len() / PIECE)
+        .min(8);
+    if threads < 2 {
+        zero(buf);
+        return;
+    }
+    let pieces = std::sync::Mutex::new(buf.chunks_mut(PIECE));
+    let work = || {
+        loop {
+            let next = pieces
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .next();
+            match next {
+                Some(c) => zero(c),
+                None => return,
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
+                break;
+            }
+        }
+        work();
+    });
 }
 
 /// Bytes a task of a copy on rayon's pool copies at most ([`copy`], [`copy_runs`]).
@@ -204,17 +231,20 @@ pub(crate) fn grow(buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
         return Ok(());
     }
     let mut new = Vec::new();
-    new.try_reserve_exact(len).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::OutOfMemory,
-            format!("cannot allocate {} MiB for a window", len.div_ceil(1 << 20)),
-        )
-    })?;
+    new.try_reserve_exact(len).map_err(|_| no_memory(len))?;
     new.extend_from_slice(buf);
     new.resize(len, 0);
     wipe(buf);
     *buf = new;
     Ok(())
+}
+
+/// The error of a window's allocation of `len` bytes that the system refused.
+pub(crate) fn no_memory(len: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!("cannot allocate {} MiB for a window", len.div_ceil(1 << 20)),
+    )
 }
 
 /// Windows of up to this many bytes (the GPU's default window, and the byte of look-ahead
@@ -242,7 +272,9 @@ const fn whole_len(len: usize) -> usize {
 /// that an earlier stream left (see [`spare`]), or zeroed pages from the system, which are
 /// mapped only as they are first written (a short stream touches little memory). A long
 /// stream never copies its window to a larger one. Beyond 256 MiB it grows by doubling, the
-/// old buffer wiped.
+/// old buffer wiped. Where the system refuses the whole window (a memory limit), the first
+/// allocation is what is needed, and the window grows from there as data comes; an error
+/// when even that cannot be had.
 pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::Result<()> {
     if w.buf.len() >= needed {
         return Ok(());
@@ -252,13 +284,20 @@ pub(crate) fn reserve_window(w: &mut Window, needed: usize, cap: usize) -> io::R
         let pinned = match w.pin {
             Pinning::No => None,
             Pinning::IfKept => spare::take(len, true),
-            Pinning::Yes => {
-                Some(spare::take(len, true).unwrap_or_else(|| WinBuf::zeroed(len, true)))
+            Pinning::Yes => spare::take(len, true).or_else(|| WinBuf::zeroed(len, true).ok()),
+        };
+        let whole = match pinned.or_else(|| spare::take(len, false)) {
+            Some(b) => Ok(b),
+            None => WinBuf::zeroed(len, false),
+        };
+        w.buf = match whole {
+            Ok(b) => b,
+            Err(_) => {
+                w.buf = WinBuf::zeroed(needed, false)?;
+                w.pin = Pinning::No;
+                return Ok(());
             }
         };
-        w.buf = pinned
-            .or_else(|| spare::take(len, false))
-            .unwrap_or_else(|| WinBuf::zeroed(len, false));
         // Where the GPU cannot page-lock it, the window is an ordinary one from now on.
         if w.pin == Pinning::Yes && !w.buf.is_pinned() {
             w.pin = Pinning::No;
@@ -285,7 +324,10 @@ pub(crate) fn pin_from_now(w: &mut Window) {
         return;
     }
     let len = w.buf.len();
-    let new = spare::take(len, true).unwrap_or_else(|| WinBuf::zeroed(len, true));
+    let Some(new) = spare::take(len, true).or_else(|| WinBuf::zeroed(len, true).ok()) else {
+        w.pin = Pinning::No;
+        return;
+    };
     if !new.is_pinned() {
         w.pin = Pinning::No;
         return;

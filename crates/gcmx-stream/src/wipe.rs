@@ -24,11 +24,14 @@ pub(crate) fn wipe_this_stack() {
     std::hint::black_box(&scratch);
 }
 
-/// Overwrites the unused stack of the calling thread and of every thread of rayon's global
-/// pool (where `gcmx`'s multi-core engine runs segments).
+/// Overwrites the unused stack of the calling thread now, and of every thread of rayon's pool
+/// (where `gcmx`'s multi-core engine runs segments) as soon as each is free: the wipes are
+/// queued on the threads, not waited for, so that a drop never waits on unrelated work in the
+/// pool (a task blocked for seconds, or one that waits on the dropping thread itself). A thread
+/// busy with other work keeps the leftovers until it next looks for work.
 pub(crate) fn wipe_stacks() {
     wipe_this_stack();
-    rayon::broadcast(|_| wipe_this_stack());
+    rayon::spawn_broadcast(|_| wipe_this_stack());
 }
 
 /// A buffered reader whose buffer is wiped when it is dropped (the standard `BufReader`
@@ -146,16 +149,26 @@ impl<W: Write> Drop for WipingBufWriter<W> {
 mod tests {
     use super::*;
 
+    /// The wipes queued by [`wipe_stacks`] run on every thread of the pool: a broadcast queued
+    /// after them on each thread finds them done.
     #[test]
     fn wiping_runs_on_every_pool_thread() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let count = AtomicUsize::new(0);
-        rayon::broadcast(|_| {
-            wipe_this_stack();
-            count.fetch_add(1, Ordering::Relaxed);
+        static WIPED: AtomicUsize = AtomicUsize::new(0);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            rayon::spawn_broadcast(|_| {
+                wipe_this_stack();
+                WIPED.fetch_add(1, Ordering::Relaxed);
+            });
+            wipe_stacks();
         });
-        assert_eq!(count.load(Ordering::Relaxed), rayon::current_num_threads());
-        wipe_stacks();
+        // A broadcast runs on each thread after the jobs queued on it before.
+        pool.broadcast(|_| {});
+        assert_eq!(WIPED.load(Ordering::Relaxed), 3);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
+use crate::poison::Poison;
 use crate::relay::{self, relay};
 use crate::window::{
     Pinning, Run, Seg, Window, copy_runs, pin_from_now, reserve_window, seal_window,
@@ -53,6 +54,7 @@ impl Keyset {
         Ok(EncryptingWriter {
             inner: Some(w),
             sealer,
+            poison: Poison::default(),
         })
     }
 }
@@ -70,9 +72,16 @@ impl Keyset {
 /// segments reaches it segment by segment, in order, as they are sealed); [`flush`](Write::flush)
 /// writes every sealed window and flushes the inner writer, but cannot seal a partial window
 /// (its last segment could not be continued).
+///
+/// An error of the inner writer is returned and ends nothing: the sealed bytes it did not take
+/// are kept and offered again by the next call. A panic is another matter: a writer whose call
+/// unwound (a panicking inner writer, say, whose panic the caller caught) is poisoned, and
+/// every later call fails with [`ErrorKind::Poisoned`], `finish` included, so that no segment
+/// is ever sealed twice under one nonce.
 pub struct EncryptingWriter<W: Write> {
     inner: Option<W>,
     sealer: Sealer,
+    poison: Poison,
 }
 
 /// The sans-I/O core shared with the async writer: plaintext into a window, sealed windows
@@ -532,6 +541,8 @@ impl<W: Write> EncryptingWriter<W> {
     /// Seals the last segment, writes everything, flushes the inner writer and gives it back.
     /// Until this returns `Ok`, the stream is not complete: readers refuse it as truncated.
     pub fn finish(mut self) -> io::Result<W> {
+        // A call that unwinds drops the writer: no need to leave the mark.
+        self.poison.enter()?;
         self.sealer.check()?;
         self.drain()?;
         self.sealer.collect()?;
@@ -552,6 +563,22 @@ impl<W: Write> EncryptingWriter<W> {
 
 impl<W: Write> Write for EncryptingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.poison.enter()?;
+        let r = self.write_unpoisoned(buf);
+        self.poison.leave();
+        r
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.poison.enter()?;
+        let r = self.flush_unpoisoned();
+        self.poison.leave();
+        r
+    }
+}
+
+impl<W: Write> EncryptingWriter<W> {
+    fn write_unpoisoned(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.sealer.check()?;
         self.inner()?;
         let mut done = 0;
@@ -580,7 +607,7 @@ impl<W: Write> Write for EncryptingWriter<W> {
         Ok(done)
     }
 
-    fn flush(&mut self) -> io::Result<()> {
+    fn flush_unpoisoned(&mut self) -> io::Result<()> {
         self.sealer.check()?;
         self.drain()?;
         self.sealer.collect()?;

@@ -159,3 +159,136 @@ fn a_writer_dropped_without_shutdown_leaves_a_stream_that_does_not_decrypt() {
         assert!(r.read_to_end(&mut Vec::new()).await.is_err());
     });
 }
+
+/// An inner `AsyncWrite` or `AsyncRead` that panics at its `panic_at`-th poll.
+struct Panicking<T> {
+    inner: T,
+    polls: usize,
+    panic_at: usize,
+}
+
+impl<T> Panicking<T> {
+    fn tick(&mut self) {
+        self.polls += 1;
+        if self.polls == self.panic_at {
+            panic!("deliberate: the inner reader or writer panics");
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Panicking<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.tick();
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Panicking<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.tick();
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+fn poisoned(e: &std::io::Error) -> bool {
+    gcmx_stream::Error::from_io(e).is_some_and(|e| e.kind() == gcmx_stream::ErrorKind::Poisoned)
+}
+
+/// An async writer or reader whose inner one panicked in a poll (the panic caught by the
+/// caller) refuses every later poll as poisoned; what the writer wrote before is a prefix of a
+/// stream that holds only the first bytes written (checked by the reader's refusal or prefix).
+#[test]
+fn async_adapters_whose_inner_one_panicked_are_poisoned() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    // The deliberate panics say nothing; any other says what it says.
+    std::panic::set_hook(Box::new(|info| {
+        let text = info
+            .payload()
+            .downcast_ref::<&str>()
+            .copied()
+            .unwrap_or_default();
+        if !text.starts_with("deliberate") {
+            eprintln!("{info}");
+        }
+    }));
+    let ks = keyset(16, 100);
+    let pt = data(5000);
+    let opts = Options::new().with_window_bytes(300);
+    for panic_at in [1usize, 2, 3, 7, 20] {
+        let inner = Panicking {
+            inner: Vec::new(),
+            polls: 0,
+            panic_at,
+        };
+        let mut w = ks.encrypting_async_writer_with(inner, b"a", &opts).unwrap();
+        let first = catch_unwind(AssertUnwindSafe(|| run(w.write_all(&pt))));
+        if first.is_ok() {
+            let shut = catch_unwind(AssertUnwindSafe(|| run(w.shutdown())));
+            assert!(
+                shut.is_err() || panic_at > 100,
+                "panic at {panic_at}: no panic"
+            );
+        }
+        for _ in 0..2 {
+            let e = run(w.write_all(&data(300))).unwrap_err();
+            assert!(poisoned(&e), "panic at {panic_at}: {e}");
+            let e = run(w.flush()).unwrap_err();
+            assert!(poisoned(&e), "panic at {panic_at}: {e}");
+            let e = run(w.shutdown()).unwrap_err();
+            assert!(poisoned(&e), "panic at {panic_at}: {e}");
+        }
+        let written = w.into_inner().inner;
+        let mut back = Vec::new();
+        let r = ks
+            .decrypting_reader(&written[..], b"a")
+            .map_err(std::io::Error::from)
+            .and_then(|mut r| r.read_to_end(&mut back));
+        assert!(r.is_err(), "an unfinished stream was accepted");
+        assert!(pt.starts_with(&back));
+
+        let mut w = ks.encrypting_writer_with(Vec::new(), b"a", &opts).unwrap();
+        w.write_all(&pt).unwrap();
+        let ct = w.finish().unwrap();
+        let inner = Panicking {
+            inner: &ct[..],
+            polls: 0,
+            panic_at,
+        };
+        let mut r = ks.decrypting_async_reader_with(inner, b"a", &opts).unwrap();
+        let mut out = vec![0u8; 64];
+        let mut got = Vec::new();
+        loop {
+            match catch_unwind(AssertUnwindSafe(|| run(r.read(&mut out)))) {
+                Ok(Ok(0)) => panic!("panic at {panic_at}: the reader ended"),
+                Ok(Ok(n)) => got.extend_from_slice(&out[..n]),
+                Ok(Err(e)) => panic!("panic at {panic_at}: {e}"),
+                Err(_) => break,
+            }
+        }
+        assert!(pt.starts_with(&got));
+        let e = run(r.read(&mut out)).unwrap_err();
+        assert!(poisoned(&e), "panic at {panic_at}: {e}");
+    }
+}

@@ -5,6 +5,8 @@
 //! Without a GPU each test says so and passes.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use std::io::{self, BufRead, Read, Write};
 
 use gcmx_stream::{Backend, KeySize, Keyset, Options};
@@ -213,4 +215,17 @@ fn the_gpu_reader_refuses_damage_and_returns_only_a_prefix() {
             );
         }
     }
+}
+
+/// The hostile-caller scenarios of `tests/hostile.rs` on the GPU: a panicking inner writer never
+/// makes the writer seal a nonce twice and poisons it; a panicking source poisons the reader;
+/// transient source errors are retried on every read path.
+#[test]
+fn the_gpu_adapters_under_hostile_callers() {
+    if !gpu_here("the_gpu_adapters_under_hostile_callers") {
+        return;
+    }
+    common::hostile::a_writer_whose_inner_writer_panicked_refuses_every_later_call(Backend::Cuda);
+    common::hostile::a_reader_whose_source_panicked_refuses_every_later_read(Backend::Cuda);
+    common::hostile::transient_source_errors_are_retried_on_every_path(Backend::Cuda);
 }
