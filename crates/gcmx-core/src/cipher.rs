@@ -63,9 +63,16 @@ pub fn stitched_supported() -> bool {
 #[derive(Clone)]
 pub(crate) struct Cipher<C> {
     cipher: C,
-    ghash: GHash,
     hk: HashKey,
-    stitched: Option<StitchedKey>,
+    path: Path,
+}
+
+/// Which loops a [`Cipher`] runs, with the hash key that path needs: the `ghash` crate's is set
+/// up only for the generic path.
+#[derive(Clone)]
+enum Path {
+    Stitched(StitchedKey),
+    Generic(GHash),
 }
 
 /// A running GHASH state on one of the two paths ([`Cipher::hasher`] picks which).
@@ -121,29 +128,35 @@ where
         let mut hb = [0u8; 16];
         hb.copy_from_slice(&h);
         h.as_mut_slice().zeroize();
-        let ghash = GHash::new(&hb.into());
         let hk = HashKey::new(hb);
-        let stitched = stitched.filter(|k| agrees(&cipher, k, &hb));
+        let path = match stitched.filter(|k| agrees(&cipher, k, &hb)) {
+            Some(k) => Path::Stitched(k),
+            None => Path::Generic(GHash::new(&hb.into())),
+        };
         hb.zeroize();
-        Cipher {
-            cipher,
-            ghash,
-            hk,
-            stitched,
-        }
+        Cipher { cipher, hk, path }
     }
 
     /// Whether this cipher runs the stitched x86-64 kernels (else the generic path).
     pub(crate) fn is_stitched(&self) -> bool {
-        self.stitched.is_some()
+        self.stitched().is_some()
+    }
+
+    /// The stitched kernels' key, where this cipher runs them.
+    #[inline(always)]
+    fn stitched(&self) -> Option<&StitchedKey> {
+        match &self.path {
+            Path::Stitched(k) => Some(k),
+            Path::Generic(_) => None,
+        }
     }
 
     /// A GHASH state at zero on this cipher's path: the one place the path is chosen.
     #[inline]
     fn hasher(&self) -> Hasher<'_> {
-        match &self.stitched {
-            Some(k) => Hasher::Stitched(k, 0),
-            None => Hasher::Generic(self.ghash.clone()),
+        match &self.path {
+            Path::Stitched(k) => Hasher::Stitched(k, 0),
+            Path::Generic(g) => Hasher::Generic(g.clone()),
         }
     }
 
@@ -209,7 +222,7 @@ where
         aad: &[u8],
         buf: InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
-        if let Some(k) = &self.stitched {
+        if let Some(k) = self.stitched() {
             // The whole message (AAD, data, length block, mask) in one kernel call.
             return match dir {
                 Direction::Seal => k.seal_message(j0, aad, buf),
@@ -234,7 +247,7 @@ where
         aad: &[u8],
         buf: InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
-        if let (Some(k), Ok(n)) = (&self.stitched, <&[u8; 12]>::try_from(nonce)) {
+        if let (Some(k), Ok(n)) = (self.stitched(), <&[u8; 12]>::try_from(nonce)) {
             return stitched96(k, dir, n, aad, buf);
         }
         let mut j0 = self.j0(nonce);
@@ -255,7 +268,7 @@ where
         aad: &[u8],
         buf: InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
-        match (&self.stitched, nonce96) {
+        match (self.stitched(), nonce96) {
             (Some(k), Some(n)) => stitched96(k, dir, n, aad, buf),
             _ => self.crypt_inout(dir, j0, aad, buf),
         }
@@ -271,7 +284,7 @@ where
         src: &[u8],
         dst: &mut [u8],
     ) -> Option<[u8; 16]> {
-        match &self.stitched {
+        match self.stitched() {
             Some(k) => k.open_message_uncached(j0, aad, src, dst),
             None => InOutBuf::new(src, dst)
                 .ok()
@@ -368,7 +381,7 @@ where
     /// Tag = S XOR E_K(J0).
     fn mask(&self, j0: &[u8; 16], s: u128) -> [u8; 16] {
         let mut m = *j0;
-        match &self.stitched {
+        match self.stitched() {
             Some(k) => k.encrypt_block(&mut m),
             None => self.encrypt_block(&mut m),
         }
@@ -517,9 +530,16 @@ where
     cipher.encrypt_block(&mut b);
     let mut c = [0xFFu8; 16];
     k.encrypt_block(&mut c);
-    let same = a.ct_eq(h) & c[..].ct_eq(&b[..]);
+    // both differences at once, folded to one word and tested for zero without a branch (byte by
+    // byte, `subtle` puts each of 32 bytes through an optimisation barrier)
+    let mut bb = [0u8; 16];
+    bb.copy_from_slice(&b);
+    let d = (u128::from_ne_bytes(a) ^ u128::from_ne_bytes(*h))
+        | (u128::from_ne_bytes(c) ^ u128::from_ne_bytes(bb));
+    let same = ((d as u64) | (d >> 64) as u64).ct_eq(&0);
     a.zeroize();
     c.zeroize();
+    bb.zeroize();
     b.as_mut_slice().zeroize();
     same.into()
 }
