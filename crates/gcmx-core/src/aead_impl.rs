@@ -15,7 +15,7 @@ use zeroize::Zeroize;
 use crate::cipher::{Cipher, Io, parallel_chunk};
 use crate::direction::Direction;
 use crate::engine::parallel_pays;
-use crate::frame::{check_lengths, tag_matches};
+use crate::frame::{tag_matches, within_limits};
 use crate::refusal::Refused;
 use crate::wipe::wipe16;
 
@@ -223,42 +223,49 @@ where
         tag: &Tag<T>,
     ) -> aead::Result<()> {
         let len = ciphertext.len();
-        let valid = check_lengths(associated_data.len(), len).is_ok()
+        let valid = within_limits(associated_data.len(), len)
             && !nonce.is_empty()
             && plaintext.len() == len;
-        let ok = valid && {
-            let (aad, dir) = (associated_data, Direction::Open);
-            let mut expected = match self.parallel {
-                // Chunks on rayon's threads, each from the ciphertext into the plaintext.
-                Some(par) if parallel_pays(len) => {
-                    let io = match self.uncached {
-                        true => Io::ApartUncached(ciphertext, &mut *plaintext),
-                        false => Io::Apart(ciphertext, &mut *plaintext),
-                    };
-                    let mut j0 = self.cipher.j0(nonce);
-                    let full = par(&self.cipher, dir, &j0, aad, io, parallel_chunk(len));
-                    wipe16(&mut j0);
-                    Some(full)
-                }
-                _ if self.uncached => {
-                    let mut j0 = self.cipher.j0(nonce);
-                    let full = self
-                        .cipher
-                        .open_uncached(&j0, aad, ciphertext, &mut *plaintext);
-                    wipe16(&mut j0);
-                    full
-                }
-                // (Equal lengths: `new` does not fail.)
-                _ => InOutBuf::new(ciphertext, &mut *plaintext)
-                    .ok()
-                    .map(|b| self.cipher.crypt_nonce(dir, nonce, aad, b)),
-            };
-            let ok = expected.is_some_and(|e| tag_matches(&e, tag));
-            if let Some(e) = expected.as_mut() {
-                wipe_unless_released::<T>(e, ok);
+        let (aad, dir) = (associated_data, Direction::Open);
+        let mut expected = match self.parallel {
+            _ if !valid => None,
+            // Chunks on rayon's threads, each from the ciphertext into the plaintext.
+            Some(par) if parallel_pays(len) => {
+                let io = match self.uncached {
+                    true => Io::ApartUncached(ciphertext, &mut *plaintext),
+                    false => Io::Apart(ciphertext, &mut *plaintext),
+                };
+                let mut j0 = self.cipher.j0(nonce);
+                let full = par(&self.cipher, dir, &j0, aad, io, parallel_chunk(len));
+                wipe16(&mut j0);
+                Some(full)
             }
-            ok
+            _ if self.uncached => {
+                let mut j0 = self.cipher.j0(nonce);
+                let full = self
+                    .cipher
+                    .open_uncached(&j0, aad, ciphertext, &mut *plaintext);
+                wipe16(&mut j0);
+                full
+            }
+            // One thread, one pass (equal lengths: `new` does not fail), the tag compared at
+            // once: the same steps as an open in place.
+            _ => {
+                if let Ok(b) = InOutBuf::new(ciphertext, &mut *plaintext) {
+                    let mut full = self.cipher.crypt_nonce(dir, nonce, aad, b);
+                    if tag_matches(&full, tag) {
+                        wipe_unless_released::<T>(&mut full, true);
+                        return Ok(());
+                    }
+                    wipe16(&mut full);
+                }
+                None
+            }
         };
+        let ok = expected.is_some_and(|e| tag_matches(&e, tag));
+        if let Some(e) = expected.as_mut() {
+            wipe_unless_released::<T>(e, ok);
+        }
         if !ok {
             plaintext.zeroize();
             return Err(aead::Error);
@@ -317,7 +324,9 @@ where
         associated_data: &[u8],
         buffer: InOutBuf<'_, '_, u8>,
     ) -> aead::Result<Tag<T>> {
-        check_lengths(associated_data.len(), buffer.len())?;
+        if !within_limits(associated_data.len(), buffer.len()) {
+            return Err(aead::Error);
+        }
         if nonce.is_empty() {
             return Err(aead::Error);
         }
@@ -337,7 +346,9 @@ where
         mut buffer: InOutBuf<'_, '_, u8>,
         tag: &Tag<T>,
     ) -> aead::Result<()> {
-        check_lengths(associated_data.len(), buffer.len())?;
+        if !within_limits(associated_data.len(), buffer.len()) {
+            return Err(aead::Error);
+        }
         if nonce.is_empty() {
             return Err(aead::Error);
         }

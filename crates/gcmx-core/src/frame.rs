@@ -64,6 +64,13 @@ pub fn check_lengths(aad_len: usize, msg_len: usize) -> Result<(), Error> {
     Ok(())
 }
 
+/// [`check_lengths`] as a `bool`, for callers with no error to report (no `Result` of an error
+/// that owns a string to drop).
+#[inline]
+pub(crate) fn within_limits(aad_len: usize, msg_len: usize) -> bool {
+    msg_len as u64 <= P_MAX && aad_len as u64 <= A_MAX
+}
+
 /// Whether `tag` is the first `tag.len()` bytes of `expected`, compared in constant time. A tag
 /// longer than 16 bytes or empty never matches.
 ///
