@@ -266,12 +266,25 @@ mod cases {
                     });
                 }
             }
-            // lengths across the kernel's step (`step` bytes: 512, 256 or 128) and tail, the
-            // last two one step plus a long tail and two steps plus a short one at every width
-            // (longer messages only repeat the loop); each length with one pair of counters,
-            // each pair at a length with whole steps
+            // lengths across the kernel's step (`step` bytes: 512, 256 or 128) and tail: one
+            // step plus a long tail, two steps plus a short one and two steps alone (the length
+            // block hashed by itself) at every width, and three steps (the 512-bit kernels run
+            // messages of at most two steps with the powers read where they are used, longer
+            // ones with them copied before the loop; longer messages only repeat the loop);
+            // each length with one pair of counters, each pair at a length with whole steps
             let step = w.step;
-            let lens = [0usize, 1, 16, 64, 255, 300, step + 88, 2 * step + 7];
+            let lens = [
+                0usize,
+                1,
+                16,
+                64,
+                255,
+                300,
+                step + 88,
+                2 * step + 7,
+                2 * step,
+                3 * step + 40,
+            ];
             for (i, len) in lens.into_iter().enumerate() {
                 for op in [
                     Op::Seal,

@@ -73,8 +73,10 @@ impl Level {
 }
 
 /// Expanded key material. Built only by [`Keys::new`], for a level the CPU has; lives on the
-/// heap (moving a key moves a pointer) and is wiped on drop.
+/// heap (moving a key moves a pointer) and is wiped on drop. Aligned to a cache line, so
+/// that a 512-bit register of powers is one line.
 #[derive(Clone)]
+#[repr(align(64))]
 pub(crate) struct Keys {
     /// The powers of `H` in step order: `p[i]` = `Q_(NQ − i)`, the Montgomery form of
     /// `h^(NQ − i)` (`Q_1 = H' = mulX(H)`), so that block `i` of a run of `n` blocks is

@@ -338,7 +338,7 @@ fn fence(acc: &mut [__m512i; 3], s: &mut [__m512i; R]) {
 /// inlined into it.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
+fn step<const SEAL: bool, const NR: usize, const HASH: bool, const FEW: bool>(
     keys: &Keys,
     base: &mut __m512i,
     y: __m128i,
@@ -352,6 +352,13 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
     let k0 = round_key(keys, 0);
     let mut s = counters(base).map(|c| _mm512_xor_si512(c, k0));
     let mut acc = [_mm512_setzero_si512(); 3];
+    // With few steps the powers are read from the key where they are used: the copy on the
+    // stack that the compiler makes of them before a loop costs more than it saves there.
+    let pw = if FEW {
+        core::hint::black_box(keys)
+    } else {
+        keys
+    };
     macro_rules! round {
         ($($r:literal)*) => {$(
             if $r < NR {
@@ -363,7 +370,7 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
                     let src = h.unwrap_or(cur.get_in());
                     let j = $r - 1;
                     let (d, e) = (load64(&src[64 * j..]), load64(&src[64 * (j + 1)..]));
-                    step_products(keys, j, d, e, y, &mut acc);
+                    step_products(pw, j, d, e, y, &mut acc);
                     fence(&mut acc, &mut s);
                 }
             }
@@ -564,6 +571,38 @@ fn prefetch_step(bulk: &[u8], i: usize) {
     }
 }
 
+/// Messages of at most this many whole steps run [`steps`] with `FEW`.
+const FEW_STEPS: usize = 2;
+
+/// The whole steps of `bulk` from the counters `base`, GHASH into `y`. Seal hashes each step's
+/// ciphertext during the next step (reading it back from the output): the first step only
+/// encrypts, and the last step's ciphertext is left to the caller. Open hashes each step's
+/// ciphertext before decrypting it. `FEW`: see [`step`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn steps<const SEAL: bool, const NR: usize, const FEW: bool>(
+    keys: &Keys,
+    base: &mut __m512i,
+    mut y: __m128i,
+    mut bulk: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    let n = bulk.len() / STEP;
+    for i in 0..n {
+        prefetch_step(bulk.get_in(), i + PREFETCH_AHEAD);
+        let (mut done, rest) = bulk.reborrow().split_at(i * STEP);
+        let cur = rest.split_at(STEP).0;
+        if SEAL && i == 0 {
+            step::<SEAL, NR, false, FEW>(keys, base, y, None, cur);
+        } else if SEAL {
+            let prev = &done.get_out()[(i - 1) * STEP..];
+            y = step::<SEAL, NR, true, FEW>(keys, base, y, Some(prev), cur);
+        } else {
+            y = step::<SEAL, NR, true, FEW>(keys, base, y, None, cur);
+        }
+    }
+    y
+}
+
 /// The stitched loop from `buf`'s input to its output from counter block `ctr`: whole steps,
 /// then the rest and, if given, the length block, hashed with one reduction.
 #[inline]
@@ -578,30 +617,21 @@ fn crypt<const SEAL: bool, const NR: usize>(
     let bulk_len = buf.len() / STEP * STEP;
     let (mut bulk, tail) = buf.split_at(bulk_len);
     let mut base = first_counters(ctr);
-    // Seal hashes each step's ciphertext during the next step (reading it back from the
-    // output): the first step only encrypts, and the last step's ciphertext is hashed after the
-    // loop. Open hashes each step's ciphertext before decrypting it.
     let n = bulk.len() / STEP;
-    for i in 0..n {
-        prefetch_step(bulk.get_in(), i + PREFETCH_AHEAD);
-        let (mut done, rest) = bulk.reborrow().split_at(i * STEP);
-        let cur = rest.split_at(STEP).0;
-        if SEAL && i == 0 {
-            step::<SEAL, NR, false>(keys, &mut base, y, None, cur);
-        } else if SEAL {
-            let prev = &done.get_out()[(i - 1) * STEP..];
-            y = step::<SEAL, NR, true>(keys, &mut base, y, Some(prev), cur);
-        } else {
-            y = step::<SEAL, NR, true>(keys, &mut base, y, None, cur);
-        }
+    if n <= FEW_STEPS {
+        y = steps::<SEAL, NR, true>(keys, &mut base, y, bulk.reborrow());
+    } else {
+        y = steps::<SEAL, NR, false>(keys, &mut base, y, bulk.reborrow());
     }
     if SEAL && n > 0 {
         y = hash_step(keys, y, &bulk.get_out()[(n - 1) * STEP..]);
     }
     let t = blocks(tail.len());
     match len_block {
-        // the rest and the length block in one run when they fit
-        Some(l) if t < NB => crypt_short::<SEAL, NR>(keys, base, Run::new(y, t + 1), tail, Some(l)),
+        // the rest and the length block in one run when they fit (a lone length block: below)
+        Some(l) if t > 0 && t < NB => {
+            crypt_short::<SEAL, NR>(keys, base, Run::new(y, t + 1), tail, Some(l))
+        }
         _ => {
             if t > 0 {
                 y = crypt_short::<SEAL, NR>(keys, base, Run::new(y, t), tail, None);
