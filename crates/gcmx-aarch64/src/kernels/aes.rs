@@ -4,7 +4,7 @@ use core::arch::aarch64::*;
 
 use zeroize::Zeroize;
 
-use super::ops::{V, aese, round, xor};
+use super::ops::{V, aese, fresh, round, xor, xor3};
 
 /// The round constants (public).
 const RCON: [u32; 10] = [0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x1b, 0x36];
@@ -19,11 +19,12 @@ fn sub_word(w: u32) -> u32 {
     vgetq_lane_u32::<0>(vreinterpretq_u32_u8(aese(v, vdupq_n_u8(0))))
 }
 
-/// FIPS 197 key expansion for a key of 16, 24 or 32 bytes, into `rk` (round keys in memory
-/// byte order); returns the number of rounds. Branches depend on the key length only.
+/// FIPS 197 key expansion for a key of 16, 24 or 32 bytes, into `rk` (each round key's 16 bytes
+/// read little-endian, so that it converts to a register holding them in memory order); returns
+/// the number of rounds. Branches depend on the key length only.
 #[inline]
 #[target_feature(enable = "aes")]
-pub(super) fn expand(key: &[u8], rk: &mut [[u8; 16]; 15]) -> usize {
+pub(super) fn expand(key: &[u8], rk: &mut RoundKeys) -> usize {
     let nk = key.len() / 4;
     let nr = nk + 6;
     let mut w = [0u32; 60];
@@ -41,16 +42,19 @@ pub(super) fn expand(key: &[u8], rk: &mut [[u8; 16]; 15]) -> usize {
         w[i] = w[i - nk] ^ t;
     }
     for (r, k) in rk.iter_mut().enumerate().take(nr + 1) {
-        for (j, c) in k.chunks_exact_mut(4).enumerate() {
-            c.copy_from_slice(&w[4 * r + j].to_le_bytes());
-        }
+        let q = [w[4 * r], w[4 * r + 1], w[4 * r + 2], w[4 * r + 3]];
+        *k = q
+            .iter()
+            .rev()
+            .fold(0u128, |a, x| (a << 32) | u128::from(*x));
     }
     w.zeroize();
     nr
 }
 
-/// The round keys as registers (entries past `nr` are zero).
-pub(super) type RoundKeys = [V; 15];
+/// The round keys in memory (entries past `nr` are zero), each read with
+/// [`fresh`](super::ops::fresh) where it is used.
+pub(super) type RoundKeys = [u128; 15];
 
 /// AES of one block with `NR` rounds.
 #[inline]
@@ -58,9 +62,9 @@ pub(super) type RoundKeys = [V; 15];
 pub(super) fn block<const NR: usize>(rk: &RoundKeys, b: V) -> V {
     let mut s = b;
     for k in &rk[..NR - 1] {
-        s = round(s, *k);
+        s = round(s, fresh(k));
     }
-    xor(aese(s, rk[NR - 1]), rk[NR])
+    xor(aese(s, fresh(&rk[NR - 1])), fresh(&rk[NR]))
 }
 
 /// The counter blocks of a message, made one at a time from a 32-bit counter: the first 12
@@ -100,6 +104,16 @@ impl Counter {
         vextq_u8::<4>(self.high, low)
     }
 
+    /// The template of the counter blocks (see [`Counter::high`]).
+    pub(super) fn template(&self) -> V {
+        self.high
+    }
+
+    /// The counter of the next block.
+    pub(super) fn next(&self) -> u32 {
+        self.next
+    }
+
     /// Move past `n` blocks (inc32: the counter wraps mod 2^32).
     #[inline]
     #[target_feature(enable = "aes")]
@@ -116,24 +130,47 @@ impl Counter {
     }
 }
 
+/// One AES round on every lane.
+#[inline]
+#[target_feature(enable = "aes")]
+pub(super) fn rounds<const L: usize>(s: &mut [V; L], k: V) {
+    for x in s.iter_mut() {
+        *x = round(*x, k);
+    }
+}
+
+/// The first `L` counter blocks from `ctr`'s next one.
+#[inline]
+#[target_feature(enable = "aes")]
+pub(super) fn counters<const L: usize>(ctr: &Counter) -> [V; L] {
+    core::array::from_fn(|i| ctr.block(i as u32))
+}
+
+/// The last round on every lane and the keystream XORed into `d`: AESE with round key
+/// `NR − 1`, then the last round key and the data in one three-way XOR.
+#[inline]
+#[target_feature(enable = "aes")]
+pub(super) fn last<const E: bool, const NR: usize, const L: usize>(
+    rk: &RoundKeys,
+    s: &[V; L],
+    d: &[V; L],
+) -> [V; L] {
+    let (k, last) = (fresh(&rk[NR - 1]), fresh(&rk[NR]));
+    core::array::from_fn(|i| xor3::<E>(aese(s[i], k), last, d[i]))
+}
+
 /// The keystream of `L` consecutive counter blocks from `ctr`'s next one, XORed into `d`
-/// (block `i` of `d` with counter block `i`), with `NR` rounds; `between(r)` runs after round
-/// `r` (`0..NR - 1`), so that a caller's GHASH work interleaves with the AES rounds.
+/// (block `i` of `d` with counter block `i`), with `NR` rounds.
 #[inline]
 #[target_feature(enable = "aes")]
 pub(super) fn ctr_xor<const E: bool, const NR: usize, const L: usize>(
     rk: &RoundKeys,
     ctr: &Counter,
     d: &[V; L],
-    mut between: impl FnMut(usize),
 ) -> [V; L] {
-    let mut s: [V; L] = core::array::from_fn(|i| ctr.block(i as u32));
-    for (r, k) in rk[..NR - 1].iter().enumerate() {
-        for x in s.iter_mut() {
-            *x = round(*x, *k);
-        }
-        between(r);
+    let mut s = counters::<L>(ctr);
+    for k in &rk[..NR - 1] {
+        rounds(&mut s, fresh(k));
     }
-    let last = rk[NR];
-    core::array::from_fn(|i| super::ops::xor3::<E>(aese(s[i], rk[NR - 1]), last, d[i]))
+    last::<E, NR, L>(rk, &s, d)
 }

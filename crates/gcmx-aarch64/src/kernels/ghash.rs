@@ -11,9 +11,12 @@
 //! before them zero (a zero block adds nothing), so the same powers serve every length.
 
 use super::ops::{
-    IDX_HI, IDX_LO, IDX_REV, V, from_u128, pmull, pmull2, swap, tbl1, tbl2, to_u128, xor, xor3,
-    zero,
+    IDX_HI, IDX_LO, IDX_REV, V, fresh, from_u128, pmull, pmull2, swap, tbl1, tbl2, to_u128, xor,
+    xor3, zero,
 };
+
+/// Two consecutive raw blocks in a register pair (TBL's two-register table).
+pub(super) use core::arch::aarch64::uint8x16x2_t as Pair;
 
 /// POLYVAL's reduction constant `x^127 + x^126 + x^121` (as `0xC2 << 56` in lane 0).
 const POLY: u128 = 0xC200_0000_0000_0000;
@@ -27,63 +30,56 @@ pub(super) fn mulx(v: u128) -> u128 {
     (v << 1) ^ (top.wrapping_neg() & 0xC200_0000_0000_0000_0000_0000_0000_0001)
 }
 
-/// The powers of a key in pair layout: `hi[j]`, `lo[j]` and `mid[j]` hold, for the blocks
-/// `a = 2j`, `b = 2j + 1` of a group, `(Q_(8−a).hi, Q_(8−b).hi)`, `(Q_(8−a).lo, Q_(8−b).lo)` and
-/// the two halves of each XORed, `(Q.hi ^ Q.lo)`, Karatsuba's middle operand.
-#[derive(Clone, Copy)]
-pub(super) struct Powers {
-    pub(super) hi: [u128; 4],
-    pub(super) lo: [u128; 4],
-    pub(super) mid: [u128; 4],
-}
+/// The powers of a key in pair layout, as the bulk loop reads them: entries `0..4` the high
+/// halves, `4..8` the low halves, `8..12` the two halves XORed (Karatsuba's middle operand),
+/// each entry two 64-bit lanes for the blocks `a = 2j`, `b = 2j + 1` of a group: `Q_(8−a)` in
+/// lane 0, `Q_(8−b)` in lane 1.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Powers(pub(super) [u128; 12]);
 
 impl Powers {
     /// The pair layout of `q[k] = Q_(k+1)` for `k = 0..8`.
     pub(super) fn from_q(q: &[u128; GROUP]) -> Powers {
-        let half = |x: u128, hi: bool| {
-            if hi {
-                x >> 64
-            } else {
-                x & u128::from(u64::MAX)
-            }
-        };
-        let pair = |j: usize, f: &dyn Fn(u128) -> u128| {
+        let lanes = |j: usize, f: &dyn Fn(u128) -> u128| {
             let (a, b) = (q[GROUP - 1 - 2 * j], q[GROUP - 2 - 2 * j]);
-            f(a) | f(b) << 64
+            f(a) | (f(b) << 64)
         };
-        Powers {
-            hi: core::array::from_fn(|j| pair(j, &|x| half(x, true))),
-            lo: core::array::from_fn(|j| pair(j, &|x| half(x, false))),
-            mid: core::array::from_fn(|j| pair(j, &|x| half(x, true) ^ half(x, false))),
-        }
+        let hi = |x: u128| x >> 64;
+        let lo = |x: u128| x & u128::from(u64::MAX);
+        Powers(core::array::from_fn(|i| match i / 4 {
+            0 => lanes(i % 4, &hi),
+            1 => lanes(i % 4, &lo),
+            _ => lanes(i % 4, &|x| hi(x) ^ lo(x)),
+        }))
     }
 }
 
-/// The powers in registers, with the constants of the hash.
+/// The powers and the constants of the hash.
 #[derive(Clone, Copy)]
-pub(super) struct Regs {
-    hi: [V; 4],
-    lo: [V; 4],
-    mid: [V; 4],
+pub(super) struct Regs<'a> {
+    p: &'a Powers,
     idx_hi: V,
     idx_lo: V,
     idx_rev: V,
     poly: V,
 }
 
-impl Regs {
+impl<'a> Regs<'a> {
     #[inline]
     #[target_feature(enable = "aes")]
-    pub(super) fn new(p: &Powers) -> Regs {
+    pub(super) fn new(p: &'a Powers) -> Regs<'a> {
         Regs {
-            hi: p.hi.map(from_u128),
-            lo: p.lo.map(from_u128),
-            mid: p.mid.map(from_u128),
+            p,
             idx_hi: bytemuck::cast(IDX_HI),
             idx_lo: bytemuck::cast(IDX_LO),
             idx_rev: bytemuck::cast(IDX_REV),
             poly: from_u128(POLY),
         }
+    }
+
+    /// The powers.
+    pub(super) fn powers(&self) -> &'a Powers {
+        self.p
     }
 
     /// A block in memory order from a natural value, or back (the same byte reversal).
@@ -115,17 +111,19 @@ impl Acc {
     }
 }
 
-/// Accumulate the products of pair `j` (raw blocks `a`, `b`) into `acc`; `first` when `acc`
-/// holds nothing yet.
+/// Accumulate the products of pair `j` (raw blocks `ab.0`, `ab.1`) into `acc`; `first` when
+/// `acc` holds nothing yet.
 #[inline]
 #[target_feature(enable = "aes")]
-pub(super) fn pair<const E: bool>(r: &Regs, j: usize, a: V, b: V, acc: &mut Acc, first: bool) {
-    let h = tbl2(a, b, r.idx_hi);
-    let l = tbl2(a, b, r.idx_lo);
+pub(super) fn pair<const E: bool>(r: &Regs<'_>, j: usize, ab: Pair, acc: &mut Acc, first: bool) {
+    let h = tbl2(ab, r.idx_hi);
+    let l = tbl2(ab, r.idx_lo);
     let m = xor(h, l);
-    let (h0, h1) = (pmull(h, r.hi[j]), pmull2(h, r.hi[j]));
-    let (l0, l1) = (pmull(l, r.lo[j]), pmull2(l, r.lo[j]));
-    let (m0, m1) = (pmull(m, r.mid[j]), pmull2(m, r.mid[j]));
+    let p = &r.p.0;
+    let (ph, pl, pm) = (fresh(&p[j]), fresh(&p[4 + j]), fresh(&p[8 + j]));
+    let (h0, h1) = (pmull(h, ph), pmull2(h, ph));
+    let (l0, l1) = (pmull(l, pl), pmull2(l, pl));
+    let (m0, m1) = (pmull(m, pm), pmull2(m, pm));
     if first {
         acc.hi = xor(h0, h1);
         acc.lo = xor(l0, l1);
@@ -146,7 +144,7 @@ pub(super) fn pair<const E: bool>(r: &Regs, j: usize, a: V, b: V, acc: &mut Acc,
 /// `hi ^ swap(M) ^ u`. Two PMULLs, two EXTs and three three-way XORs.
 #[inline]
 #[target_feature(enable = "aes")]
-pub(super) fn reduce<const E: bool>(r: &Regs, acc: &Acc) -> V {
+pub(super) fn reduce<const E: bool>(r: &Regs<'_>, acc: &Acc) -> V {
     let t = pmull(acc.lo, r.poly);
     let m = xor3::<E>(swap(acc.lo), t, xor3::<E>(acc.mid, acc.lo, acc.hi));
     let u = pmull(m, r.poly);
@@ -157,7 +155,7 @@ pub(super) fn reduce<const E: bool>(r: &Regs, acc: &Acc) -> V {
 /// `y` (natural) with one reduction: `y' = (y ^ X_0)·h^n ^ X_1·h^(n−1) ^ … ^ X_(n−1)·h`.
 #[inline]
 #[target_feature(enable = "aes")]
-pub(super) fn absorb<const E: bool>(r: &Regs, y: V, blocks: &[V]) -> V {
+pub(super) fn absorb<const E: bool>(r: &Regs<'_>, y: V, blocks: &[V]) -> V {
     let n = blocks.len();
     debug_assert!((1..=GROUP).contains(&n));
     let first = GROUP - n;
@@ -166,7 +164,8 @@ pub(super) fn absorb<const E: bool>(r: &Regs, y: V, blocks: &[V]) -> V {
     slot[first] = xor(slot[first], r.reflect(y));
     let mut acc = Acc::new();
     for j in first / 2..GROUP / 2 {
-        pair::<E>(r, j, slot[2 * j], slot[2 * j + 1], &mut acc, j == first / 2);
+        let ab = Pair(slot[2 * j], slot[2 * j + 1]);
+        pair::<E>(r, j, ab, &mut acc, j == first / 2);
     }
     reduce::<E>(r, &acc)
 }
@@ -174,7 +173,7 @@ pub(super) fn absorb<const E: bool>(r: &Regs, y: V, blocks: &[V]) -> V {
 /// `a·b·x^-128` (POLYVAL's dot product), for the powers at key set-up.
 #[inline]
 #[target_feature(enable = "aes")]
-pub(super) fn dot<const E: bool>(r: &Regs, a: u128, b: u128) -> u128 {
+pub(super) fn dot<const E: bool>(r: &Regs<'_>, a: u128, b: u128) -> u128 {
     let (a, b) = (from_u128(a), from_u128(b));
     let acc = Acc {
         lo: pmull(a, b),
@@ -188,7 +187,7 @@ pub(super) fn dot<const E: bool>(r: &Regs, a: u128, b: u128) -> u128 {
 /// per reduction, the last group shorter.
 #[inline]
 #[target_feature(enable = "aes")]
-pub(super) fn ghash<const E: bool>(r: &Regs, y: u128, data: &[u8]) -> u128 {
+pub(super) fn ghash<const E: bool>(r: &Regs<'_>, y: u128, data: &[u8]) -> u128 {
     use super::ops::load;
     let mut yv = from_u128(y);
     let mut groups = data.chunks_exact(16 * GROUP);

@@ -20,13 +20,14 @@ use inout::InOutBuf;
 use zeroize::Zeroize;
 
 mod aes;
+mod bulk;
 mod ghash;
 mod ops;
 mod stitched;
 
 use aes::RoundKeys;
 use ghash::{GROUP, Powers, Regs};
-use ops::{V, from_u128, load, to_u128};
+use ops::{V, from_u128, to_u128};
 
 /// Which kernels a key runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,8 +57,8 @@ impl Level {
 /// heap (moving a key moves a pointer) and is wiped on drop.
 #[derive(Clone)]
 pub(crate) struct Keys {
-    /// Round keys `0..=nr` as they lie in memory.
-    rk: [[u8; 16]; 15],
+    /// Round keys `0..=nr`, each the 16 bytes read little-endian.
+    rk: RoundKeys,
     /// Rounds: 10, 12 or 14.
     nr: usize,
     /// The powers `Q_1..Q_8` of `H` in the layout of a step.
@@ -69,17 +70,8 @@ pub(crate) struct Keys {
 impl Drop for Keys {
     fn drop(&mut self) {
         self.rk.zeroize();
-        self.powers.hi.zeroize();
-        self.powers.lo.zeroize();
-        self.powers.mid.zeroize();
+        self.powers.0.zeroize();
     }
-}
-
-/// The round keys in registers.
-#[inline]
-#[target_feature(enable = "aes")]
-fn round_keys(keys: &Keys) -> RoundKeys {
-    core::array::from_fn(|i| load(&keys.rk[i]))
 }
 
 /// Key set-up: expand the key, `H = E_K(0^128)`, `Q_1 = mulX(H)` and `Q_(k+1) = Q_k·Q_1`.
@@ -87,17 +79,18 @@ fn round_keys(keys: &Keys) -> RoundKeys {
 #[target_feature(enable = "aes")]
 fn setup<const E: bool>(key: &[u8], keys: &mut Keys) {
     keys.nr = aes::expand(key, &mut keys.rk);
-    let rk = round_keys(keys);
+    let rk = &keys.rk;
     let h = match keys.nr {
-        10 => aes::block::<10>(&rk, ops::zero()),
-        12 => aes::block::<12>(&rk, ops::zero()),
-        _ => aes::block::<14>(&rk, ops::zero()),
+        10 => aes::block::<10>(rk, ops::zero()),
+        12 => aes::block::<12>(rk, ops::zero()),
+        _ => aes::block::<14>(rk, ops::zero()),
     };
     let mut hb: [u8; 16] = bytemuck::cast(h);
     let mut q = [0u128; GROUP];
     q[0] = ghash::mulx(u128::from_be_bytes(hb));
     // The reduction constants only: `dot` needs no powers.
-    let r = Regs::new(&keys.powers);
+    let none = Powers::default();
+    let r = Regs::new(&none);
     for k in 1..GROUP {
         q[k] = ghash::dot::<E>(&r, q[k - 1], q[0]);
     }
@@ -125,13 +118,13 @@ macro_rules! entries {
                 y: &mut u128,
                 buf: InOutBuf<'_, '_, u8>,
             ) {
-                let (rk, r) = (round_keys(keys), Regs::new(&keys.powers));
+                let (rk, r) = (&keys.rk, Regs::new(&keys.powers));
                 let mut c = aes::Counter::new(ctr);
                 let yv = from_u128(*y);
                 let yv = match keys.nr {
-                    10 => stitched::crypt::<$e, SEAL, 10>(&rk, &r, &mut c, yv, buf),
-                    12 => stitched::crypt::<$e, SEAL, 12>(&rk, &r, &mut c, yv, buf),
-                    _ => stitched::crypt::<$e, SEAL, 14>(&rk, &r, &mut c, yv, buf),
+                    10 => stitched::crypt::<$e, SEAL, 10>(rk, &r, &mut c, yv, buf),
+                    12 => stitched::crypt::<$e, SEAL, 12>(rk, &r, &mut c, yv, buf),
+                    _ => stitched::crypt::<$e, SEAL, 14>(rk, &r, &mut c, yv, buf),
                 };
                 *y = to_u128(yv);
                 c.wipe();
@@ -144,11 +137,11 @@ macro_rules! entries {
                 aad: &[u8],
                 buf: InOutBuf<'_, '_, u8>,
             ) -> [u8; 16] {
-                let (rk, r) = (round_keys(keys), Regs::new(&keys.powers));
+                let (rk, r) = (&keys.rk, Regs::new(&keys.powers));
                 match keys.nr {
-                    10 => stitched::message::<$e, SEAL, 10>(&rk, &r, j0, aad, buf),
-                    12 => stitched::message::<$e, SEAL, 12>(&rk, &r, j0, aad, buf),
-                    _ => stitched::message::<$e, SEAL, 14>(&rk, &r, j0, aad, buf),
+                    10 => stitched::message::<$e, SEAL, 10>(rk, &r, j0, aad, buf),
+                    12 => stitched::message::<$e, SEAL, 12>(rk, &r, j0, aad, buf),
+                    _ => stitched::message::<$e, SEAL, 14>(rk, &r, j0, aad, buf),
                 }
             }
         }
@@ -167,12 +160,12 @@ fn setup_entry(key: &[u8], keys: &mut Keys) {
 /// One AES block, for both variants.
 #[target_feature(enable = "aes")]
 fn block_entry(keys: &Keys, b: &mut [u8; 16]) {
-    let rk = round_keys(keys);
+    let rk = &keys.rk;
     let x: V = bytemuck::cast(*b);
     let out = match keys.nr {
-        10 => aes::block::<10>(&rk, x),
-        12 => aes::block::<12>(&rk, x),
-        _ => aes::block::<14>(&rk, x),
+        10 => aes::block::<10>(rk, x),
+        12 => aes::block::<12>(rk, x),
+        _ => aes::block::<14>(rk, x),
     };
     *b = bytemuck::cast(out);
 }
@@ -187,13 +180,9 @@ impl Keys {
         // Built in place on the heap: moving the key moves a pointer and leaves no copies of
         // the round keys or powers behind.
         let mut keys = Box::new(Keys {
-            rk: [[0; 16]; 15],
+            rk: [0; 15],
             nr: 0,
-            powers: Powers {
-                hi: [0; 4],
-                lo: [0; 4],
-                mid: [0; 4],
-            },
+            powers: Powers::default(),
             level,
         });
         #[allow(unsafe_code)]

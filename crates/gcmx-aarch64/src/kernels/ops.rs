@@ -40,6 +40,12 @@ pub(super) fn to_u128(v: V) -> u128 {
     cast(v)
 }
 
+/// `*x` as a register.
+#[inline(always)]
+pub(super) fn fresh(x: &u128) -> V {
+    cast(*x)
+}
+
 /// All zero.
 #[inline]
 #[target_feature(enable = "aes")]
@@ -142,11 +148,12 @@ pub(super) const IDX_LO: [u8; 16] = [15, 14, 13, 12, 11, 10, 9, 8, 31, 30, 29, 2
 /// value (the map is its own inverse).
 pub(super) const IDX_REV: [u8; 16] = [15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0];
 
-/// Two registers' bytes picked by `idx` (0..16 from `a`, 16..32 from `b`): one TBL.
+/// A register pair's bytes picked by `idx` (0..16 from the first, 16..32 from the second):
+/// one TBL.
 #[inline]
 #[target_feature(enable = "aes")]
-pub(super) fn tbl2(a: V, b: V, idx: V) -> V {
-    vqtbl2q_u8(uint8x16x2_t(a, b), idx)
+pub(super) fn tbl2(ab: uint8x16x2_t, idx: V) -> V {
+    vqtbl2q_u8(ab, idx)
 }
 
 /// `v`'s bytes picked by `idx`: one TBL.

@@ -11,8 +11,9 @@ use inout::InOutBuf;
 use zeroize::Zeroize;
 
 use super::aes::{Counter, RoundKeys, block, ctr_xor};
-use super::ghash::{Acc, GROUP, Regs, absorb, ghash, pair, reduce};
-use super::ops::{V, from_u128, load, store, to_u128, xor, zero};
+use super::bulk::{self, Bulk};
+use super::ghash::{GROUP, Regs, absorb, ghash};
+use super::ops::{V, from_u128, load, store, to_u128, zero};
 
 /// Bytes of one step.
 const STEP: usize = 16 * GROUP;
@@ -28,10 +29,10 @@ fn ctr_xor_upto<const E: bool, const NR: usize>(
     n: usize,
 ) -> [V; GROUP] {
     if n <= 4 {
-        let four = ctr_xor::<E, NR, 4>(rk, ctr, &[d[0], d[1], d[2], d[3]], |_| {});
+        let four = ctr_xor::<E, NR, 4>(rk, ctr, &[d[0], d[1], d[2], d[3]]);
         core::array::from_fn(|i| if i < 4 { four[i] } else { zero() })
     } else {
-        ctr_xor::<E, NR, GROUP>(rk, ctr, d, |_| {})
+        ctr_xor::<E, NR, GROUP>(rk, ctr, d)
     }
 }
 
@@ -42,50 +43,64 @@ fn ctr_xor_upto<const E: bool, const NR: usize>(
 #[target_feature(enable = "aes")]
 pub(super) fn crypt<const E: bool, const SEAL: bool, const NR: usize>(
     rk: &RoundKeys,
-    r: &Regs,
+    r: &Regs<'_>,
     ctr: &mut Counter,
     y: V,
     buf: InOutBuf<'_, '_, u8>,
 ) -> V {
-    let bulk_len = buf.len() / STEP * STEP;
-    let (mut bulk, rest) = buf.split_at(bulk_len);
+    let steps = buf.len() / STEP;
+    let (mut bulk, rest) = buf.split_at(steps * STEP);
     let mut yv = y;
-    // A seal's previous step of ciphertext, hashed during the next step.
-    let mut pending: Option<[V; GROUP]> = None;
-    while !bulk.is_empty() {
-        let (mut s, more) = bulk.split_at(STEP);
-        bulk = more;
-        let d: [V; GROUP] = core::array::from_fn(|i| load(&s.get_in()[16 * i..]));
-        let hashed = if SEAL { pending } else { Some(d) };
-        let out = match hashed {
-            Some(g) => {
-                let g0 = xor(g[0], r.reflect(yv));
-                let mut acc = Acc::new();
-                let mut next = yv;
-                let out = ctr_xor::<E, NR, GROUP>(rk, ctr, &d, |round| {
-                    if round < GROUP / 2 {
-                        let a = if round == 0 { g0 } else { g[2 * round] };
-                        pair::<E>(r, round, a, g[2 * round + 1], &mut acc, round == 0);
-                    } else if round == GROUP / 2 {
-                        next = reduce::<E>(r, &acc);
-                    }
-                });
-                yv = next;
-                out
-            }
-            None => ctr_xor::<E, NR, GROUP>(rk, ctr, &d, |_| {}),
-        };
+    if steps > 0 && SEAL {
+        // The first step alone (nothing to hash yet); the loop hashes each step's ciphertext
+        // during the next, and the last one is hashed here after it.
+        let (mut first, more) = bulk.split_at(STEP);
+        let d: [V; GROUP] = core::array::from_fn(|i| load(&first.get_in()[16 * i..]));
+        let out = ctr_xor::<E, NR, GROUP>(rk, ctr, &d);
         ctr.advance(GROUP as u32);
-        let o = s.get_out();
+        let o = first.get_out();
         for (i, v) in out.iter().enumerate() {
             store(&mut o[16 * i..], *v);
         }
-        if SEAL {
-            pending = Some(out);
+        let (src, dst) = more.into_raw();
+        if steps > 1 {
+            let b = Bulk {
+                rk,
+                powers: r.powers(),
+                template: ctr.template(),
+                next: ctr.next(),
+            };
+            let prev = dst.wrapping_sub(STEP);
+            #[allow(unsafe_code)]
+            // SAFETY: the entry points run only where `Level::detect` found AES and PMULL
+            // (and SHA3 for `E`); `src` and `dst` are the input and output of the steps after
+            // the first (`128 · (steps − 1)` bytes, one buffer or two that do not overlap, as
+            // `InOutBuf` guarantees), and the first step's output lies just before `dst`.
+            let next = unsafe { bulk::run::<E, true, NR>(&b, src, dst, prev, steps - 1, yv) };
+            yv = next;
+            ctr.advance(GROUP as u32 * (steps as u32 - 1));
         }
-    }
-    if let Some(p) = pending {
-        yv = absorb::<E>(r, yv, &p);
+        let last = dst.wrapping_add(STEP * (steps - 1)).wrapping_sub(STEP);
+        #[allow(unsafe_code)]
+        // SAFETY: the last step's output, 128 bytes the steps above wrote (inside the
+        // caller's output buffer), read back.
+        let c = unsafe { core::slice::from_raw_parts(last, STEP) };
+        let blocks: [V; GROUP] = core::array::from_fn(|i| load(&c[16 * i..]));
+        yv = absorb::<E>(r, yv, &blocks);
+    } else if steps > 0 {
+        let b = Bulk {
+            rk,
+            powers: r.powers(),
+            template: ctr.template(),
+            next: ctr.next(),
+        };
+        let (src, dst) = bulk.reborrow().into_raw();
+        #[allow(unsafe_code)]
+        // SAFETY: as for the seal: the core's features, and `src`, `dst` the whole steps'
+        // input and output (equal, or apart without overlap).
+        let next = unsafe { bulk::run::<E, false, NR>(&b, src, dst, core::ptr::null(), steps, yv) };
+        yv = next;
+        ctr.advance(GROUP as u32 * steps as u32);
     }
     tail::<E, SEAL, NR>(rk, r, ctr, yv, rest)
 }
@@ -96,7 +111,7 @@ pub(super) fn crypt<const E: bool, const SEAL: bool, const NR: usize>(
 #[target_feature(enable = "aes")]
 fn tail<const E: bool, const SEAL: bool, const NR: usize>(
     rk: &RoundKeys,
-    r: &Regs,
+    r: &Regs<'_>,
     ctr: &mut Counter,
     y: V,
     mut buf: InOutBuf<'_, '_, u8>,
@@ -157,7 +172,7 @@ fn tag(s: V, mask: V) -> [u8; 16] {
 #[target_feature(enable = "aes")]
 pub(super) fn message<const E: bool, const SEAL: bool, const NR: usize>(
     rk: &RoundKeys,
-    r: &Regs,
+    r: &Regs<'_>,
     j0: &[u8; 16],
     aad: &[u8],
     mut buf: InOutBuf<'_, '_, u8>,
