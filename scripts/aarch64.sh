@@ -180,10 +180,19 @@ RUSTFLAGS="--emit=link,asm -C symbol-mangling-version=v0 -C debuginfo=0" \
     "${CARGO}" build -q --release --target "${TARGET}" -p gcmx-core
 DEPS="${CARGO_TARGET_DIR}/${TARGET}/release/deps"
 REGISTRY="${CARGO_HOME:-${HOME}/.cargo}/registry/src"
-python3 - "${DEPS}" "${REGISTRY}" <<'PY'
+# Whole calls: one_call's seals and opens of 1 KiB under qemu with the executed code logged, on a
+# core with SHA3 (the EOR3 kernels: modelled as V1 and V2) and one without (N1).
+"${CARGO}" build -q --release --target "${TARGET}" -p gcmx-aarch64 --example one_call
+TRACES="$(mktemp -d)"
+trap 'rm -rf "${TRACES}"' EXIT
+for model in max neoverse-n1; do
+    "${QEMU[@]}" -cpu "${model}" -d in_asm,exec,nochain,strace -D "${TRACES}/${model}.log" \
+        "${CARGO_TARGET_DIR}/${TARGET}/release/examples/one_call" >"${TRACES}/${model}.calls"
+done
+python3 - "${DEPS}" "${REGISTRY}" "${TRACES}" <<'PY'
 import glob, os, re, subprocess, sys
 
-deps, registry = sys.argv[1], sys.argv[2]
+deps, registry, traces = sys.argv[1], sys.argv[2], sys.argv[3]
 CPUS = ["neoverse-n1", "neoverse-v1", "neoverse-v2"]
 ITER = 300
 
@@ -311,10 +320,65 @@ for n, aes in ((80, "AES-128"), (96, "AES-192"), (112, "AES-256")):
     both = [a + b for a, b in zip(ctr, ghash4)]
     rows.append((aes, "both", "generic path (aes + polyval)", len(aes_loops[n]), both))
 
+# Whole calls: each marked call's executed instructions in order (translation blocks as qemu
+# logged them, branches dropped), modelled as one straight run.
+def calls(log):
+    tbs, cur, rec, out = {}, None, None, []
+    for l in open(log, errors="replace"):
+        l = l.rstrip("\n")
+        if l.startswith("IN:"):
+            cur = []
+            continue
+        m = re.match(r"^0x([0-9a-f]+):\s+[0-9a-f]{8}\s+(.*)$", l)
+        if m and cur is not None:
+            if not cur:
+                tbs[int(m.group(1), 16)] = cur
+            cur.append(m.group(2).strip())
+            continue
+        cur = None
+        m = re.match(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/", l)
+        if m and rec is not None:
+            rec.append(int(m.group(1), 16))
+        elif "sched_yield(" in l:
+            if rec is None:
+                rec = []
+            else:
+                out.append(instructions(x for pc in rec for x in tbs[pc]))
+                rec = None
+    return out
+
+
+def whole(body, cpu):
+    r = subprocess.run(
+        ["llvm-mca-22", "-mtriple=aarch64", f"-mcpu={cpu}", "-mattr=+aes,+sha3", "-iterations=1",
+         "-skip-unsupported-instructions=parse-failure"],
+        input="\n".join(body) + "\n", capture_output=True, text=True, check=True)
+    return int(re.search(r"Total Cycles:\s+(\d+)", r.stdout).group(1))
+
+
+loop = {(r[0], r[1], r[2]): r[4] for r in rows}
+call_rows = []
+for model, cpus, variant in (("max", ["neoverse-v1", "neoverse-v2"], "gcmx (EOR3)"),
+                             ("neoverse-n1", ["neoverse-n1"], "gcmx (no EOR3)")):
+    names = [x.strip() for x in open(f"{traces}/{model}.calls")]
+    for name, body in zip(names, calls(f"{traces}/{model}.log")):
+        aes, op, n = name.split()
+        for cpu in cpus:
+            c = whole(body, cpu)
+            step = loop[(aes, op, variant)][CPUS.index(cpu)] * 8
+            # 1 MiB: this call's cycles plus the steps a 1 MiB message has beyond its 8.
+            mib = c + (65536 - 64) // 8 * step
+            call_rows.append((aes, op, variant, cpu, len(body), c, c / int(n), mib / (1 << 20)))
+
 order = {"gcmx (EOR3)": 0, "gcmx (no EOR3)": 1, "aws-lc unroll8 (EOR3)": 2,
          "aws-lc 4-block (no EOR3)": 3, "generic path (aes + polyval)": 4}
 print("| key | direction | loop | instructions | " + " | ".join(CPUS) + " |")
 print("|---|---|---|---:|" + "---:|" * len(CPUS))
 for r in sorted(rows, key=lambda r: (r[0], r[1], order[r[2]])):
     print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | " + " | ".join(f"{c:.2f}" for c in r[4]) + " |")
+print()
+print("| key | call | kernels | model | instructions (1 KiB) | cycles (1 KiB) | c/B 1 KiB | c/B 1 MiB (est.) |")
+print("|---|---|---|---|---:|---:|---:|---:|")
+for r in sorted(call_rows, key=lambda r: (r[0], r[1], r[3])):
+    print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | {r[6]:.3f} | {r[7]:.3f} |")
 PY
