@@ -51,10 +51,19 @@ pub(super) fn crypt<const E: bool, const SEAL: bool, const NR: usize>(
     let steps = buf.len() / STEP;
     let (mut bulk, rest) = buf.split_at(steps * STEP);
     let mut yv = y;
-    if steps > 0 && SEAL {
+    if steps == 0 {
+        return tail::<E, SEAL, NR>(rk, r, ctr, yv, rest);
+    }
+    let b = Bulk {
+        rk,
+        powers: r.powers(),
+        template: ctr.template(),
+        next: ctr.next(),
+    };
+    if SEAL {
         // The first step alone (nothing to hash yet); the loop hashes each step's ciphertext
         // during the next, and the last one is hashed here after it.
-        let (mut first, more) = bulk.split_at(STEP);
+        let (mut first, mut more) = bulk.split_at(STEP);
         let d: [V; GROUP] = core::array::from_fn(|i| load(&first.get_in()[16 * i..]));
         let out = ctr_xor::<E, NR, GROUP>(rk, ctr, &d);
         ctr.advance(GROUP as u32);
@@ -62,38 +71,30 @@ pub(super) fn crypt<const E: bool, const SEAL: bool, const NR: usize>(
         for (i, v) in out.iter().enumerate() {
             store(&mut o[16 * i..], *v);
         }
-        let (src, dst) = more.into_raw();
         if steps > 1 {
+            let prev = first.reborrow().into_raw().1.cast_const();
+            let (src, dst) = more.reborrow().into_raw();
             let b = Bulk {
-                rk,
-                powers: r.powers(),
-                template: ctr.template(),
                 next: ctr.next(),
+                ..b
             };
-            let prev = dst.wrapping_sub(STEP);
             #[allow(unsafe_code)]
             // SAFETY: the entry points run only where `Level::detect` found AES and PMULL
             // (and SHA3 for `E`); `src` and `dst` are the input and output of the steps after
             // the first (`128 · (steps − 1)` bytes, one buffer or two that do not overlap, as
-            // `InOutBuf` guarantees), and the first step's output lies just before `dst`.
+            // `InOutBuf` guarantees), `prev` the first step's 128 bytes of output.
             let next = unsafe { bulk::run::<E, true, NR>(&b, src, dst, prev, steps - 1, yv) };
             yv = next;
             ctr.advance(GROUP as u32 * (steps as u32 - 1));
         }
-        let last = dst.wrapping_add(STEP * (steps - 1)).wrapping_sub(STEP);
-        #[allow(unsafe_code)]
-        // SAFETY: the last step's output, 128 bytes the steps above wrote (inside the
-        // caller's output buffer), read back.
-        let c = unsafe { core::slice::from_raw_parts(last, STEP) };
-        let blocks: [V; GROUP] = core::array::from_fn(|i| load(&c[16 * i..]));
-        yv = absorb::<E>(r, yv, &blocks);
-    } else if steps > 0 {
-        let b = Bulk {
-            rk,
-            powers: r.powers(),
-            template: ctr.template(),
-            next: ctr.next(),
+        let last: &[u8] = if steps > 1 {
+            &more.get_out()[STEP * (steps - 2)..]
+        } else {
+            first.get_out()
         };
+        let c: [V; GROUP] = core::array::from_fn(|i| load(&last[16 * i..]));
+        yv = absorb::<E>(r, yv, &c);
+    } else {
         let (src, dst) = bulk.reborrow().into_raw();
         #[allow(unsafe_code)]
         // SAFETY: as for the seal: the core's features, and `src`, `dst` the whole steps'
