@@ -20,6 +20,10 @@
 #                                             tags: every NIST vector reaches the kernels)
 #   crates/gcmx-core/tests/serial_no_pool.rs  no serial call starts a thread pool (a refusal
 #                                             included: here it would hang)
+#   crates/gcmx-aarch64/tests/constant_time.rs  constant time of the compiled kernels: each entry
+#                                             point with six sets of secrets, every run's trace of
+#                                             instruction and memory addresses compared by a qemu
+#                                             plugin (tests/ct/trace.c, built here with `cc`)
 # on emulated cores: `-cpu max` (AES, PMULL, SHA3: the EOR3 kernels), `-cpu neoverse-n1` and
 # `-cpu cortex-a57` (AES and PMULL, no SHA3). Each program is told which kernels the core must
 # get (GCMX_EXPECT_KERNEL), so a dispatch that fell back to the generic path fails.
@@ -131,7 +135,7 @@ if [[ "${MODE}" == test ]]; then
     export GCMX_REQUIRE_VECTORS=1
 
     echo "building the aarch64 test programs (default features, then gcmx/hazmat)"
-    BUILT=$(build -p gcmx-aarch64 --test kernels --test conformance)
+    BUILT=$(build -p gcmx-aarch64 --test kernels --test conformance --test constant_time)
     BUILT+=$'\n'$(build -p gcmx-core --test serial_no_pool)
     mapfile -t PLAIN <<<"${BUILT}"
     BUILT=$(build -p gcmx-aarch64 --test conformance --features gcmx/hazmat)
@@ -149,13 +153,39 @@ if [[ "${MODE}" == test ]]; then
     CONFORMANCE=$(prog PLAIN conformance)
     CONFORMANCE_HAZMAT=$(prog HAZMAT conformance)
     NO_POOL=$(prog PLAIN serial_no_pool)
+    CONSTANT_TIME=$(prog PLAIN constant_time)
+    PLUGIN="${CARGO_TARGET_DIR}/ct-trace.so"
+    cc -shared -fPIC -O2 -o "${PLUGIN}" crates/gcmx-aarch64/tests/ct/trace.c
+
+    constant_time() { # cpu model, expected kernels
+        local model=$1 expect=$2 log says
+        log=$(mktemp)
+        echo
+        echo "-- constant_time on qemu-aarch64 -cpu ${model} with the ct-trace plugin (expects kernels: ${expect})"
+        says=$(GCMX_EXPECT_KERNEL="${expect}" timeout "${LIMIT}" "${QEMU[@]}" -cpu "${model}" \
+            -plugin "${PLUGIN}" -d plugin -D "${log}" "${CONSTANT_TIME}")
+        echo "${says}"
+        cat "${log}"
+        # the plugin saw every case the program ran, and no failure
+        local cases
+        cases=$(sed -n 's/^constant_time: \([0-9]*\) constant-time cases and \([0-9]*\) leaky.*/\1 \2/p' <<<"${says}" |
+            awk '{print $1 + $2}')
+        if ! grep -q "^ct-trace: ${cases} cases, [0-9]* runs, 0 failures$" "${log}"; then
+            echo "aarch64.sh: constant_time on ${model} failed" >&2
+            rm -f "${log}"
+            exit 1
+        fi
+        rm -f "${log}"
+    }
 
     run max aes-pmull-eor3 serial_no_pool "${NO_POOL}"
     run max aes-pmull-eor3 kernels "${KERNELS}"
+    constant_time max aes-pmull-eor3
     run max aes-pmull-eor3 conformance "${CONFORMANCE}"
     run max aes-pmull-eor3 "conformance (gcmx/hazmat)" "${CONFORMANCE_HAZMAT}"
     run neoverse-n1 aes-pmull serial_no_pool "${NO_POOL}"
     run neoverse-n1 aes-pmull kernels "${KERNELS}"
+    constant_time neoverse-n1 aes-pmull
     run neoverse-n1 aes-pmull "conformance (gcmx/hazmat)" "${CONFORMANCE_HAZMAT}"
     run cortex-a57 aes-pmull kernels "${KERNELS}"
     echo
