@@ -4,7 +4,7 @@ use core::arch::aarch64::*;
 
 use zeroize::Zeroize;
 
-use super::ops::{V, aese, fresh, round, xor, xor3};
+use super::ops::{V, aese, from_u128, round, xor, xor3};
 
 /// The round constants (public).
 const RCON: [u32; 10] = [0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x1b, 0x36];
@@ -52,8 +52,8 @@ pub(super) fn expand(key: &[u8], rk: &mut RoundKeys) -> usize {
     nr
 }
 
-/// The round keys in memory (entries past `nr` are zero), each read with
-/// [`fresh`](super::ops::fresh) where it is used.
+/// The round keys (entries past `nr` are zero), each the 16 bytes of one read little-endian, so
+/// that it converts to a register holding them in memory order.
 pub(super) type RoundKeys = [u128; 15];
 
 /// AES of one block with `NR` rounds.
@@ -62,9 +62,9 @@ pub(super) type RoundKeys = [u128; 15];
 pub(super) fn block<const NR: usize>(rk: &RoundKeys, b: V) -> V {
     let mut s = b;
     for k in &rk[..NR - 1] {
-        s = round(s, fresh(k));
+        s = round(s, from_u128(*k));
     }
-    xor(aese(s, fresh(&rk[NR - 1])), fresh(&rk[NR]))
+    xor(aese(s, from_u128(rk[NR - 1])), from_u128(rk[NR]))
 }
 
 /// The counter blocks of a message, made one at a time from a 32-bit counter: the first 12
@@ -155,7 +155,7 @@ pub(super) fn last<const E: bool, const NR: usize, const L: usize>(
     s: &[V; L],
     d: &[V; L],
 ) -> [V; L] {
-    let (k, last) = (fresh(&rk[NR - 1]), fresh(&rk[NR]));
+    let (k, last) = (from_u128(rk[NR - 1]), from_u128(rk[NR]));
     core::array::from_fn(|i| xor3::<E>(aese(s[i], k), last, d[i]))
 }
 
@@ -170,7 +170,7 @@ pub(super) fn ctr_xor<const E: bool, const NR: usize, const L: usize>(
 ) -> [V; L] {
     let mut s = counters::<L>(ctr);
     for k in &rk[..NR - 1] {
-        rounds(&mut s, fresh(k));
+        rounds(&mut s, from_u128(*k));
     }
     last::<E, NR, L>(rk, &s, d)
 }

@@ -11,8 +11,8 @@
 //! before them zero (a zero block adds nothing), so the same powers serve every length.
 
 use super::ops::{
-    IDX_HI, IDX_LO, IDX_REV, V, fresh, from_u128, pmull, pmull2, swap, tbl1, tbl2, to_u128, xor,
-    xor3, zero,
+    IDX_HI, IDX_LO, IDX_REV, V, from_u128, pmull, pmull2, swap, tbl1, tbl2, to_u128, xor, xor3,
+    zero,
 };
 
 /// Two consecutive raw blocks in a register pair (TBL's two-register table).
@@ -120,7 +120,7 @@ pub(super) fn pair<const E: bool>(r: &Regs<'_>, j: usize, ab: Pair, acc: &mut Ac
     let l = tbl2(ab, r.idx_lo);
     let m = xor(h, l);
     let p = &r.p.0;
-    let (ph, pl, pm) = (fresh(&p[j]), fresh(&p[4 + j]), fresh(&p[8 + j]));
+    let (ph, pl, pm) = (from_u128(p[j]), from_u128(p[4 + j]), from_u128(p[8 + j]));
     let (h0, h1) = (pmull(h, ph), pmull2(h, ph));
     let (l0, l1) = (pmull(l, pl), pmull2(l, pl));
     let (m0, m1) = (pmull(m, pm), pmull2(m, pm));

@@ -2,16 +2,18 @@
 //! - **eor3** (FEAT_AES, FEAT_PMULL, FEAT_SHA3): three-way XORs as one EOR3;
 //! - **base** (FEAT_AES, FEAT_PMULL): the same with two EORs.
 //!
-//! The code is generic over `E` (EOR3 or not) and the number of AES rounds, and
-//! `#[inline(always)]` down to the instruction wrappers of [`ops`]; the entry points below
-//! instantiate it under `#[target_feature(enable = "aes")]` or `"aes,sha3"` and are reached
-//! only through [`Keys`], which records the variant [`Level::detect`] found the core able to
-//! run.
+//! The code is generic over `E` (EOR3 or not) and the number of AES rounds; the entry points
+//! below instantiate it under `#[target_feature(enable = "aes")]` or `"aes,sha3"` and are
+//! reached only through [`Keys`], which records the variant [`Level::detect`] found the core
+//! able to run.
 //!
-//! Layout of a step (eight blocks, [`stitched`]): the counter blocks are made from a 32-bit
-//! counter (one EXT each, [`aes::Counter`]); each AES round runs on all eight; after round `j`
-//! the GHASH products of blocks `2j` and `2j + 1` ([`ghash::pair`]), after round four the
-//! reduction. GHASH values are POLYVAL-domain `u128`s (a GCM block read big-endian).
+//! The parts: [`bulk`] the main loop over whole steps of eight blocks (assembly: AES rounds on
+//! all eight, the GHASH products of blocks `2j` and `2j + 1` after round `j`, the reduction
+//! after round four); [`stitched`] a message around it (a seal's first step, the tail, short
+//! messages in one step); [`ghash`] groups of up to eight blocks with one reduction, and the
+//! powers of `H`; [`aes`] the key schedule, single blocks and counter blocks (one EXT each from
+//! a 32-bit counter); [`ops`] the instructions. GHASH values are POLYVAL-domain `u128`s (a GCM
+//! block read big-endian).
 //!
 //! Constant time: no branch and no memory address depends on the key, `H`, the counter, the
 //! data or the GHASH state; branches and addresses depend only on lengths.

@@ -4,10 +4,10 @@
 //! Every function of the kernels that uses these carries `#[target_feature(enable = "aes")]`
 //! (Rust's `aes`: FEAT_AES with FEAT_PMULL, and NEON) and is reached only from the entry points
 //! of [`Keys`](super::Keys), which exist only after [`Level::detect`](super::Level::detect)
-//! found those features. EOR3 needs FEAT_SHA3 besides: the one `unsafe` of the kernels is in
-//! [`xor3`], whose `E = true` form runs only in the entry points of
-//! [`Level::Eor3`](super::Level::Eor3), reached only where `detect` found it. The functions are small and `#[inline]`: they inline into those entry
-//! points and compile to the single instructions named.
+//! found those features. EOR3 needs FEAT_SHA3 besides: [`xor3`]'s `E = true` form runs only in
+//! the entry points of [`Level::Eor3`](super::Level::Eor3), reached only where `detect` found
+//! it. The functions are small and `#[inline]`: they inline into those entry points and compile
+//! to the single instructions named.
 
 use core::arch::aarch64::*;
 
@@ -38,12 +38,6 @@ pub(super) fn from_u128(x: u128) -> V {
 #[inline(always)]
 pub(super) fn to_u128(v: V) -> u128 {
     cast(v)
-}
-
-/// `*x` as a register.
-#[inline(always)]
-pub(super) fn fresh(x: &u128) -> V {
-    cast(*x)
 }
 
 /// All zero.

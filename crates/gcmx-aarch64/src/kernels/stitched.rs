@@ -1,11 +1,8 @@
-//! The stitched loop: eight blocks of AES-CTR and the GHASH of eight blocks in each step, the
-//! GHASH products of one pair of blocks issued after each of the first AES rounds and the
-//! reduction after the fifth; the tail and whole short messages in one step of at most eight
-//! AES lanes and one reduction.
-//!
-//! A seal hashes the previous step's ciphertext while it encrypts the current one (its own is
-//! not known yet); an open hashes the ciphertext it is decrypting. Branches depend on lengths
-//! only.
+//! A message around the main loop ([`super::bulk`]): whole steps of eight blocks go to the loop
+//! (a seal's first one first, alone: the loop hashes each step's ciphertext during the next, and
+//! the last one is hashed after it; an open hashes the ciphertext it is decrypting); the tail and
+//! whole short messages take one step of at most eight AES lanes and one reduction. Branches
+//! depend on lengths only.
 
 use inout::InOutBuf;
 use zeroize::Zeroize;
