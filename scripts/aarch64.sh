@@ -3,7 +3,8 @@
 # standard library) cross-compiles, qemu-user runs the result. Installs what it needs with apt
 # (as root, or through sudo).
 #
-#   scripts/aarch64.sh        the aarch64 checks (scripts/test.sh runs this; so does CI)
+#   scripts/aarch64.sh        clippy for aarch64, then the aarch64 checks (scripts/test.sh runs
+#                             this; so does CI)
 #   scripts/aarch64.sh mca    the modelled speed of the main loops (llvm-mca-22) beside aws-lc's
 #                             and the generic path's: the table of benches/results.md
 #
@@ -62,7 +63,7 @@ rustc_new_enough() {
 }
 
 toolchain_ready() {
-    rustc_new_enough && [[ -x "${CARGO}" ]] &&
+    rustc_new_enough && [[ -x "${CARGO}" ]] && [[ -x /usr/bin/cargo-clippy ]] &&
         [[ -d /usr/lib/rustlib/${TARGET}/lib ]] &&
         command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 &&
         command -v qemu-aarch64 >/dev/null 2>&1 &&
@@ -75,14 +76,14 @@ apt_install() {
 }
 
 if ! toolchain_ready; then
-    echo "installing the aarch64 cross toolchain (Debian rustc-web + arm64 std, gcc-aarch64-linux-gnu, qemu-user)"
+    echo "installing the aarch64 cross toolchain (Debian rustc-web + arm64 std and clippy, gcc-aarch64-linux-gnu, qemu-user)"
     if ! command -v apt-get >/dev/null 2>&1; then
         echo "aarch64.sh: needs a Debian-family system (apt-get)" >&2
         exit 1
     fi
     as_root dpkg --add-architecture arm64
     as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
-    apt_install rustc-web cargo-web libstd-rust-web-dev:arm64 gcc-aarch64-linux-gnu \
+    apt_install rustc-web cargo-web rust-web-clippy libstd-rust-web-dev:arm64 gcc-aarch64-linux-gnu \
         libc6-dev-arm64-cross qemu-user
     if ! toolchain_ready; then
         echo "aarch64.sh: after installing, /usr/bin/rustc is $(/usr/bin/rustc --version 2>&1) (need ${MSRV} or later with the ${TARGET} standard library)" >&2
@@ -133,6 +134,11 @@ if [[ "${MODE}" == test ]]; then
     # NIST's vectors (fetched and checked once; a no-op when present), required.
     scripts/fetch-vectors.sh | tail -n 1
     export GCMX_REQUIRE_VECTORS=1
+
+    # The kernels compile only for aarch64: the x86-64 lint phase never sees them.
+    echo "clippy -D warnings on gcmx-aarch64 and gcmx-core for ${TARGET}"
+    PATH="/usr/bin:${PATH}" "${CARGO}" clippy -q --target "${TARGET}" --all-targets \
+        -p gcmx-aarch64 -p gcmx-core -- -D warnings
 
     echo "building the aarch64 test programs (default features, then gcmx/hazmat)"
     BUILT=$(build -p gcmx-aarch64 --test kernels --test conformance --test constant_time)

@@ -51,6 +51,9 @@ mod run {
     /// (where every NIST vector then reaches the kernels).
     use gcmx_core::backend::TAG_LENGTHS;
 
+    /// What the typed API's seal and open of one message gave (see [`typed`]).
+    type Typed = Result<(Option<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>), String>;
+
     /// One path through gcmx.
     enum Path {
         /// `gcmx::Gcm` on `Backend::Cpu`.
@@ -96,7 +99,7 @@ mod run {
         pt: &[u8],
         ct: &[u8],
         tag: &[u8],
-    ) -> Result<(Option<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>), String> {
+    ) -> Typed {
         let c = C::new_from_slice(key).map_err(|e| format!("{e:?}"))?;
         let n = aead::Nonce::<C>::try_from(nonce).map_err(|_| "nonce size")?;
         let t = aead::Tag::<C>::try_from(tag).map_err(|_| "tag size")?;
@@ -129,14 +132,7 @@ mod run {
     }
 
     /// [`typed`] on the AES the key length selects.
-    fn typed_any(
-        key: &[u8],
-        nonce: &[u8],
-        aad: &[u8],
-        pt: &[u8],
-        ct: &[u8],
-        tag: &[u8],
-    ) -> Result<(Option<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>), String> {
+    fn typed_any(key: &[u8], nonce: &[u8], aad: &[u8], pt: &[u8], ct: &[u8], tag: &[u8]) -> Typed {
         match key.len() {
             16 => typed::<Aes128Gcm>(key, nonce, aad, pt, ct, tag),
             24 => typed::<Aes192Gcm>(key, nonce, aad, pt, ct, tag),
@@ -300,10 +296,10 @@ mod run {
                     flush(&mut rec, &mut fail, i);
                 } else if line == "FAIL" {
                     fail = true;
-                } else if let Some((k, v)) = line.split_once(" = ") {
-                    if !line.starts_with('[') {
-                        rec.insert(k, v);
-                    }
+                } else if let Some((k, v)) = line.split_once(" = ")
+                    && !line.starts_with('[')
+                {
+                    rec.insert(k, v);
                 }
             }
             flush(&mut rec, &mut fail, text.lines().count());

@@ -211,7 +211,8 @@ mod run {
             }
             t
         };
-        let leaks: [fn(&[u8], &[u8]) -> u64; 3] = [
+        type Leak = fn(&[u8], &[u8]) -> u64;
+        let leaks: [Leak; 3] = [
             |key, _| {
                 (0..black_box(key[0] & 1))
                     .map(|i| black_box(u64::from(i)))
