@@ -3,15 +3,16 @@
 //!
 //! Written as assembly because the compiler's own schedule of the same intrinsics holds the
 //! round keys, the powers and the data in flight at once, spills the data (a store each, which
-//! costs a vector-pipe slot on Neoverse V1 and V2) and clusters the AES instructions: the model
-//! of `scripts/aarch64.sh mca` puts that code at 7.8 to 8.6 cycles a block on Neoverse V1 and
-//! above 24 on N1, where this loop is below aws-lc's (benches/results.md).
+//! costs a vector-pipe slot on Neoverse V1 and V2) and clusters the AES instructions: modelled
+//! by `scripts/aarch64.sh mca`, that code was slower than aws-lc's loop on Neoverse V1 and N1,
+//! where this one is faster on N1, V1 and V2 (benches/results.md).
 //!
 //! Register plan (the same in every variant):
-//! - `v0..v7`: the AES states of the step's eight blocks (and, in an open, its output);
-//! - `v8..v15`: the eight raw blocks the step hashes: an open's ciphertext (also XORed at the
-//!   end), a seal's previous step of ciphertext (replaced by the plaintext, pair by pair, once
-//!   hashed, and by the ciphertext at the end: the next step's input);
+//! - `v0..v7`: the AES states of the step's eight blocks, then the next step's counter blocks;
+//! - `v8..v15`: the eight raw blocks the step hashes, then its output: an open's ciphertext
+//!   (XORed with the keystream at the end, into the plaintext), a seal's previous step of
+//!   ciphertext (replaced by the plaintext, pair by pair, once hashed, and by the ciphertext at
+//!   the end: the next step's input);
 //! - `v16, v17, v18`: the GHASH accumulators (low, middle, high products);
 //! - `v19, v20, v21`: a pair's high halves, low halves and their XOR; `v21` holds the GHASH
 //!   state (natural) between steps;
