@@ -3,9 +3,9 @@
 //!
 //! Written as assembly because the compiler's own schedule of the same intrinsics holds the
 //! round keys, the powers and the data in flight at once, spills the data (a store each, which
-//! costs a vector-pipe slot on Neoverse V1 and V2) and clusters the AES instructions: modelled
-//! by `scripts/aarch64.sh mca`, that code was slower than aws-lc's loop on Neoverse V1 and N1,
-//! where this one is faster on N1, V1 and V2 (benches/results.md).
+//! costs a vector-pipe slot on Neoverse V1 and V2) and clusters the AES instructions. Modelled
+//! by `scripts/aarch64.sh mca`, that code was slower than aws-lc's loop on Neoverse V1 and N1;
+//! this one is below aws-lc's loops (benches/results.md has the figures, and the one exception).
 //!
 //! Register plan (the same in every variant):
 //! - `v0..v7`: the AES states of the step's eight blocks, then the next step's counter blocks;
