@@ -268,12 +268,15 @@ def cycles(body, blocks):
 
 rows = []
 
-# gcmx: the marked loops of bulk.rs (label after the marker, to the branch back to it).
+# gcmx: the marked loops of bulk.rs (label after the marker, to the branch back to it; a loop
+# inlined into two callers is the same code twice, counted once).
 core = open(newest(f"{deps}/gcmx_core-*.s")).read().split("\n")
+seen = set()
 for i, l in enumerate(core):
     m = re.search(r"// gcmx-aarch64 loop: (open|seal) eor3=(true|false) rounds=(\d+)", l)
-    if not m:
+    if not m or m.groups() in seen:
         continue
+    seen.add(m.groups())
     j = next(k for k in range(i, len(core)) if re.match(r"^(\.L\w+):", core[k]))
     label = core[j].split(":")[0]
     end = next(k for k in range(j, len(core)) if re.match(rf"^\s+b\.ne\s+{re.escape(label)}\s*$", core[k]))
