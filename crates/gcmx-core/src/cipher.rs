@@ -4,12 +4,17 @@
 //! Two paths run those loops. For AES keyed from its raw bytes ([`Cipher::with_key`]) on an
 //! x86-64 CPU with AES-NI and PCLMULQDQ, the stitched kernels of `gcmx-x86` (AES rounds and
 //! carry-less multiplies interleaved in one loop; 256-bit VAES + VPCLMULQDQ where the CPU has
-//! them, 128-bit otherwise); elsewhere the generic path, the block
+//! them, 128-bit otherwise), on an aarch64 core with AES and PMULL those of `gcmx-aarch64`
+//! (the same interface); elsewhere the generic path, the block
 //! cipher's own CTR backend and the `ghash` crate. The path is chosen in one place,
 //! `Cipher::hasher`; every loop below is written once for both.
 
 use aead::inout::InOutBuf;
 use aes::cipher::{Block, BlockCipherEncrypt, BlockSizeUser, consts::U16};
+// The stitched kernels of this architecture: the two crates have one interface.
+#[cfg(target_arch = "aarch64")]
+use gcmx_aarch64::StitchedKey;
+#[cfg(not(target_arch = "aarch64"))]
 use gcmx_x86::StitchedKey;
 use ghash::GHash;
 use ghash::universal_hash::UniversalHash;
@@ -43,7 +48,8 @@ pub(crate) enum Io<'i, 'o> {
     ApartUncached(&'i [u8], &'o mut [u8]),
 }
 
-/// Whether this CPU runs gcmx-x86's stitched AES-GCM kernels (x86-64 with AES-NI and PCLMULQDQ):
+/// Whether this CPU runs gcmx's stitched AES-GCM kernels (gcmx-x86's on x86-64 with AES-NI and
+/// PCLMULQDQ, gcmx-aarch64's on aarch64 with AES and PMULL):
 /// then AES keyed from raw bytes ([`KeyMaterial::new`](crate::backend::KeyMaterial::new), the
 /// typed API's `KeyInit`) takes that path.
 ///

@@ -153,13 +153,21 @@ pub trait GcmEngine: Send + Sync {
     }
 
     /// Seal or open many messages; `tags[i]` receives message `i`'s full tag. Default: rayon
-    /// over [`GcmEngine::crypt`].
+    /// over [`GcmEngine::crypt`]; a batch of at most one message runs on the calling thread and
+    /// starts no thread pool (the framing refuses a single open by sealing its message again through
+    /// here, and a serial call must not depend on threads starting).
     fn crypt_batch(
         &self,
         dir: Direction,
         msgs: &mut [Message<'_>],
         tags: &mut [[u8; 16]],
     ) -> Result<(), Error> {
+        if msgs.len() <= 1 {
+            for (m, t) in msgs.iter_mut().zip(tags.iter_mut()) {
+                *t = self.crypt(dir, m)?;
+            }
+            return Ok(());
+        }
         msgs.par_iter_mut()
             .zip(tags.par_iter_mut())
             .try_for_each(|(m, t)| {

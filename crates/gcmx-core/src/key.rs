@@ -50,7 +50,8 @@ pub(crate) use with_cipher;
 
 impl KeyMaterial {
     /// Key an AES of the size `key.len()` selects. On an x86-64 CPU with AES-NI and PCLMULQDQ
-    /// the CPU backends run the stitched kernels of `gcmx-x86`, else the generic path.
+    /// the CPU backends run the stitched kernels of `gcmx-x86`, on an aarch64 core with AES and
+    /// PMULL those of `gcmx-aarch64`, else the generic path.
     pub fn new(key: &[u8]) -> Result<Self, Error> {
         Self::build(key, true)
     }
@@ -177,7 +178,7 @@ mod tests {
             let raw: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
             let s = Arc::new(KeyMaterial::new(&raw).unwrap());
             let g = Arc::new(KeyMaterial::new_generic(&raw).unwrap());
-            assert_eq!(s.is_stitched(), gcmx_x86::StitchedKey::cpu_supported());
+            assert_eq!(s.is_stitched(), crate::backend::stitched_supported());
             assert!(!g.is_stitched());
             for nonce_len in [12usize, 7] {
                 let nonce = vec![0xA5u8; nonce_len];

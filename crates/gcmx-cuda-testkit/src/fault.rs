@@ -252,6 +252,36 @@ pub fn reset_counts() {
     let _ = unsafe { f() };
 }
 
+/// A call that ending a host registration takes, which the fault table never fails (it counts no
+/// release): [`fail_release`] fails it (the stub's `enum release_call`, in its order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Release {
+    /// Making the context current (`cuCtxSetCurrent`): fails with `CUDA_ERROR_INVALID_CONTEXT`.
+    SetCurrent,
+    /// Ending a host registration (`cuMemHostUnregister`): fails with `CUDA_ERROR_ILLEGAL_ADDRESS`,
+    /// as after a lost context, and the range stays registered.
+    Unregister,
+}
+
+/// Make the next `count` calls of `call` fail before they reach the driver (0: none); the number
+/// of calls of `call` that failed since the previous `fail_release` of it. Independent of [`arm`]
+/// and [`disarm`].
+///
+/// # Panics
+///
+/// When the loaded libcuda is not the stub ([`stub_loaded`]).
+pub fn fail_release(call: Release, count: u64) -> u64 {
+    let f = control(c"gcmx_stub_fault_release");
+    // SAFETY: the stub exports `int gcmx_stub_fault_release(uint32_t which, uint64_t count,
+    // uint64_t* failed)`.
+    let f: unsafe extern "C" fn(u32, u64, *mut u64) -> c_int = unsafe { core::mem::transmute(f) };
+    let mut failed = 0u64;
+    // SAFETY: plain values, and one u64 that the stub writes, which lives through the call.
+    let rc = unsafe { f(call as u32, count, &mut failed) };
+    assert_eq!(rc, 0, "gcmx_stub_fault_release({call:?}, {count}) refused");
+    failed
+}
+
 /// `struct gcmx_stub_fault` of the stub.
 #[repr(C)]
 struct StubFault {

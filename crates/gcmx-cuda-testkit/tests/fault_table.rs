@@ -1,11 +1,12 @@
 //! The stub libcuda's fault table, driven through the driver's entry points themselves (no gcmx in
 //! between): counts per kind, a call failing once or with every counted call after it, a wait that
-//! waits and then fails, uncounted releases, the codes returned and their marked names. On the
-//! emulated device; not run, with a notice, where the loaded libcuda is not the stub.
+//! waits and then fails, uncounted releases, the codes returned and their marked names, and the
+//! release faults beside the table. On the emulated device; not run, with a notice, where the loaded
+//! libcuda is not the stub.
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
-use gcmx_cuda_testkit::fault::{self, Mode, Op};
+use gcmx_cuda_testkit::fault::{self, Mode, Op, Release};
 
 /// The loaded libcuda (the stub, through `LD_LIBRARY_PATH`).
 fn lib() -> &'static libloading::Library {
@@ -47,6 +48,11 @@ struct Driver {
     stream_create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> c_int,
     stream_sync: unsafe extern "C" fn(*mut c_void) -> c_int,
     stream_destroy: unsafe extern "C" fn(*mut c_void) -> c_int,
+    set_current: unsafe extern "C" fn(*mut c_void) -> c_int,
+    register: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> c_int,
+    unregister: unsafe extern "C" fn(*mut c_void) -> c_int,
+    /// The primary context, current on the thread that started the device.
+    ctx: *mut c_void,
 }
 
 impl Driver {
@@ -77,6 +83,21 @@ impl Driver {
     fn destroy(&self, s: *mut c_void) -> c_int {
         // SAFETY: destroys a stream of `stream` (the stub checks the handle).
         unsafe { (self.stream_destroy)(s) }
+    }
+
+    fn make_current(&self) -> c_int {
+        // SAFETY: the context retained in `start`.
+        unsafe { (self.set_current)(self.ctx) }
+    }
+
+    fn register(&self, host: &mut [u8]) -> c_int {
+        // SAFETY: page-locks memory that `host` borrows; the caller unregisters it before freeing.
+        unsafe { (self.register)(host.as_mut_ptr().cast(), host.len(), 0) }
+    }
+
+    fn unregister(&self, host: &mut [u8]) -> c_int {
+        // SAFETY: ends the registration of `register` (the stub checks the address).
+        unsafe { (self.unregister)(host.as_mut_ptr().cast()) }
     }
 }
 
@@ -114,6 +135,12 @@ fn start() -> Option<Driver> {
         stream_sync: unsafe { entry("cuStreamSynchronize") },
         // SAFETY: `CUresult cuStreamDestroy_v2(CUstream)`.
         stream_destroy: unsafe { entry("cuStreamDestroy_v2") },
+        set_current: set,
+        // SAFETY: `CUresult cuMemHostRegister_v2(void*, size_t, unsigned)`.
+        register: unsafe { entry("cuMemHostRegister_v2") },
+        // SAFETY: `CUresult cuMemHostUnregister(void*)`.
+        unregister: unsafe { entry("cuMemHostUnregister") },
+        ctx,
     })
 }
 
@@ -197,10 +224,35 @@ fn fault_table() {
     assert_eq!(d.sync(s), 719, "CUDA_ERROR_LAUNCH_FAILED");
     assert_eq!(fault::disarm(), 1);
     assert_eq!(d.destroy(s), 0);
+
+    // Release faults: the next calls that make a context current or end a registration fail
+    // without reaching the device (the range stays registered, the context current), then work.
+    let mut host = vec![0u8; 4096];
+    assert_eq!(d.register(&mut host), 0);
+    let registered = fault::emulator_stats().unwrap().registrations;
+    assert_eq!(fault::fail_release(Release::Unregister, 1), 0);
+    assert_eq!(d.unregister(&mut host), 700, "CUDA_ERROR_ILLEGAL_ADDRESS");
+    assert_eq!(
+        fault::emulator_stats().unwrap().registrations,
+        registered,
+        "still registered"
+    );
+    assert_eq!(d.unregister(&mut host), 0, "only the next call fails");
+    assert_eq!(fault::fail_release(Release::Unregister, 0), 1);
+    assert_eq!(fault::fail_release(Release::SetCurrent, 2), 0);
+    assert_eq!(d.make_current(), 201, "CUDA_ERROR_INVALID_CONTEXT");
+    assert_eq!(d.make_current(), 201);
+    assert_eq!(d.make_current(), 0);
+    assert_eq!(fault::fail_release(Release::SetCurrent, 0), 2);
+    let (rc, p) = d.alloc(16);
+    assert_eq!(rc, 0, "the context stayed current");
+    assert_eq!(d.free(p), 0);
+
     let after = fault::emulator_stats().unwrap();
     assert_eq!(
         (after.device_allocs, after.streams, after.invalid_calls),
         (live, 0, 0),
         "nothing left, nothing invalid"
     );
+    assert_eq!(after.registrations, registered - 1);
 }

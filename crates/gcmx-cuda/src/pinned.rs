@@ -110,7 +110,8 @@ impl core::ops::DerefMut for PinnedRegion<'_> {
 /// much as a transfer, so pay it once. The buffer owns its memory and is never resized; dropping it
 /// ends the registration, then frees the memory (not wiped: wipe what it held first, as with a
 /// `Vec`). A leaked buffer leaks its memory with its registration, so nothing else is ever taken for
-/// page-locked memory.
+/// page-locked memory; so does a dropped buffer whose registration cannot be ended (the device's
+/// context cannot be made current, or the driver refuses to unregister).
 ///
 /// ```no_run
 /// # mod gcmx { pub mod cuda { pub use gcmx_cuda::*; } } // as a user of `gcmx` names it

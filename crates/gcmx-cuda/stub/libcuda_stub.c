@@ -57,7 +57,8 @@
  * Fault table (gcmx_stub_fault_*; "Fault injection" below): each call of an entry point gcmx-cuda uses is counted as
  * one kind (Op in gcmx-cuda-testkit); armed, the nth call of a kind fails once, or fails with every counted call
  * after it (a lost context), returning the driver's code for such a failure. A wait reports its failure after
- * waiting; releases and queries are not counted.
+ * waiting; releases and queries are not counted. Apart from the table, gcmx_stub_fault_release() fails the next
+ * calls that make a context current or end a host registration, which a resource's release depends on.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -1230,7 +1231,8 @@ static void* pass_symbol(void** cache, const char* name) {
 
 /* The kinds of driver call a fault can be injected into (the order of gcmx-cuda-testkit's `fault::Op`). Each entry
  * point that gcmx-cuda calls is counted as one kind (the table below); calls that release resources (free,
- * unregister, destroy, context release) and queries are not counted and never fail by injection. */
+ * unregister, destroy, context release) and queries are not counted and never fail by the table (a release fault,
+ * below, fails the two calls that ending a host registration takes). */
 enum fault_op {
     OP_CONTEXT_CREATE, /* cuDevicePrimaryCtxRetain */
     OP_MODULE_LOAD,    /* cuModuleLoadData */
@@ -1416,6 +1418,53 @@ GCMX_STUB_EXPORT int gcmx_stub_fault_last(struct gcmx_stub_fault* out) {
     return rc;
 }
 
+/* The calls a release fault fails (the order of gcmx-cuda-testkit's `fault::Release`): what ending a host registration
+ * takes, and which the fault table never fails. */
+enum release_call {
+    REL_SET_CURRENT, /* cuCtxSetCurrent: CUDA_ERROR_INVALID_CONTEXT, the context cannot be made current */
+    REL_UNREGISTER,  /* cuMemHostUnregister: CUDA_ERROR_ILLEGAL_ADDRESS, as after a lost context */
+    REL_COUNT
+};
+static const char* const release_names[REL_COUNT] = {"cuCtxSetCurrent", "cuMemHostUnregister"};
+static const int release_codes[REL_COUNT] = {CU_INVALID_CONTEXT, CU_ILLEGAL_ADDRESS};
+static uint64_t release_left[REL_COUNT];   /* calls still to fail */
+static uint64_t release_failed[REL_COUNT]; /* calls failed since the latest gcmx_stub_fault_release() of the kind */
+static int release_any;                    /* some release_left is not 0 (read without the lock first) */
+
+/* 1 with *rc set when a release fault fails this call of entry point `name`; the call then does nothing. */
+static int release_hit(const char* name, int* rc) {
+    int hit = 0;
+    size_t i;
+    if (!__atomic_load_n(&release_any, __ATOMIC_ACQUIRE)) return 0;
+    pthread_mutex_lock(&fault_mu);
+    for (i = 0; i < REL_COUNT; i++) {
+        if (release_left[i] > 0 && strcmp(name, release_names[i]) == 0) {
+            release_left[i]--;
+            release_failed[i]++;
+            *rc = release_codes[i];
+            hit = 1;
+        }
+    }
+    __atomic_store_n(&release_any, release_left[REL_SET_CURRENT] > 0 || release_left[REL_UNREGISTER] > 0,
+                     __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&fault_mu);
+    return hit;
+}
+
+/* Make the next `count` calls of `which` (enum release_call) fail before they reach the driver (0: none); *failed: the
+ * calls of `which` that failed since the previous gcmx_stub_fault_release() of it. Not ended by disarming. */
+GCMX_STUB_EXPORT int gcmx_stub_fault_release(uint32_t which, uint64_t count, uint64_t* failed) {
+    if (which >= REL_COUNT || failed == NULL) return CU_INVALID_VALUE;
+    pthread_mutex_lock(&fault_mu);
+    *failed = release_failed[which];
+    release_failed[which] = 0;
+    release_left[which] = count;
+    __atomic_store_n(&release_any, release_left[REL_SET_CURRENT] > 0 || release_left[REL_UNREGISTER] > 0,
+                     __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&fault_mu);
+    return CU_OK;
+}
+
 /* ================================================================================================================ */
 /* The entry points gcmx-cuda and cust call: fault hook, then the real driver or the emulation                      */
 /* ================================================================================================================ */
@@ -1492,6 +1541,7 @@ GCMX_STUB_EXPORT int gcmx_stub_fault_last(struct gcmx_stub_fault* out) {
         static void* real_;                                                                                          \
         int rc_;                                                                                                     \
         if ((op) != OP_SYNCHRONIZE && fault_hit((op), &rc_)) return rc_;                                             \
+        if ((op) == OP_NONE && release_hit(#name, &rc_)) return rc_;                                                 \
         if (pass_through()) {                                                                                        \
             int(*f_) params = (int(*) params)pass_symbol(&real_, #name);                                             \
             rc_ = f_ != NULL ? f_ args : CU_NO_DEVICE;                                                               \

@@ -37,7 +37,7 @@ use fault_common::{
 use gcmx::{Backend, Gcm, OpenJob, SealJob};
 use gcmx_cuda::{
     CudaEngine, CudaKeyring, DeviceBatch, DeviceBuf, DeviceJob, DeviceMessage, Error, KeyedOpenJob,
-    KeyedSealJob, PinnedRegion, Stream,
+    KeyedSealJob, PinnedBuffer, PinnedRegion, Stream,
 };
 
 /// What an untouched tag holds.
@@ -2113,4 +2113,67 @@ fn detached_work() {
         "refused, not given back as its ciphertext"
     );
     stream.synchronize().expect("stream");
+}
+
+/// A `PinnedBuffer` whose registration cannot be ended when it is dropped (its context cannot be made
+/// current, or the driver refuses to unregister) leaks its memory with the registration: the driver
+/// still has the range registered, and no later allocation lands on it (the memory was not freed), so
+/// no new buffer is taken for page-locked memory. Emulated device only (the stub counts the
+/// registrations).
+#[test]
+fn pinned_buffer_that_cannot_unregister_leaks_its_memory() {
+    let (_turn, dev) = turn();
+    if dev != Dev::Emulated {
+        say("pinned_buffer_that_cannot_unregister_leaks_its_memory: NOT run on a real GPU");
+        return;
+    }
+    // Above glibc's largest mmap threshold, so that freed memory goes back to the system and the
+    // next allocation of its size takes the same addresses.
+    const LEN: usize = 33 * MIB;
+    fault::release_cached();
+    let registrations = || stats().expect("emulator").registrations;
+    let before = stats().expect("emulator");
+
+    // An ordinary drop ends the registration.
+    drop(PinnedBuffer::zeroed(LEN).expect("PinnedBuffer"));
+    assert_eq!(registrations(), before.registrations, "an ordinary drop");
+
+    for call in [fault::Release::SetCurrent, fault::Release::Unregister] {
+        let regs = registrations();
+        let mut buf = PinnedBuffer::zeroed(LEN).expect("PinnedBuffer");
+        buf.fill(0xA5);
+        let start = buf.as_ptr() as usize;
+        fault::fail_release(call, 1);
+        drop(buf);
+        assert_eq!(
+            fault::fail_release(call, 0),
+            1,
+            "{call:?}: the drop's call failed"
+        );
+        assert_eq!(
+            registrations(),
+            regs + 1,
+            "{call:?}: the driver still has the range registered"
+        );
+        for i in 0..4 {
+            let mut v = vec![0u8; LEN];
+            let at = v.as_ptr() as usize;
+            assert!(
+                at + LEN <= start || start + LEN <= at,
+                "{call:?}: allocation {i} of {LEN} bytes at {at:#x} lies in the range at {start:#x} \
+                 that the driver still has registered: the dropped buffer's memory was freed"
+            );
+            let pinned = PinnedRegion::scope(&mut v, |r| r[0] = 1);
+            assert!(
+                pinned.is_ok(),
+                "{call:?}: a new buffer page-locks: {pinned:?}"
+            );
+        }
+    }
+    let after = stats().expect("emulator");
+    assert_eq!(
+        (after.invalid_calls, after.last_invalid.as_str()),
+        (before.invalid_calls, before.last_invalid.as_str()),
+        "no invalid driver call"
+    );
 }

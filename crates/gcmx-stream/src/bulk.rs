@@ -43,7 +43,7 @@ use crate::header::read_header;
 use crate::keyset::Keyset;
 use crate::options::{Options, Use};
 use crate::window::{Seg, Window, open_window, read_growing, seal_window};
-use crate::wipe::{WipingBufReader, WipingBufWriter, wipe_stacks};
+use crate::wipe::{WipingBufReader, WipingBufWriter, wipe_stacks_and_wait};
 
 /// Windows in circulation (reading, queued, crypto, writing).
 const POOL: usize = 4;
@@ -824,7 +824,7 @@ pub fn encrypt<W: Write + Send + 'static>(
         |w| seal_window(&gcm, &prefix, w),
     );
     drop(gcm);
-    wipe_stacks();
+    wipe_stacks_and_wait();
     result
 }
 
@@ -905,7 +905,7 @@ pub fn decrypt<W: Write + Send + 'static>(
         |w| open_window(&gcm, &prefix, w),
     );
     drop(gcm);
-    wipe_stacks();
+    wipe_stacks_and_wait();
     let (out, mut stats) = result?;
     stats.bytes_in += hl as u64;
     Ok((out, stats))

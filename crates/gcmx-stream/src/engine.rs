@@ -5,6 +5,7 @@ use gcmx::aead::inout::InOutBuf;
 use gcmx::aead::{AeadInOut, KeyInit};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::wipe::wipe_this_stack;
 
 pub(crate) use gcmx::{Backend, OpenJob, SealJob};
 
@@ -23,19 +24,23 @@ const UNCACHED_MIN_THREADS: usize = 16;
 const NESTED_MIN_THREADS: usize = 4;
 
 /// An AES-GCM engine for one file key.
+///
+/// Every key schedule it owns is on the heap (`gcmx::Gcm`'s behind pointers, the serial twins
+/// boxed), so moving an engine copies pointers only; [`Engine::new`] wipes the stack where
+/// they were built. Each schedule wipes itself when dropped.
 pub(crate) struct Engine {
     gcm: gcmx::Gcm,
     /// The same key on one core, where the engine is the CPU's: segments that this crate
     /// sends to rayon's pool itself, each sealed from the caller's bytes into the window, or
     /// opened from the source's buffer, in one task ([`Engine::seal_from`],
     /// [`Engine::open_from`]).
-    serial: Option<Serial>,
+    serial: Option<Box<Serial>>,
     /// The same, writing the plaintext of [`Engine::open_from`] past the caches: for reads
     /// into a caller's buffer too large to stay cached ([`gcmx::Aes256Gcm::with_uncached_output`]).
-    uncached: Option<Serial>,
+    uncached: Option<Box<Serial>>,
     /// The same, each segment's open itself split over rayon's threads: for windows of few
     /// segments per thread, whose end would otherwise wait for the last whole segment.
-    multicore: Option<Serial>,
+    multicore: Option<Box<Serial>>,
 }
 
 /// The file key in gcmx's typed API, on the calling thread: it seals from one buffer into
@@ -211,13 +216,34 @@ impl Engine {
     /// An engine for `key` on `backend`. `Backend::Auto` is the library's own rule (the CPU,
     /// serial or on all cores by message size, and the GPU where the library finds it pays).
     pub(crate) fn new(key: &[u8], backend: Backend) -> Result<Engine> {
+        // rayon's global pool is allocated on its first use, from values built on the stack
+        // whose padding carries whatever bytes lay there, for the life of the process: made
+        // now, before this key has a schedule, rather than by a batch after a kernel has
+        // spilled round keys (a wrong key's open, restoring the ciphertext) or by a wipe.
+        rayon::current_num_threads();
+        let engine = Engine::build(key, backend);
+        // The schedules were expanded, and moved into the heap, by value in the frames below
+        // this one (the `aes` crate's, `gcmx`'s and `build`'s), which keep those copies until
+        // something else overwrites them.
+        wipe_this_stack();
+        engine
+    }
+
+    /// [`Engine::new`] less the wipe: out of line, so that every copy of a schedule made on
+    /// the way lies below the frame that wipes.
+    #[inline(never)]
+    fn build(key: &[u8], backend: Backend) -> Result<Engine> {
         let gcm = gcmx::Gcm::with_backend(key, backend).map_err(lib_error)?;
         // `Auto` may send large messages to the GPU ("auto-offload"): only engines that stay
         // on the CPU get a serial twin.
         let cpu = matches!(gcm.engine_name(), "cpu" | "cpu-parallel" | "auto-cpu");
-        let serial = if cpu { Serial::new(key) } else { None };
-        let uncached = serial.as_ref().map(Serial::uncached);
-        let multicore = serial.as_ref().map(Serial::multicore);
+        let serial = if cpu {
+            Serial::new(key).map(Box::new)
+        } else {
+            None
+        };
+        let uncached = serial.as_ref().map(|s| Box::new(s.uncached()));
+        let multicore = serial.as_ref().map(|s| Box::new(s.multicore()));
         Ok(Engine {
             gcm,
             serial,
@@ -265,7 +291,7 @@ impl Engine {
     ) -> Result<Option<usize>> {
         use rayon::prelude::*;
         let threads = rayon::current_num_threads();
-        let serial = match (&self.uncached, &self.multicore) {
+        let serial = match (self.uncached.as_deref(), self.multicore.as_deref()) {
             (Some(u), _) if uncached && threads >= UNCACHED_MIN_THREADS => u,
             (_, Some(m)) if jobs.len() <= 4 * threads && threads >= NESTED_MIN_THREADS => m,
             _ => self.serial()?,
@@ -279,7 +305,7 @@ impl Engine {
     }
 
     fn serial(&self) -> Result<&Serial> {
-        self.serial.as_ref().ok_or_else(|| {
+        self.serial.as_deref().ok_or_else(|| {
             Error::new(
                 ErrorKind::Crypto,
                 "a seal or open from a buffer asked of an engine without a CPU path",

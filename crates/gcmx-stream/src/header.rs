@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::format::{Header, TAG_LEN, segment_nonce};
 use crate::keyset::{Keyset, StreamingKey};
 use crate::window::{auth_error, read_full, read_growing};
+use crate::wipe::wipe_this_stack;
 
 /// Reads and checks the header, and picks the key: the one key whose header length matches,
 /// or, when several do, the one that opens the first segment (as Tink does). Returns the key,
@@ -59,19 +60,12 @@ pub(crate) fn read_header<'k>(
     let n = read_growing(input, &mut head, 0, longest + 1).map_err(read_err)?;
     head.truncate(n);
     for k in &candidates {
-        let layout = k.layout();
-        let want = layout.ciphertext_len(0);
-        let last = n <= want;
-        let seg = &head[..n.min(want)];
-        if seg.len() < TAG_LEN {
-            continue;
-        }
-        let fk = k.stream_key(&header, aad)?;
-        let gcm = Engine::new(&fk, Backend::Cpu)?;
-        let (ct, tag) = seg.split_at(seg.len() - TAG_LEN);
-        let mut buf = Zeroizing::new(ct.to_vec());
-        let nonce = segment_nonce(&header.nonce_prefix, 0, last);
-        if gcm.open(&nonce, &mut buf, tag)? {
+        let opened = opens_first_segment(k, &header, aad, &head);
+        // The trial's key schedules were built, and its kernels spilled round keys, in the
+        // frames below this one: wiped before anything else (a later trial's first use of
+        // rayon's pool, say) copies those bytes into the heap.
+        wipe_this_stack();
+        if opened? {
             return Ok((k, header, hl, Some(head)));
         }
     }
@@ -81,4 +75,27 @@ pub(crate) fn read_header<'k>(
         ));
     }
     Err(auth_error(0, 1))
+}
+
+/// Whether `key` opens the first segment, whose bytes (and possibly one more, which tells
+/// whether it is the last) begin `head`.
+#[inline(never)]
+fn opens_first_segment(
+    key: &StreamingKey,
+    header: &Header,
+    aad: &[u8],
+    head: &[u8],
+) -> Result<bool> {
+    let want = key.layout().ciphertext_len(0);
+    let last = head.len() <= want;
+    let seg = &head[..head.len().min(want)];
+    if seg.len() < TAG_LEN {
+        return Ok(false);
+    }
+    let fk = key.stream_key(header, aad)?;
+    let gcm = Engine::new(&fk, Backend::Cpu)?;
+    let (ct, tag) = seg.split_at(seg.len() - TAG_LEN);
+    let mut buf = Zeroizing::new(ct.to_vec());
+    let nonce = segment_nonce(&header.nonce_prefix, 0, last);
+    gcm.open(&nonce, &mut buf, tag)
 }

@@ -20,6 +20,7 @@ use zeroize::Zeroizing;
 use crate::error::{Error, Result};
 use crate::format::{Header, Layout, NONCE_PREFIX_LEN, TAG_LEN, hkdf_sha256};
 use crate::proto::{self, RawKey, RawParams};
+use crate::wipe::wipe_this_stack;
 
 /// The type URL of Tink's AES-GCM-HKDF streaming key.
 const TYPE_URL: &str = "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey";
@@ -189,7 +190,12 @@ impl StreamingKey {
     /// The AES key of one stream: HKDF-SHA256 of the key material, with the header's salt and
     /// the associated data as info.
     pub(crate) fn stream_key(&self, header: &Header, aad: &[u8]) -> Result<Zeroizing<Vec<u8>>> {
-        hkdf_sha256(&self.ikm, &header.salt, aad, self.derived_key_size)
+        let key = hkdf_sha256(&self.ikm, &header.salt, aad, self.derived_key_size);
+        // Each HMAC state wipes itself where it ends, but moving one by value (made, then
+        // finalized) leaves copies of it, the pseudorandom key and the output in the frames
+        // below this one.
+        wipe_this_stack();
+        key
     }
 
     /// The segment sizes of streams written with this key.

@@ -18,9 +18,10 @@ const STACK_WIPE_BYTES: usize = 32 << 10;
 /// Overwrites the unused stack below the caller with zeros.
 #[inline(never)]
 pub(crate) fn wipe_this_stack() {
-    let mut scratch = [0u8; STACK_WIPE_BYTES];
-    // Volatile writes: the compiler cannot drop them as dead stores.
-    scratch.zeroize();
+    let scratch = [0u8; STACK_WIPE_BYTES];
+    // `black_box` makes the zeros observable, so the compiler cannot drop them as dead stores:
+    // one bulk fill (zeroize's byte-wise volatile writes take microseconds, and every stream
+    // pays this at its set-up).
     std::hint::black_box(&scratch);
 }
 
@@ -32,6 +33,13 @@ pub(crate) fn wipe_this_stack() {
 pub(crate) fn wipe_stacks() {
     wipe_this_stack();
     rayon::spawn_broadcast(|_| wipe_this_stack());
+}
+
+/// [`wipe_stacks`], waiting until every thread of the pool has wiped: for the bulk pipeline,
+/// whose caller (the `gcmx` command) exits right after it, before a queued wipe might run.
+pub(crate) fn wipe_stacks_and_wait() {
+    wipe_this_stack();
+    rayon::broadcast(|_| wipe_this_stack());
 }
 
 /// A buffered reader whose buffer is wiped when it is dropped (the standard `BufReader`

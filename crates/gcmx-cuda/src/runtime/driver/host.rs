@@ -283,7 +283,8 @@ pub(crate) fn pin_scope<R>(
 /// Sound without care from the callers: the bytes are reached only through `&`/`&mut` borrows of the
 /// pin, so every transfer on them runs inside a call that borrows them and waits before returning, and
 /// the registration ends (in `Drop`) before the memory is freed. A leaked pin leaks its memory with its
-/// registration: no later allocation can be mistaken for page-locked memory.
+/// registration: no later allocation can be mistaken for page-locked memory. So does a dropped pin whose
+/// registration cannot be ended (its context cannot be made current, or the driver refuses).
 pub(crate) struct HostPin {
     gpu: Arc<Gpu>,
     /// Never resized: its allocation is the registered range.
@@ -329,17 +330,23 @@ impl Drop for HostPin {
             return;
         }
         let (ptr, len) = (self.buf.as_mut_ptr().cast::<c_void>(), self.buf.len());
-        {
-            let mut list = lock(&PINNED);
-            if let Some(i) = list.iter().position(|&e| e == (ptr as usize, len)) {
-                list.swap_remove(i);
-            }
-        }
-        if self.gpu.enter().is_ok() {
+        let unregistered = self.gpu.enter().is_ok() && {
             // SAFETY: unregisters the range `zeroed` registered; no transfer on it is pending (each
             // ran in a call that borrowed the pin and waited before returning).
             let r = unsafe { cu::cuMemHostUnregister(ptr) };
-            let _ = r;
+            r == cu::CUresult::CUDA_SUCCESS
+        };
+        if !unregistered {
+            // The driver may still have the range registered (the context could not be made
+            // current, or it refused): freed, the memory could come back as a new buffer that the
+            // driver takes for page-locked memory. Leaked with its registration instead, and left
+            // listed, as it stays page-locked.
+            std::mem::forget(std::mem::take(&mut self.buf));
+            return;
+        }
+        let mut list = lock(&PINNED);
+        if let Some(i) = list.iter().position(|&e| e == (ptr as usize, len)) {
+            list.swap_remove(i);
         }
     }
 }
