@@ -74,11 +74,14 @@ pub(crate) struct Cipher<C> {
 }
 
 /// Which loops a [`Cipher`] runs, with the hash key that path needs: the `ghash` crate's is set
-/// up only for the generic path.
+/// up only for the generic path. Its state is boxed so that the enum is two words: held inline,
+/// the stitched variant would leave most of the enum as uninitialized bytes, which every move of
+/// a cipher (into a `Box`, a clone) copies as they are, and those bytes come from stack that the
+/// key's expansion has just used (round keys were found in a freed `Box` of a typed key).
 #[derive(Clone)]
 enum Path {
     Stitched(StitchedKey),
-    Generic(GHash),
+    Generic(Box<GHash>),
 }
 
 /// A running GHASH state on one of the two paths ([`Cipher::hasher`] picks which).
@@ -137,7 +140,7 @@ where
         let hk = HashKey::new(hb);
         let path = match stitched.filter(|k| agrees(&cipher, k, &hb)) {
             Some(k) => Path::Stitched(k),
-            None => Path::Generic(GHash::new(&hb.into())),
+            None => Path::Generic(Box::new(GHash::new(&hb.into()))),
         };
         hb.zeroize();
         Cipher { cipher, hk, path }
@@ -162,7 +165,7 @@ where
     fn hasher(&self) -> Hasher<'_> {
         match &self.path {
             Path::Stitched(k) => Hasher::Stitched(k, 0),
-            Path::Generic(g) => Hasher::Generic(g.clone()),
+            Path::Generic(g) => Hasher::Generic(GHash::clone(g)),
         }
     }
 
