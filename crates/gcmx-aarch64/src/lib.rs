@@ -260,6 +260,29 @@ impl StitchedKey {
         }
     }
 
+    /// [`StitchedKey::seal_message`] for a 12-byte nonce (IV), whose J0 is `IV ‖ 0^31 ‖ 1`:
+    /// the entry gcmx-core takes for such nonces (gcmx-x86's has the same name and builds J0
+    /// in a register; here it is built on the stack and passed on).
+    pub fn seal_message96<'i, 'o>(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+    ) -> [u8; 16] {
+        self.seal_message(&j0_of(nonce), aad, buf)
+    }
+
+    /// [`StitchedKey::open_message`] for a 12-byte nonce, as [`StitchedKey::seal_message96`]
+    /// seals: returns the **expected** tag, which the caller compares in constant time.
+    pub fn open_message96<'i, 'o>(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+    ) -> [u8; 16] {
+        self.open_message(&j0_of(nonce), aad, buf)
+    }
+
     /// [`StitchedKey::open_message`] from `src` into `dst`, written as
     /// [`StitchedKey::open_uncached`] writes it; the **expected** tag, or `None`, touching
     /// nothing, when the lengths differ.
@@ -286,6 +309,14 @@ impl StitchedKey {
             match self.never {}
         }
     }
+}
+
+/// J0 for a 12-byte nonce: `IV ‖ 0^31 ‖ 1` (SP 800-38D 7.1, step 2).
+fn j0_of(nonce: &[u8; 12]) -> [u8; 16] {
+    let mut j0 = [0u8; 16];
+    j0[..12].copy_from_slice(nonce);
+    j0[15] = 1;
+    j0
 }
 
 impl core::fmt::Debug for StitchedKey {

@@ -141,6 +141,24 @@ fn check_message(
         let mut out = vec![0x5Au8; len];
         let tag = k.open_message(&j0, aad, InOutBuf::new(&want, &mut out).unwrap());
         t.check(out == pt && tag == want_tag, || id("open_message apart"));
+        // a 12-byte nonce: the same as `seal_message` from `IV ‖ 0^31 ‖ 1`
+        let nonce: [u8; 12] = j0[..12].try_into().unwrap();
+        let mut j0n = [0u8; 16];
+        j0n[..12].copy_from_slice(&nonce);
+        j0n[15] = 1;
+        let mut w = pt.to_vec();
+        let wtag = k.seal_message(&j0n, aad, &mut w[..]);
+        let mut m = pt.to_vec();
+        let tag = k.seal_message96(&nonce, aad, &mut m[..]);
+        t.check(m == w && tag == wtag, || id("seal_message96 in place"));
+        let tag = k.open_message96(&nonce, aad, &mut m[..]);
+        t.check(m == pt && tag == wtag, || id("open_message96 in place"));
+        let mut out = vec![0xA5u8; len];
+        let tag = k.seal_message96(&nonce, aad, InOutBuf::new(pt, &mut out).unwrap());
+        t.check(out == w && tag == wtag, || id("seal_message96 apart"));
+        let mut out = vec![0x5Au8; len];
+        let tag = k.open_message96(&nonce, aad, InOutBuf::new(&w, &mut out).unwrap());
+        t.check(out == pt && tag == wtag, || id("open_message96 apart"));
         let mut out = vec![0u8; len + 3];
         let tag = k.open_message_uncached(&j0, aad, &want, &mut out[3..]);
         t.check(tag == Some(want_tag) && out[3..] == pt[..], || {

@@ -130,6 +130,20 @@ impl KeyMaterial {
         with_cipher!(&self.cipher, c => c.j0(nonce))
     }
 
+    /// Seal or open one message under `nonce` on the calling thread, from `buf`'s input into its
+    /// output, as [`SerialEngine`](crate::backend::SerialEngine) runs it; returns the full tag
+    /// (for an open, the expected one).
+    #[inline(always)]
+    pub(crate) fn crypt_nonce(
+        &self,
+        dir: crate::direction::Direction,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: aead::inout::InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
+        with_cipher!(&self.cipher, c => c.crypt_nonce(dir, nonce, aad, buf))
+    }
+
     /// Join associated data, ciphertext partial hashes and the length block into the full tag
     /// (the combination every parallel backend shares; see [`tree_reduce`](crate::backend::tree_reduce)).
     pub fn tag_from_partials(
