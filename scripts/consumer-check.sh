@@ -47,7 +47,7 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "${WORK}"' EXIT
 mkdir -p "${WORK}/crates" "${WORK}/app/src"
 patch=""
-for c in gcmx gcmx-core gcmx-x86 gcmx-cuda; do
+for c in gcmx gcmx-core gcmx-x86 gcmx-aarch64 gcmx-cuda; do
     f="${PKG}/package/${c}-${VERSION}.crate"
     [[ -f "$f" ]] || { echo "consumer-check: $f is missing" >&2; exit 1; }
     tar -xzf "$f" -C "${WORK}/crates"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gcmx's one test command (CI runs exactly this). Needs Rust, Python 3 with pip, and a C compiler
-# (`cc`, for the CUDA link stub); installs the rest into git-ignored folders of the repo, and gdb
-# (the CLI's residue test) with apt-get where it is missing.
+# (`cc`, for the CUDA link stub); installs the rest into git-ignored folders of the repo, and with
+# apt (Debian; as root or sudo) gdb (the CLI's residue test) where it is missing and the aarch64
+# phase's cross toolchain and emulator.
 #
 #   scripts/test.sh              every phase below
 #   scripts/test.sh --cpu-only   skip the CUDA phase (no nvcc download, nothing GPU-related built)
@@ -14,6 +15,9 @@
 #   readme    every ```sh block of README.md run as written (scripts/readme-check.py)
 #   hazmat    gcmx's tests again with the `hazmat` feature (4- and 8-byte tags accepted, the hazmat
 #             module), and gcmx-core's doctests with it
+#   aarch64   scripts/aarch64.sh: gcmx-aarch64's kernels and gcmx on one thread, cross-built with
+#             Debian's Rust (installed with apt) and run under qemu-user on emulated cores with and
+#             without SHA3: NIST CAVP, Wycheproof, against aes-gcm, random-input properties
 #   dropin    aes-gcm 0.11.1's own tests, xaes-256-gcm and ssh-cipher with gcmx as their aes-gcm
 #   package   cargo package --workspace (each crate built from its package alone), then a project that
 #             depends on the packages with features = ["cuda"], built and run in `env -i` (no nvcc, no
@@ -76,6 +80,9 @@ scripts/readme-check.py
 phase hazmat "gcmx's tests with the hazmat feature (short tags, the hazmat module)"
 cargo test --release -p gcmx --features hazmat
 cargo test --release -p gcmx-core --features hazmat --doc
+
+phase aarch64 "the aarch64 kernels under qemu-user: vectors, aes-gcm, properties, with and without EOR3"
+scripts/aarch64.sh
 
 phase dropin "real users of aes-gcm 0.11 run their own tests against gcmx"
 scripts/dropin-check.sh

@@ -136,6 +136,9 @@ impl GcmEngine for Offload {
     fn name(&self) -> &'static str {
         "auto-offload"
     }
+    fn serial_below(&self) -> usize {
+        self.threshold.min(self.cpu.serial_below())
+    }
     fn crypt(
         &self,
         dir: gcmx_core::backend::Direction,

@@ -169,6 +169,7 @@ impl Gcm {
     /// [`GcmError::PlaintextTooLong`], [`GcmError::AadTooLong`] (then nothing was touched), or a
     /// device failure ([`GcmError::Device`]; then `buf` is zeroed, as it may hold part-encrypted
     /// data).
+    #[inline]
     pub fn encrypt_detached(
         &self,
         nonce: &[u8],
@@ -195,6 +196,7 @@ impl Gcm {
     /// assert_eq!(gcm.decrypt_detached(b"nonce", b"", &mut buf, &tag), Err(gcmx::GcmError::Authentication));
     /// assert_eq!(buf, ct);
     /// ```
+    #[inline]
     pub fn decrypt_detached(
         &self,
         nonce: &[u8],

@@ -15,8 +15,9 @@ use zeroize::Zeroize;
 use crate::cipher::{Cipher, Io, parallel_chunk};
 use crate::direction::Direction;
 use crate::engine::parallel_pays;
-use crate::frame::{check_lengths, tag_matches};
+use crate::frame::{tag_matches, within_limits};
 use crate::refusal::Refused;
+use crate::wipe::wipe16;
 
 /// AES-GCM nonce.
 pub type Nonce<NonceSize> = Array<u8, NonceSize>;
@@ -154,30 +155,29 @@ where
         &self.cipher
     }
 
-    /// One pass from `buf`'s input into its output in direction `dir`; the full tag. On one
-    /// thread a separate output is written straight from the input; the parallel loop, which
-    /// needs the two apart as slices, gets the input copied over first
-    /// ([`AesGcm::decrypt_into_detached`] has them apart and needs no copy).
-    fn run(
-        &self,
-        dir: Direction,
-        j0: &[u8; 16],
-        aad: &[u8],
-        buf: InOutBuf<'_, '_, u8>,
-    ) -> [u8; 16] {
+    /// One pass from `buf`'s input into its output in direction `dir` under `nonce`; the full
+    /// tag. On one thread a separate output is written straight from the input; the parallel
+    /// loop, which needs the two apart as slices, gets the input copied over first
+    /// ([`AesGcm::decrypt_into_detached`] has them apart and needs no copy). Inlined, so that
+    /// the buffer reaches the kernel without a copy of its own (see `gcmx_x86`'s `message`).
+    #[inline(always)]
+    fn run(&self, dir: Direction, nonce: &[u8], aad: &[u8], buf: InOutBuf<'_, '_, u8>) -> [u8; 16] {
         match self.parallel {
             Some(par) if parallel_pays(buf.len()) => {
                 let chunk = parallel_chunk(buf.len());
-                par(
+                let mut j0 = self.cipher.j0(nonce);
+                let full = par(
                     &self.cipher,
                     dir,
-                    j0,
+                    &j0,
                     aad,
                     Io::InPlace(buf.into_out_with_copied_in()),
                     chunk,
-                )
+                );
+                wipe16(&mut j0);
+                full
             }
-            _ => self.cipher.crypt_inout(dir, j0, aad, buf),
+            _ => self.cipher.crypt_nonce(dir, nonce, aad, buf),
         }
     }
 }
@@ -213,6 +213,7 @@ where
     /// assert!(cipher.decrypt_into_detached(&nonce, b"", &ct, &mut pt, &tag).is_err());
     /// assert_eq!(pt, [0u8; 9]);
     /// ```
+    #[inline]
     pub fn decrypt_into_detached(
         &self,
         nonce: &Nonce<N>,
@@ -222,37 +223,49 @@ where
         tag: &Tag<T>,
     ) -> aead::Result<()> {
         let len = ciphertext.len();
-        let valid = check_lengths(associated_data.len(), len).is_ok()
+        let valid = within_limits(associated_data.len(), len)
             && !nonce.is_empty()
             && plaintext.len() == len;
-        let ok = valid && {
-            let mut j0 = self.cipher.j0(nonce);
-            let (aad, dir) = (associated_data, Direction::Open);
-            let mut expected = match self.parallel {
-                // Chunks on rayon's threads, each from the ciphertext into the plaintext.
-                Some(par) if parallel_pays(len) => {
-                    let io = match self.uncached {
-                        true => Io::ApartUncached(ciphertext, &mut *plaintext),
-                        false => Io::Apart(ciphertext, &mut *plaintext),
-                    };
-                    Some(par(&self.cipher, dir, &j0, aad, io, parallel_chunk(len)))
-                }
-                _ if self.uncached => {
-                    self.cipher
-                        .open_uncached(&j0, aad, ciphertext, &mut *plaintext)
-                }
-                // (Equal lengths: `new` does not fail.)
-                _ => InOutBuf::new(ciphertext, &mut *plaintext)
-                    .ok()
-                    .map(|b| self.cipher.crypt_inout(dir, &j0, aad, b)),
-            };
-            let ok = expected.is_some_and(|e| tag_matches(&e, tag));
-            if let Some(e) = expected.as_mut() {
-                e.zeroize();
+        let (aad, dir) = (associated_data, Direction::Open);
+        let mut expected = match self.parallel {
+            _ if !valid => None,
+            // Chunks on rayon's threads, each from the ciphertext into the plaintext.
+            Some(par) if parallel_pays(len) => {
+                let io = match self.uncached {
+                    true => Io::ApartUncached(ciphertext, &mut *plaintext),
+                    false => Io::Apart(ciphertext, &mut *plaintext),
+                };
+                let mut j0 = self.cipher.j0(nonce);
+                let full = par(&self.cipher, dir, &j0, aad, io, parallel_chunk(len));
+                wipe16(&mut j0);
+                Some(full)
             }
-            j0.zeroize();
-            ok
+            _ if self.uncached => {
+                let mut j0 = self.cipher.j0(nonce);
+                let full = self
+                    .cipher
+                    .open_uncached(&j0, aad, ciphertext, &mut *plaintext);
+                wipe16(&mut j0);
+                full
+            }
+            // One thread, one pass (equal lengths: `new` does not fail), the tag compared at
+            // once: the same steps as an open in place.
+            _ => {
+                if let Ok(b) = InOutBuf::new(ciphertext, &mut *plaintext) {
+                    let mut full = self.cipher.crypt_nonce(dir, nonce, aad, b);
+                    if tag_matches(&full, tag) {
+                        wipe_unless_released::<T>(&mut full, true);
+                        return Ok(());
+                    }
+                    wipe16(&mut full);
+                }
+                None
+            }
         };
+        let ok = expected.is_some_and(|e| tag_matches(&e, tag));
+        if let Some(e) = expected.as_mut() {
+            wipe_unless_released::<T>(e, ok);
+        }
         if !ok {
             plaintext.zeroize();
             return Err(aead::Error);
@@ -304,26 +317,28 @@ where
     N: ArraySize,
     T: TagSize,
 {
+    #[inline]
     fn encrypt_inout_detached(
         &self,
         nonce: &Nonce<N>,
         associated_data: &[u8],
         buffer: InOutBuf<'_, '_, u8>,
     ) -> aead::Result<Tag<T>> {
-        check_lengths(associated_data.len(), buffer.len())?;
+        if !within_limits(associated_data.len(), buffer.len()) {
+            return Err(aead::Error);
+        }
         if nonce.is_empty() {
             return Err(aead::Error);
         }
-        let mut j0 = self.cipher.j0(nonce);
-        let mut full = self.run(Direction::Seal, &j0, associated_data, buffer);
+        let mut full = self.run(Direction::Seal, nonce, associated_data, buffer);
         let tag = Tag::<T>::try_from(&full[..T::USIZE]).map_err(|_| aead::Error);
-        full.zeroize();
-        j0.zeroize();
+        wipe_unless_released::<T>(&mut full, true);
         tag
     }
 
     /// Verifies the tag; on success `buffer`'s output holds the plaintext. On failure it is left
     /// as it was given (in place: the ciphertext; with a separate output: untouched).
+    #[inline]
     fn decrypt_inout_detached(
         &self,
         nonce: &Nonce<N>,
@@ -331,24 +346,25 @@ where
         mut buffer: InOutBuf<'_, '_, u8>,
         tag: &Tag<T>,
     ) -> aead::Result<()> {
-        check_lengths(associated_data.len(), buffer.len())?;
+        if !within_limits(associated_data.len(), buffer.len()) {
+            return Err(aead::Error);
+        }
         if nonce.is_empty() {
             return Err(aead::Error);
         }
-        let mut j0 = self.cipher.j0(nonce);
         let in_place = buffer.get_in().as_ptr() == buffer.get_out().as_ptr();
         let ok = if in_place {
             // One fused pass; on a mismatch gcmx's forgery policy (`Refused`): a second pass
             // of the keystream gives the ciphertext back before returning.
             let buf = buffer.get_out();
-            let mut expected = self.run(Direction::Open, &j0, associated_data, buf.into());
+            let mut expected = self.run(Direction::Open, nonce, associated_data, buf.into());
             let ok = tag_matches(&expected, tag);
-            expected.zeroize();
+            wipe_unless_released::<T>(&mut expected, ok);
             if !ok {
                 Refused::apply(
                     buf,
                     |b| {
-                        let mut again = self.run(Direction::Seal, &j0, associated_data, b.into());
+                        let mut again = self.run(Direction::Seal, nonce, associated_data, b.into());
                         again.zeroize();
                         Ok(())
                     },
@@ -358,17 +374,29 @@ where
             ok
         } else {
             // The output is another buffer: check the input first, write only if it is authentic.
+            let mut j0 = self.cipher.j0(nonce);
             let mut expected = self.cipher.tag_of(&j0, associated_data, buffer.get_in());
+            wipe16(&mut j0);
             let ok = tag_matches(&expected, tag);
-            expected.zeroize();
+            wipe_unless_released::<T>(&mut expected, ok);
             if ok {
-                let mut full = self.run(Direction::Open, &j0, associated_data, buffer);
-                full.zeroize();
+                let mut full = self.run(Direction::Open, nonce, associated_data, buffer);
+                wipe_unless_released::<T>(&mut full, true);
             }
             ok
         };
-        j0.zeroize();
         if ok { Ok(()) } else { Err(aead::Error) }
+    }
+}
+
+/// Wipe a full tag unless all of it is the caller's already: a full 16-byte tag a seal returned
+/// (`released`), or the expected tag of an open whose tag matched (`released`: it equals the
+/// received one). A forged message's expected tag would make the forgery pass, and the bytes past
+/// a short tag are never released: those are wiped.
+#[inline]
+fn wipe_unless_released<T: TagSize>(full: &mut [u8; 16], released: bool) {
+    if !released || T::USIZE < 16 {
+        wipe16(full);
     }
 }
 
@@ -394,10 +422,7 @@ mod tests {
         let key = [0x5cu8; 32];
         let a = Aes256Gcm::new(&key.into());
         let b = Aes256Gcm::from(Aes256::new(&key.into()));
-        assert_eq!(
-            a.cipher.is_stitched(),
-            gcmx_x86::StitchedKey::cpu_supported()
-        );
+        assert_eq!(a.cipher.is_stitched(), crate::backend::stitched_supported());
         assert!(!b.cipher.is_stitched());
         let nonce = Nonce::<U12>::from([3u8; 12]);
         for len in [0usize, 1, 16, 255, 256, 1000, 70_000] {

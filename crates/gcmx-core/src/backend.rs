@@ -41,8 +41,8 @@ pub use crate::engine::Message;
 /// The chunk size [`ParallelEngine`] splits a message into: gcmx's benchmarks time the same
 /// split.
 pub use crate::cipher::parallel_chunk;
-/// Whether this CPU runs the stitched x86-64 kernels: gcmx-cuda weighs the CPU against the GPU
-/// with it when it chooses where `Backend::Auto` runs a message.
+/// Whether this CPU runs the stitched kernels (x86-64 or aarch64): gcmx-cuda weighs the CPU
+/// against the GPU with it when it chooses where `Backend::Auto` runs a message.
 pub use crate::cipher::stitched_supported;
 /// The message size from which [`AutoCpuEngine`] runs on all cores: gcmx's tests and
 /// benchmarks measure around it.

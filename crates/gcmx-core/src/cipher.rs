@@ -4,12 +4,17 @@
 //! Two paths run those loops. For AES keyed from its raw bytes ([`Cipher::with_key`]) on an
 //! x86-64 CPU with AES-NI and PCLMULQDQ, the stitched kernels of `gcmx-x86` (AES rounds and
 //! carry-less multiplies interleaved in one loop; 256-bit VAES + VPCLMULQDQ where the CPU has
-//! them, 128-bit otherwise); elsewhere the generic path, the block
+//! them, 128-bit otherwise), on an aarch64 core with AES and PMULL those of `gcmx-aarch64`
+//! (the same interface); elsewhere the generic path, the block
 //! cipher's own CTR backend and the `ghash` crate. The path is chosen in one place,
 //! `Cipher::hasher`; every loop below is written once for both.
 
 use aead::inout::InOutBuf;
 use aes::cipher::{Block, BlockCipherEncrypt, BlockSizeUser, consts::U16};
+// The stitched kernels of this architecture: the two crates have one interface.
+#[cfg(target_arch = "aarch64")]
+use gcmx_aarch64::StitchedKey;
+#[cfg(not(target_arch = "aarch64"))]
 use gcmx_x86::StitchedKey;
 use ghash::GHash;
 use ghash::universal_hash::UniversalHash;
@@ -21,6 +26,7 @@ use crate::combine::{Partial, tree_reduce};
 use crate::ctr::apply_keystream;
 use crate::direction::Direction;
 use crate::field::HashKey;
+use crate::wipe::wipe16;
 
 /// Bytes per step of the serial loop: CTR over a chunk, then GHASH over it while it is in L1/L2
 /// (measured: 8 KiB to 128 KiB are equal within 0.5 %; below 2 KiB the per-chunk setup costs).
@@ -42,7 +48,8 @@ pub(crate) enum Io<'i, 'o> {
     ApartUncached(&'i [u8], &'o mut [u8]),
 }
 
-/// Whether this CPU runs gcmx-x86's stitched AES-GCM kernels (x86-64 with AES-NI and PCLMULQDQ):
+/// Whether this CPU runs gcmx's stitched AES-GCM kernels (gcmx-x86's on x86-64 with AES-NI and
+/// PCLMULQDQ, gcmx-aarch64's on aarch64 with AES and PMULL):
 /// then AES keyed from raw bytes ([`KeyMaterial::new`](crate::backend::KeyMaterial::new), the
 /// typed API's `KeyInit`) takes that path.
 ///
@@ -62,9 +69,19 @@ pub fn stitched_supported() -> bool {
 #[derive(Clone)]
 pub(crate) struct Cipher<C> {
     cipher: C,
-    ghash: GHash,
     hk: HashKey,
-    stitched: Option<StitchedKey>,
+    path: Path,
+}
+
+/// Which loops a [`Cipher`] runs, with the hash key that path needs: the `ghash` crate's is set
+/// up only for the generic path. Its state is boxed so that the enum is two words: held inline,
+/// the stitched variant would leave most of the enum as uninitialized bytes, which every move of
+/// a cipher (into a `Box`, a clone) copies as they are, and those bytes come from stack that the
+/// key's expansion has just used (round keys were found in a freed `Box` of a typed key).
+#[derive(Clone)]
+enum Path {
+    Stitched(StitchedKey),
+    Generic(Box<GHash>),
 }
 
 /// A running GHASH state on one of the two paths ([`Cipher::hasher`] picks which).
@@ -120,29 +137,35 @@ where
         let mut hb = [0u8; 16];
         hb.copy_from_slice(&h);
         h.as_mut_slice().zeroize();
-        let ghash = GHash::new(&hb.into());
         let hk = HashKey::new(hb);
-        let stitched = stitched.filter(|k| agrees(&cipher, k, &hb));
+        let path = match stitched.filter(|k| agrees(&cipher, k, &hb)) {
+            Some(k) => Path::Stitched(k),
+            None => Path::Generic(Box::new(GHash::new(&hb.into()))),
+        };
         hb.zeroize();
-        Cipher {
-            cipher,
-            ghash,
-            hk,
-            stitched,
-        }
+        Cipher { cipher, hk, path }
     }
 
     /// Whether this cipher runs the stitched x86-64 kernels (else the generic path).
     pub(crate) fn is_stitched(&self) -> bool {
-        self.stitched.is_some()
+        self.stitched().is_some()
+    }
+
+    /// The stitched kernels' key, where this cipher runs them.
+    #[inline(always)]
+    fn stitched(&self) -> Option<&StitchedKey> {
+        match &self.path {
+            Path::Stitched(k) => Some(k),
+            Path::Generic(_) => None,
+        }
     }
 
     /// A GHASH state at zero on this cipher's path: the one place the path is chosen.
     #[inline]
     fn hasher(&self) -> Hasher<'_> {
-        match &self.stitched {
-            Some(k) => Hasher::Stitched(k, 0),
-            None => Hasher::Generic(self.ghash.clone()),
+        match &self.path {
+            Path::Stitched(k) => Hasher::Stitched(k, 0),
+            Path::Generic(g) => Hasher::Generic(GHash::clone(g)),
         }
     }
 
@@ -160,6 +183,7 @@ where
 
     /// The pre-counter block J0 of SP 800-38D 7.1: `IV ‖ 0^31 ‖ 1` for 12-byte nonces, else
     /// `GHASH(IV ‖ 0^s ‖ [len(IV)]_64)`. The nonce is public; `nonce` must not be empty (the framing checks).
+    #[inline]
     pub(crate) fn j0(&self, nonce: &[u8]) -> [u8; 16] {
         if nonce.len() == 12 {
             let mut j0 = [0u8; 16];
@@ -167,6 +191,12 @@ where
             j0[15] = 1;
             return j0;
         }
+        self.j0_hashed(nonce)
+    }
+
+    /// J0 of a nonce that is not 12 bytes long: `GHASH(IV ‖ 0^s ‖ [len(IV)]_64)`.
+    #[inline(never)]
+    fn j0_hashed(&self, nonce: &[u8]) -> [u8; 16] {
         let mut g = self.hasher();
         g.update_padded(nonce);
         let mut len = [0u8; 16];
@@ -175,9 +205,8 @@ where
         g.finalize().to_be_bytes()
     }
 
-    /// Seal or open `buf` in place on one thread; returns the full tag (computed over the
-    /// ciphertext written when sealing, over the ciphertext read when opening).
-    #[inline]
+    /// [`Cipher::crypt_inout`] in place (tests).
+    #[cfg(test)]
     pub(crate) fn crypt(
         &self,
         dir: Direction,
@@ -188,10 +217,13 @@ where
         self.crypt_inout(dir, j0, aad, buf.into())
     }
 
-    /// [`Cipher::crypt`] from `buf`'s input into its output, which may be another buffer: the
-    /// stitched kernels then read the input once and write only the output (the generic path
-    /// copies the input over first).
-    #[inline]
+    /// Seal or open from `buf`'s input into its output (in place, or another buffer: the
+    /// stitched kernels then read the input once and write only the output; the generic path
+    /// copies the input over first) on one thread; returns the full tag (computed over the
+    /// ciphertext written when sealing, over the ciphertext read when opening). Not inlined: the
+    /// callers' fast path (a 12-byte nonce on the stitched kernels) then carries none of its
+    /// stack frame.
+    #[inline(never)]
     pub(crate) fn crypt_inout(
         &self,
         dir: Direction,
@@ -199,7 +231,7 @@ where
         aad: &[u8],
         buf: InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
-        if let Some(k) = &self.stitched {
+        if let Some(k) = self.stitched() {
             // The whole message (AAD, data, length block, mask) in one kernel call.
             return match dir {
                 Direction::Seal => k.seal_message(j0, aad, buf),
@@ -213,6 +245,44 @@ where
         self.finish(j0, g, aad.len(), len)
     }
 
+    /// [`Cipher::crypt_inout`] under a nonce: J0 derived from it here, or for a 12-byte nonce
+    /// on the stitched kernels, by the kernel itself in a register (J0 is then never written to
+    /// memory and read back).
+    #[inline(always)]
+    pub(crate) fn crypt_nonce(
+        &self,
+        dir: Direction,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
+        if let (Some(k), Ok(n)) = (self.stitched(), <&[u8; 12]>::try_from(nonce)) {
+            return stitched96(k, dir, n, aad, buf);
+        }
+        let mut j0 = self.j0(nonce);
+        let full = self.crypt_inout(dir, &j0, aad, buf);
+        wipe16(&mut j0);
+        full
+    }
+
+    /// [`Cipher::crypt_inout`] of a message whose J0 is `j0`, built from the 12-byte `nonce96`
+    /// when that is given: the stitched kernels then build J0 from the nonce, as
+    /// [`Cipher::crypt_nonce`] has them do.
+    #[inline(always)]
+    pub(crate) fn crypt_j0(
+        &self,
+        dir: Direction,
+        j0: &[u8; 16],
+        nonce96: Option<&[u8; 12]>,
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
+        match (self.stitched(), nonce96) {
+            (Some(k), Some(n)) => stitched96(k, dir, n, aad, buf),
+            _ => self.crypt_inout(dir, j0, aad, buf),
+        }
+    }
+
     /// Open `src` into `dst` (equal lengths) on one thread, the plaintext written to memory past
     /// the caches (non-temporal stores) where the stitched kernels run, as
     /// [`Cipher::crypt_inout`] elsewhere; the expected tag, or `None` when the lengths differ.
@@ -223,7 +293,7 @@ where
         src: &[u8],
         dst: &mut [u8],
     ) -> Option<[u8; 16]> {
-        match &self.stitched {
+        match self.stitched() {
             Some(k) => k.open_message_uncached(j0, aad, src, dst),
             None => InOutBuf::new(src, dst)
                 .ok()
@@ -320,7 +390,7 @@ where
     /// Tag = S XOR E_K(J0).
     fn mask(&self, j0: &[u8; 16], s: u128) -> [u8; 16] {
         let mut m = *j0;
-        match &self.stitched {
+        match self.stitched() {
             Some(k) => k.encrypt_block(&mut m),
             None => self.encrypt_block(&mut m),
         }
@@ -363,6 +433,22 @@ where
         let tag = self.mask(j0, s);
         s.zeroize();
         tag
+    }
+}
+
+/// A whole message under a 12-byte nonce on the stitched kernels. Inlined down to the kernel's
+/// one call (see `gcmx_x86`'s `message`): every layer of calls costs a short message.
+#[inline(always)]
+fn stitched96(
+    k: &StitchedKey,
+    dir: Direction,
+    nonce: &[u8; 12],
+    aad: &[u8],
+    buf: InOutBuf<'_, '_, u8>,
+) -> [u8; 16] {
+    match dir {
+        Direction::Seal => k.seal_message96(nonce, aad, buf),
+        Direction::Open => k.open_message96(nonce, aad, buf),
     }
 }
 
@@ -453,9 +539,16 @@ where
     cipher.encrypt_block(&mut b);
     let mut c = [0xFFu8; 16];
     k.encrypt_block(&mut c);
-    let same = a.ct_eq(h) & c[..].ct_eq(&b[..]);
+    // both differences at once, folded to one word and tested for zero without a branch (byte by
+    // byte, `subtle` puts each of 32 bytes through an optimisation barrier)
+    let mut bb = [0u8; 16];
+    bb.copy_from_slice(&b);
+    let d = (u128::from_ne_bytes(a) ^ u128::from_ne_bytes(*h))
+        | (u128::from_ne_bytes(c) ^ u128::from_ne_bytes(bb));
+    let same = ((d as u64) | (d >> 64) as u64).ct_eq(&0);
     a.zeroize();
     c.zeroize();
+    bb.zeroize();
     b.as_mut_slice().zeroize();
     same.into()
 }

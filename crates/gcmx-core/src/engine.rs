@@ -9,6 +9,7 @@ use crate::Error;
 use crate::cipher::Io;
 use crate::direction::Direction;
 use crate::key::{KeyMaterial, with_cipher};
+use crate::wipe::wipe16;
 
 /// One message as gcmx-core's framing hands it to an engine: J0 derived from the nonce, the
 /// associated data, and the buffer to transform in place.
@@ -28,13 +29,43 @@ use crate::key::{KeyMaterial, with_cipher};
 /// ```
 pub struct Message<'a> {
     j0: [u8; 16],
+    /// The 12-byte nonce J0 was built from (`nonce ‖ 0^31 ‖ 1`), if it was: J0 is then public,
+    /// and the stitched kernels build it from the nonce themselves.
+    nonce96: Option<&'a [u8; 12]>,
     aad: &'a [u8],
     buf: &'a mut [u8],
 }
 
 impl<'a> Message<'a> {
+    /// A message whose J0 is `j0` (tests: J0 of any value).
+    #[cfg(test)]
     pub(crate) fn new(j0: [u8; 16], aad: &'a [u8], buf: &'a mut [u8]) -> Self {
-        Message { j0, aad, buf }
+        Message {
+            j0,
+            nonce96: None,
+            aad,
+            buf,
+        }
+    }
+
+    /// A message under `nonce`, its J0 derived with `key`.
+    pub(crate) fn with_nonce(
+        key: &KeyMaterial,
+        nonce: &'a [u8],
+        aad: &'a [u8],
+        buf: &'a mut [u8],
+    ) -> Self {
+        Message {
+            j0: key.j0(nonce),
+            nonce96: nonce.try_into().ok(),
+            aad,
+            buf,
+        }
+    }
+
+    /// The 12-byte nonce J0 was built from, if it was.
+    pub(crate) fn nonce96(&self) -> Option<&'a [u8; 12]> {
+        self.nonce96
     }
 
     /// The pre-counter block J0 (the first keystream block uses `inc32(J0)`).
@@ -75,7 +106,10 @@ impl<'a> Message<'a> {
 
 impl Drop for Message<'_> {
     fn drop(&mut self) {
-        self.j0.zeroize();
+        // J0 of a 12-byte nonce is that nonce and a constant: public.
+        if self.nonce96.is_none() {
+            wipe16(&mut self.j0);
+        }
     }
 }
 
@@ -109,14 +143,31 @@ pub trait GcmEngine: Send + Sync {
     /// expected when opening).
     fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error>;
 
+    /// Messages shorter than this many bytes the engine runs as [`SerialEngine`] on its key
+    /// would: on the calling thread, never failing. [`KeyedEngine`](crate::backend::KeyedEngine)
+    /// asks once, when it is made, and the framing then runs those messages on the key material
+    /// itself, without an engine call per message (the engine was made from the same raw key).
+    /// Default: none.
+    fn serial_below(&self) -> usize {
+        0
+    }
+
     /// Seal or open many messages; `tags[i]` receives message `i`'s full tag. Default: rayon
-    /// over [`GcmEngine::crypt`].
+    /// over [`GcmEngine::crypt`]; a batch of at most one message runs on the calling thread and
+    /// starts no thread pool (the framing refuses a single open by sealing its message again through
+    /// here, and a serial call must not depend on threads starting).
     fn crypt_batch(
         &self,
         dir: Direction,
         msgs: &mut [Message<'_>],
         tags: &mut [[u8; 16]],
     ) -> Result<(), Error> {
+        if msgs.len() <= 1 {
+            for (m, t) in msgs.iter_mut().zip(tags.iter_mut()) {
+                *t = self.crypt(dir, m)?;
+            }
+            return Ok(());
+        }
         msgs.par_iter_mut()
             .zip(tags.par_iter_mut())
             .try_for_each(|(m, t)| {
@@ -144,9 +195,13 @@ impl GcmEngine for SerialEngine {
     fn name(&self) -> &'static str {
         "cpu"
     }
+    fn serial_below(&self) -> usize {
+        usize::MAX
+    }
     fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
+        let nonce96 = msg.nonce96();
         let (j0, aad, buf) = msg.parts();
-        Ok(with_cipher!(self.key.cipher(), c => c.crypt(dir, j0, aad, buf)))
+        Ok(with_cipher!(self.key.cipher(), c => c.crypt_j0(dir, j0, nonce96, aad, buf.into())))
     }
 }
 
@@ -217,6 +272,9 @@ impl AutoCpuEngine {
 impl GcmEngine for AutoCpuEngine {
     fn name(&self) -> &'static str {
         "auto-cpu"
+    }
+    fn serial_below(&self) -> usize {
+        AUTO_PARALLEL_MIN
     }
     fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
         if parallel_pays(msg.len()) {

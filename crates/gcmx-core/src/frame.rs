@@ -16,6 +16,7 @@ use crate::engine::{GcmEngine, Message};
 use crate::key::KeyMaterial;
 use crate::keyed::KeyedEngine;
 use crate::refusal::Refused;
+use crate::wipe::wipe16;
 
 /// Longest plaintext GCM allows: 2^36 − 32 bytes (2^39 − 256 bits).
 pub const P_MAX: u64 = (1 << 36) - 32;
@@ -40,6 +41,7 @@ pub const TAG_LENGTHS: &[usize] = &[4, 8, 12, 13, 14, 15, 16];
 /// assert_eq!(check(&[0; 12], b"", 0, 17), Err(Error::TagLength(17)));
 /// assert!(check(&[0; 12], b"", 100, 16).is_ok());
 /// ```
+#[inline]
 pub fn check(nonce: &[u8], aad: &[u8], msg_len: usize, tag_len: usize) -> Result<(), Error> {
     if nonce.is_empty() {
         return Err(Error::NonceLength(0));
@@ -51,6 +53,7 @@ pub fn check(nonce: &[u8], aad: &[u8], msg_len: usize, tag_len: usize) -> Result
 }
 
 /// Check the message and associated-data limits alone.
+#[inline]
 pub fn check_lengths(aad_len: usize, msg_len: usize) -> Result<(), Error> {
     if msg_len as u64 > P_MAX {
         return Err(Error::PlaintextTooLong);
@@ -59,6 +62,13 @@ pub fn check_lengths(aad_len: usize, msg_len: usize) -> Result<(), Error> {
         return Err(Error::AadTooLong);
     }
     Ok(())
+}
+
+/// [`check_lengths`] as a `bool`, for callers with no error to report (no `Result` of an error
+/// that owns a string to drop).
+#[inline]
+pub(crate) fn within_limits(aad_len: usize, msg_len: usize) -> bool {
+    msg_len as u64 <= P_MAX && aad_len as u64 <= A_MAX
 }
 
 /// Whether `tag` is the first `tag.len()` bytes of `expected`, compared in constant time. A tag
@@ -70,46 +80,35 @@ pub fn check_lengths(aad_len: usize, msg_len: usize) -> Result<(), Error> {
 /// assert!(!gcmx_core::backend::tag_matches(&full, &[7u8; 17]));
 /// assert!(!gcmx_core::backend::tag_matches(&full, &[]));
 /// ```
+#[inline]
 pub fn tag_matches(expected: &[u8; 16], tag: &[u8]) -> bool {
     let n = tag.len();
     if n == 0 || n > 16 {
         return false;
     }
-    // Two 64-bit comparisons instead of sixteen byte ones (each byte comparison of `subtle` passes
-    // through an optimisation barrier; at 1 KiB that was a tenth of a decryption). The bytes past the
-    // tag's length (public) are masked off in the expected tag and zero in the padded copy of the
-    // received one. The expected tag is secret until it matches (for a forged message it is the tag
-    // that would make the forgery pass): its words are read into one local that is wiped before
-    // returning, and no other copy of it is made.
-    let mut t = [0u8; 16];
-    t[..n].copy_from_slice(tag);
-    let mut e = [0u64; 2];
-    for (i, (w, b)) in e.iter_mut().zip(expected.chunks_exact(8)).enumerate() {
-        let mut v = 0u64;
-        for (j, byte) in b.iter().enumerate() {
-            v |= u64::from(*byte) << (8 * j);
+    // The received tag zero-padded, both read as one 128-bit integer (byte `i` in bits
+    // `8i..8i + 8`), the bytes past the tag's length (public) masked off, and the difference
+    // folded to 64 bits and tested for zero without a branch (`subtle`'s `ct_eq`). One XOR over all the bytes instead
+    // of sixteen byte comparisons, each of which `subtle` passes through an optimisation barrier.
+    // The expected tag is secret until it matches (for a forged message it is the tag that
+    // would make the forgery pass): it and the difference stay in registers.
+    let t = match <&[u8; 16]>::try_from(tag) {
+        Ok(full) => *full,
+        Err(_) => {
+            let mut t = [0u8; 16];
+            t[..n].copy_from_slice(tag);
+            t
         }
-        let mask = match n.saturating_sub(8 * i) {
-            0 => 0,
-            k if k >= 8 => u64::MAX,
-            k => (1u64 << (8 * k)) - 1,
-        };
-        *w = v & mask;
-    }
-    let received = |i: usize| {
-        let mut v = 0u64;
-        for (j, byte) in t[8 * i..8 * i + 8].iter().enumerate() {
-            v |= u64::from(*byte) << (8 * j);
-        }
-        v
     };
-    let ok = e[0].ct_eq(&received(0)) & e[1].ct_eq(&received(1));
-    e.zeroize();
-    ok.into()
+    let keep = u128::MAX >> (8 * (16 - n));
+    let d = (u128::from_le_bytes(*expected) ^ u128::from_le_bytes(t)) & keep;
+    let folded = (d as u64) | (d >> 64) as u64;
+    folded.ct_eq(&0).into()
 }
 
 /// Seal one message with `engine` under its key: `buf` becomes the ciphertext, `tag` the tag of
 /// length `tag.len()`. If the engine fails, `buf` is zeroed (it may hold part-encrypted data).
+#[inline]
 pub fn seal(
     engine: &KeyedEngine,
     nonce: &[u8],
@@ -117,10 +116,33 @@ pub fn seal(
     buf: &mut [u8],
     tag: &mut [u8],
 ) -> Result<(), Error> {
+    if engine.runs_serially(buf.len()) {
+        check(nonce, aad, buf.len(), tag.len())?;
+        let full = engine
+            .key()
+            .crypt_nonce(Direction::Seal, nonce, aad, buf.into());
+        put_tag(tag, full);
+        return Ok(());
+    }
     seal_with(engine.key(), engine.engine(), nonce, aad, buf, tag)
 }
 
-/// [`seal`] with the key material and the engine apart.
+/// The first `tag.len()` bytes of the full tag `full` into `tag` (a valid tag length), the rest
+/// of it wiped.
+#[inline]
+fn put_tag(tag: &mut [u8], mut full: [u8; 16]) {
+    match <&mut [u8; 16]>::try_from(&mut *tag) {
+        // the whole tag is the caller's: nothing of it left to wipe
+        Ok(t) => *t = full,
+        Err(_) => {
+            tag.copy_from_slice(&full[..tag.len()]);
+            wipe16(&mut full);
+        }
+    }
+}
+
+/// [`seal`] with the key material and the engine apart (out of line: [`seal`] is inlined).
+#[inline(never)]
 fn seal_with(
     key: &KeyMaterial,
     engine: &dyn GcmEngine,
@@ -130,11 +152,10 @@ fn seal_with(
     tag: &mut [u8],
 ) -> Result<(), Error> {
     check(nonce, aad, buf.len(), tag.len())?;
-    let mut msg = Message::new(key.j0(nonce), aad, buf);
+    let mut msg = Message::with_nonce(key, nonce, aad, buf);
     match engine.crypt(Direction::Seal, &mut msg) {
-        Ok(mut full) => {
-            tag.copy_from_slice(&full[..tag.len()]);
-            full.zeroize();
+        Ok(full) => {
+            put_tag(tag, full);
             Ok(())
         }
         Err(e) => {
@@ -147,6 +168,7 @@ fn seal_with(
 /// Open one message with `engine` under its key: on success `buf` holds the plaintext. On a
 /// wrong tag it holds the ciphertext again and the call returns [`Error::Authentication`]; if the
 /// engine fails, `buf` is zeroed.
+#[inline]
 pub fn open(
     engine: &KeyedEngine,
     nonce: &[u8],
@@ -154,10 +176,32 @@ pub fn open(
     buf: &mut [u8],
     tag: &[u8],
 ) -> Result<(), Error> {
+    if engine.runs_serially(buf.len()) {
+        check(nonce, aad, buf.len(), tag.len())?;
+        let key = engine.key();
+        let mut expected = key.crypt_nonce(Direction::Open, nonce, aad, (&mut *buf).into());
+        if tag_matches(&expected, tag) {
+            return Ok(());
+        }
+        wipe16(&mut expected);
+        // The forgery policy, as `Refused::messages` applies it through an engine: the keystream
+        // once more (a seal cannot fail here).
+        Refused::apply(
+            buf,
+            |b| {
+                let mut again = key.crypt_nonce(Direction::Seal, nonce, aad, b.into());
+                wipe16(&mut again);
+                Ok(())
+            },
+            |b| b.zeroize(),
+        );
+        return Err(Error::Authentication);
+    }
     open_with(engine.key(), engine.engine(), nonce, aad, buf, tag)
 }
 
-/// [`open`] with the key material and the engine apart.
+/// [`open`] with the key material and the engine apart (out of line: [`open`] is inlined).
+#[inline(never)]
 fn open_with(
     key: &KeyMaterial,
     engine: &dyn GcmEngine,
@@ -167,7 +211,7 @@ fn open_with(
     tag: &[u8],
 ) -> Result<(), Error> {
     check(nonce, aad, buf.len(), tag.len())?;
-    let mut msg = Message::new(key.j0(nonce), aad, buf);
+    let mut msg = Message::with_nonce(key, nonce, aad, buf);
     let mut expected = match engine.crypt(Direction::Open, &mut msg) {
         Ok(t) => t,
         Err(e) => {
@@ -175,11 +219,12 @@ fn open_with(
             return Err(e);
         }
     };
-    let ok = tag_matches(&expected, tag);
-    expected.zeroize();
-    if ok {
+    if tag_matches(&expected, tag) {
+        // the expected tag equals the received one: the caller's
         return Ok(());
     }
+    // a forged message's expected tag would make the forgery pass
+    wipe16(&mut expected);
     Refused::messages(engine, core::slice::from_mut(&mut msg));
     Err(Error::Authentication)
 }
@@ -236,7 +281,7 @@ fn seal_batch_with(
             msgs.extend(
                 chunk
                     .iter_mut()
-                    .map(|j| Message::new(key.j0(j.nonce), j.aad, &mut *j.buf)),
+                    .map(|j| Message::with_nonce(key, j.nonce, j.aad, &mut *j.buf)),
             );
         },
         |msgs| {
@@ -298,7 +343,7 @@ fn open_batch_with(
             msgs.reserve(chunk.len());
             tags.reserve(chunk.len());
             for j in chunk {
-                msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
+                msgs.push(Message::with_nonce(key, j.nonce, j.aad, &mut *j.buf));
                 tags.push(j.tag);
             }
         },
@@ -325,7 +370,7 @@ fn open_batch_with(
     for chunk in jobs.chunks_mut(BATCH_CHUNK) {
         msgs.clear();
         for j in chunk {
-            msgs.push(Message::new(key.j0(j.nonce), j.aad, &mut *j.buf));
+            msgs.push(Message::with_nonce(key, j.nonce, j.aad, &mut *j.buf));
         }
         Refused::messages(engine, &mut msgs);
     }
@@ -466,6 +511,40 @@ mod tests {
                         "length {n}, byte {i}, bit {bit:#x}"
                     );
                     t[i] ^= bit;
+                }
+            }
+        }
+    }
+
+    /// A serial engine's messages, which the framing runs on the key itself, give what the
+    /// same engine gives when the framing calls it (`Flaky` never asks to be skipped): bytes,
+    /// tags of every length, and the buffer a forged message leaves.
+    #[test]
+    fn messages_run_on_the_key_match_the_engine_calls() {
+        for key_len in [16usize, 24, 32] {
+            let raw: Vec<u8> = (0..key_len as u8).map(|i| i.wrapping_mul(11)).collect();
+            let direct =
+                KeyedEngine::new(&raw, |_, k| Ok(Box::new(SerialEngine::new(k.clone())))).unwrap();
+            let called = KeyedEngine::new(&raw, |_, k| Ok(Box::new(flaky(k, usize::MAX)))).unwrap();
+            assert!(direct.runs_serially(1 << 30) && !called.runs_serially(0));
+            for nonce_len in [12usize, 1, 16] {
+                let nonce = vec![0x3c; nonce_len];
+                for len in [0usize, 1, 64, 513, 5000] {
+                    let pt: Vec<u8> = (0..len).map(|i| i as u8).collect();
+                    for tag_len in [12usize, 16] {
+                        let (mut a, mut b) = (pt.clone(), pt.clone());
+                        let (mut ta, mut tb) = (vec![0u8; tag_len], vec![0u8; tag_len]);
+                        seal(&direct, &nonce, b"ad", &mut a, &mut ta).unwrap();
+                        seal(&called, &nonce, b"ad", &mut b, &mut tb).unwrap();
+                        assert_eq!((&a, &ta), (&b, &tb), "key {key_len} len {len}");
+                        let ct = a.clone();
+                        ta[0] ^= 1;
+                        let r = open(&direct, &nonce, b"ad", &mut a, &ta);
+                        assert_eq!((r, &a), (Err(Error::Authentication), &ct));
+                        ta[0] ^= 1;
+                        open(&direct, &nonce, b"ad", &mut a, &ta).unwrap();
+                        assert_eq!(a, pt);
+                    }
                 }
             }
         }

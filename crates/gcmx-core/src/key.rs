@@ -50,7 +50,8 @@ pub(crate) use with_cipher;
 
 impl KeyMaterial {
     /// Key an AES of the size `key.len()` selects. On an x86-64 CPU with AES-NI and PCLMULQDQ
-    /// the CPU backends run the stitched kernels of `gcmx-x86`, else the generic path.
+    /// the CPU backends run the stitched kernels of `gcmx-x86`, on an aarch64 core with AES and
+    /// PMULL those of `gcmx-aarch64`, else the generic path.
     pub fn new(key: &[u8]) -> Result<Self, Error> {
         Self::build(key, true)
     }
@@ -129,6 +130,20 @@ impl KeyMaterial {
         with_cipher!(&self.cipher, c => c.j0(nonce))
     }
 
+    /// Seal or open one message under `nonce` on the calling thread, from `buf`'s input into its
+    /// output, as [`SerialEngine`](crate::backend::SerialEngine) runs it; returns the full tag
+    /// (for an open, the expected one).
+    #[inline(always)]
+    pub(crate) fn crypt_nonce(
+        &self,
+        dir: crate::direction::Direction,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: aead::inout::InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
+        with_cipher!(&self.cipher, c => c.crypt_nonce(dir, nonce, aad, buf))
+    }
+
     /// Join associated data, ciphertext partial hashes and the length block into the full tag
     /// (the combination every parallel backend shares; see [`tree_reduce`](crate::backend::tree_reduce)).
     pub fn tag_from_partials(
@@ -163,7 +178,7 @@ mod tests {
             let raw: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
             let s = Arc::new(KeyMaterial::new(&raw).unwrap());
             let g = Arc::new(KeyMaterial::new_generic(&raw).unwrap());
-            assert_eq!(s.is_stitched(), gcmx_x86::StitchedKey::cpu_supported());
+            assert_eq!(s.is_stitched(), crate::backend::stitched_supported());
             assert!(!g.is_stitched());
             for nonce_len in [12usize, 7] {
                 let nonce = vec![0xA5u8; nonce_len];

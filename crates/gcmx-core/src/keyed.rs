@@ -43,6 +43,9 @@ pub type BuildEngine = fn(&[u8], &Arc<KeyMaterial>) -> Result<Box<dyn GcmEngine>
 pub struct KeyedEngine {
     key: Arc<KeyMaterial>,
     engine: Box<dyn GcmEngine>,
+    /// [`GcmEngine::serial_below`] of `engine`, asked once: the framing runs shorter messages on
+    /// `key` itself.
+    serial_below: usize,
 }
 
 impl KeyedEngine {
@@ -51,7 +54,12 @@ impl KeyedEngine {
     pub fn new(raw: &[u8], build: BuildEngine) -> Result<KeyedEngine, Error> {
         let key = Arc::new(KeyMaterial::new(raw)?);
         let engine = build(raw, &key)?;
-        Ok(KeyedEngine { key, engine })
+        let serial_below = engine.serial_below();
+        Ok(KeyedEngine {
+            key,
+            engine,
+            serial_below,
+        })
     }
 
     /// The key material, the one the framing derives J0 from (for diagnostics: its key length,
@@ -63,6 +71,13 @@ impl KeyedEngine {
     /// The engine.
     pub(crate) fn engine(&self) -> &dyn GcmEngine {
         self.engine.as_ref()
+    }
+
+    /// Whether the framing runs a message of `len` bytes on the key material itself, on the
+    /// calling thread (see [`GcmEngine::serial_below`]).
+    #[inline]
+    pub(crate) fn runs_serially(&self, len: usize) -> bool {
+        len < self.serial_below
     }
 
     /// The engine's name (see [`GcmEngine::name`]).

@@ -43,6 +43,7 @@ pub mod hazmat;
 mod key;
 mod keyed;
 mod refusal;
+mod wipe;
 
 pub use aead;
 pub use aead_impl::{Aes128Gcm, Aes192Gcm, Aes256Gcm, AesGcm, Nonce, Tag, TagSize};

@@ -60,7 +60,7 @@ mod cases {
     pub enum Op {
         /// `KeyMaterial::new`.
         KeyNew,
-        /// `backend::seal` through `SerialEngine`.
+        /// `backend::seal` through `SerialEngine` (the framing runs the message on the key itself).
         Seal,
         /// `backend::open` with the right tag (succeeds).
         OpenRight,
@@ -75,6 +75,8 @@ mod cases {
         /// The typed API (`Aes256Gcm`, or `AesGcm<Aes128, U16>` for a 16-byte nonce).
         TypedNew,
         TypedSeal,
+        /// Encryption into another buffer.
+        TypedSealOut,
         TypedOpenRight,
         TypedOpenWrong,
         /// Decryption into another buffer.
@@ -109,6 +111,9 @@ mod cases {
         pub aad_len: usize,
         pub len: usize,
         pub tag_len: usize,
+        /// `Seal` and the opens through an engine that the framing calls for every message (its
+        /// `Message` path), not through `SerialEngine`.
+        pub via_engine: bool,
     }
 
     /// The masks XORed into every secret byte of the reference, one masked set each.
@@ -124,6 +129,7 @@ mod cases {
                 aad_len: 0,
                 len: 0,
                 tag_len: 16,
+                via_engine: false,
             });
         }
         // backend::seal/open: every key size, 12-byte nonces and others (1, 16, 60, 33 bytes:
@@ -140,14 +146,17 @@ mod cases {
         ];
         for (key_len, nonce_len, aad_len, len, tag_len) in shapes {
             for op in [Op::Seal, Op::OpenRight, Op::OpenWrong] {
-                v.push(Case {
-                    op,
-                    key_len,
-                    nonce_len,
-                    aad_len,
-                    len,
-                    tag_len,
-                });
+                for via_engine in [false, true] {
+                    v.push(Case {
+                        op,
+                        key_len,
+                        nonce_len,
+                        aad_len,
+                        len,
+                        tag_len,
+                        via_engine,
+                    });
+                }
             }
         }
         for tag_len in [16, 12, 13] {
@@ -159,6 +168,7 @@ mod cases {
                     aad_len: 0,
                     len: 16,
                     tag_len,
+                    via_engine: false,
                 });
             }
         }
@@ -172,10 +182,12 @@ mod cases {
                 aad_len: 0,
                 len: 0,
                 tag_len: 16,
+                via_engine: false,
             });
             for (len, aad_len) in [(0, 7), (100, 0)] {
                 for op in [
                     Op::TypedSeal,
+                    Op::TypedSealOut,
                     Op::TypedOpenRight,
                     Op::TypedOpenWrong,
                     Op::TypedOpenOutRight,
@@ -188,6 +200,7 @@ mod cases {
                         aad_len,
                         len,
                         tag_len: 16,
+                        via_engine: false,
                     });
                 }
             }
@@ -206,11 +219,25 @@ mod tracee {
     use gcmx_core::aead::consts::{U12, U16};
     use gcmx_core::aead::inout::InOutBuf;
     use gcmx_core::aead::{self, AeadInOut, KeyInit};
-    use gcmx_core::backend::{self, KeyMaterial, KeyedEngine, SerialEngine};
+    use gcmx_core::backend::{
+        self, Direction, GcmEngine, KeyMaterial, KeyedEngine, Message, SerialEngine,
+    };
     use gcmx_core::{AesGcm, Error, aes};
     use std::hint::black_box;
 
     type Typed256 = AesGcm<aes::Aes256, U12>;
+
+    /// `SerialEngine` behind an engine of its own: the framing calls it for every message.
+    struct ViaEngine(SerialEngine);
+
+    impl GcmEngine for ViaEngine {
+        fn name(&self) -> &'static str {
+            "via"
+        }
+        fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
+            self.0.crypt(dir, msg)
+        }
+    }
     type Typed128N16 = AesGcm<aes::Aes128, U16>;
 
     /// One run's secrets, in fixed arrays: every run reads them from the same addresses.
@@ -324,6 +351,10 @@ mod tracee {
         match op {
             Op::TypedSeal => {
                 black_box(c.encrypt_inout_detached(nonce, s.aad(), buf.into())).is_ok()
+            }
+            Op::TypedSealOut => {
+                let io = InOutBuf::new(buf, &mut bufs.out[..s.len]).expect("equal lengths");
+                black_box(c.encrypt_inout_detached(nonce, s.aad(), io)).is_ok()
             }
             Op::TypedOpenRight | Op::TypedOpenWrong => {
                 black_box(c.decrypt_inout_detached(nonce, s.aad(), buf.into(), tag)).is_ok()
@@ -484,11 +515,20 @@ mod tracee {
                         // Built outside the brackets, at the same addresses for every run
                         // (the allocator hands back the blocks just freed).
                         let engine = (op != Op::KeyNew).then(|| {
-                            KeyedEngine::new(slot.key(), |_, k| {
-                                Ok(Box::new(SerialEngine::new(k.clone())))
-                            })
+                            if case.via_engine {
+                                KeyedEngine::new(slot.key(), |_, k| {
+                                    Ok(Box::new(ViaEngine(SerialEngine::new(k.clone()))))
+                                })
+                            } else {
+                                KeyedEngine::new(slot.key(), |_, k| {
+                                    Ok(Box::new(SerialEngine::new(k.clone())))
+                                })
+                            }
                             .expect("key")
                         });
+                        if let Some(e) = &engine {
+                            assert_eq!(e.name(), ["cpu", "via"][usize::from(case.via_engine)]);
+                        }
                         if let Some(e) = &engine {
                             assert_eq!(
                                 e.key().is_stitched(),

@@ -272,6 +272,7 @@ impl StitchedKey {
     /// [len(IV)]_64)` (which [`StitchedKey::ghash`] computes). GCM limits the message to
     /// `2^36 − 32` bytes per `J0`; past that the counter wraps and the keystream repeats,
     /// which the caller must prevent.
+    #[inline(always)]
     pub fn seal_message<'i, 'o>(
         &self,
         j0: &[u8; 16],
@@ -280,7 +281,8 @@ impl StitchedKey {
     ) -> [u8; 16] {
         #[cfg(target_arch = "x86_64")]
         {
-            self.keys.message::<true>(j0, aad, buf.into())
+            self.keys
+                .message::<true>(kernels::Pre::J0(j0), aad, buf.into())
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -293,6 +295,7 @@ impl StitchedKey {
     /// place, or its input into its output), and return the **expected** tag. The caller must
     /// compare it with the received tag in constant time and, on a mismatch, not release the
     /// output (in place, re-sealing it with the same `j0` restores the ciphertext; else wipe it).
+    #[inline(always)]
     pub fn open_message<'i, 'o>(
         &self,
         j0: &[u8; 16],
@@ -301,11 +304,68 @@ impl StitchedKey {
     ) -> [u8; 16] {
         #[cfg(target_arch = "x86_64")]
         {
-            self.keys.message::<false>(j0, aad, buf.into())
+            self.keys
+                .message::<false>(kernels::Pre::J0(j0), aad, buf.into())
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = (j0, aad, buf);
+            match self.never {}
+        }
+    }
+
+    /// [`StitchedKey::seal_message`] for a 12-byte nonce (IV), whose J0 is `IV ‖ 0^31 ‖ 1`:
+    /// the kernel builds J0 from the nonce itself, in a register. The fastest way in for short
+    /// messages: a J0 the caller has just written byte by byte is read back only once the stores
+    /// reach the cache.
+    ///
+    /// ```
+    /// use gcmx_x86::StitchedKey;
+    /// if let Some(k) = StitchedKey::new(&[0u8; 16]) {
+    ///     // GCM specification, test case 2: one zero block, zero key, zero nonce.
+    ///     let mut buf = [0u8; 16];
+    ///     let tag = k.seal_message96(&[0u8; 12], b"", &mut buf[..]);
+    ///     assert_eq!(u128::from_be_bytes(buf), 0x0388dace60b6a392f328c2b971b2fe78);
+    ///     assert_eq!(u128::from_be_bytes(tag), 0xab6e47d42cec13bdf53a67b21257bddf);
+    ///     assert_eq!(k.open_message96(&[0u8; 12], b"", &mut buf[..]), tag);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn seal_message96<'i, 'o>(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+    ) -> [u8; 16] {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.keys
+                .message::<true>(kernels::Pre::Nonce(nonce), aad, buf.into())
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (nonce, aad, buf);
+            match self.never {}
+        }
+    }
+
+    /// [`StitchedKey::open_message`] for a 12-byte nonce, as [`StitchedKey::seal_message96`]
+    /// seals: returns the **expected** tag, which the caller compares in constant time.
+    #[inline(always)]
+    pub fn open_message96<'i, 'o>(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+    ) -> [u8; 16] {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.keys
+                .message::<false>(kernels::Pre::Nonce(nonce), aad, buf.into())
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (nonce, aad, buf);
             match self.never {}
         }
     }

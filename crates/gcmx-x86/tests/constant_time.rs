@@ -83,6 +83,14 @@ mod cases {
         SealMessageOut,
         /// `open_message` from the data into a separate buffer.
         OpenMessageOut,
+        /// `seal_message96`: J0 from a 12-byte nonce (the counter block's first 12 bytes).
+        SealMessage96,
+        /// `open_message96`.
+        OpenMessage96,
+        /// `seal_message96` from the data into a separate buffer.
+        SealMessage96Out,
+        /// `open_message96` from the data into a separate buffer.
+        OpenMessage96Out,
         /// Deliberately leaky code (the self-check): must be caught.
         Leak,
     }
@@ -258,12 +266,25 @@ mod cases {
                     });
                 }
             }
-            // lengths across the kernel's step (`step` bytes: 512, 256 or 128) and tail, the
-            // last two one step plus a long tail and two steps plus a short one at every width
-            // (longer messages only repeat the loop); each length with one pair of counters,
-            // each pair at a length with whole steps
+            // lengths across the kernel's step (`step` bytes: 512, 256 or 128) and tail: one
+            // step plus a long tail, two steps plus a short one and two steps alone (the length
+            // block hashed by itself) at every width, and three steps (the 512-bit kernels run
+            // messages of at most two steps with the powers read where they are used, longer
+            // ones with them copied before the loop; longer messages only repeat the loop);
+            // each length with one pair of counters, each pair at a length with whole steps
             let step = w.step;
-            let lens = [0usize, 1, 16, 64, 255, 300, step + 88, 2 * step + 7];
+            let lens = [
+                0usize,
+                1,
+                16,
+                64,
+                255,
+                300,
+                step + 88,
+                2 * step + 7,
+                2 * step,
+                3 * step + 40,
+            ];
             for (i, len) in lens.into_iter().enumerate() {
                 for op in [
                     Op::Seal,
@@ -273,6 +294,10 @@ mod cases {
                     Op::OpenMessage,
                     Op::SealMessageOut,
                     Op::OpenMessageOut,
+                    Op::SealMessage96,
+                    Op::OpenMessage96,
+                    Op::SealMessage96Out,
+                    Op::OpenMessage96Out,
                 ] {
                     v.push(Case {
                         op,
@@ -581,7 +606,26 @@ mod tracee {
                 };
                 black_box(t);
             }
+            // the nonce is secret here too, as every input but the lengths
+            Op::SealMessage96 => drop(black_box(key.seal_message96(&nonce(s), s.aad(), buf))),
+            Op::OpenMessage96 => drop(black_box(key.open_message96(&nonce(s), s.aad(), buf))),
+            Op::SealMessage96Out | Op::OpenMessage96Out => {
+                let io = InOutBuf::new(buf, &mut out[..buf.len()]).expect("same lengths");
+                let t = if let Op::SealMessage96Out = case.op {
+                    key.seal_message96(&nonce(s), s.aad(), io)
+                } else {
+                    key.open_message96(&nonce(s), s.aad(), io)
+                };
+                black_box(t);
+            }
         }
+    }
+
+    /// The first 12 bytes of the run's counter block, as a nonce.
+    fn nonce(s: &Secrets) -> [u8; 12] {
+        let mut n = [0u8; 12];
+        n.copy_from_slice(&s.ctr[..12]);
+        n
     }
 
     /// One traced run: the parent single-steps from the first stop to the second. Not inlined,

@@ -73,8 +73,10 @@ impl Level {
 }
 
 /// Expanded key material. Built only by [`Keys::new`], for a level the CPU has; lives on the
-/// heap (moving a key moves a pointer) and is wiped on drop.
+/// heap (moving a key moves a pointer) and is wiped on drop. Aligned to a cache line, so
+/// that a 512-bit register of powers is one line.
 #[derive(Clone)]
+#[repr(align(64))]
 pub(crate) struct Keys {
     /// The powers of `H` in step order: `p[i]` = `Q_(NQ − i)`, the Montgomery form of
     /// `h^(NQ − i)` (`Q_1 = H' = mulX(H)`), so that block `i` of a run of `n` blocks is
@@ -212,27 +214,55 @@ impl Keys {
     }
 
     /// A whole GCM message: seal (`SEAL`) or open `buf`'s input into its output under the
-    /// pre-counter block `j0` with associated data `aad`; returns the full tag (for open, the
-    /// expected tag).
+    /// pre-counter block from `pre` with associated data `aad`; returns the full tag (for open,
+    /// the expected tag). Inlined into every caller, down to the one call into the kernel: a
+    /// 64-byte message costs about 200 instructions, and each layer of calls in between added
+    /// a dozen or two (its prologue, epilogue and arguments moved).
+    #[inline(always)]
     pub(crate) fn message<const SEAL: bool>(
         &self,
-        j0: &[u8; 16],
+        pre: Pre<'_>,
         aad: &[u8],
         buf: InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
         match self.level {
-            #[allow(unsafe_code)]
-            // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit features.
-            Level::Zmm => unsafe { zmm::message_entry::<SEAL>(self, j0, aad, buf) },
-            _ => message(
-                j0,
-                aad,
-                buf.len(),
-                |b| self.encrypt_block(b),
-                |y, d| self.ghash(y, d),
-                |c, y| self.crypt::<SEAL>(c, y, buf),
-            ),
+            Level::Zmm => {
+                let mut tag = [0u8; 16];
+                // The buffer crosses the call as three words, each in a register. As a struct
+                // (or a tuple) it would be copied for the call in 16-byte moves from fields its
+                // caller had just written 8 bytes at a time, and a load that spans two stores
+                // waits until they reach the cache (as J0 and the tag would: see
+                // `zmm::j0_reg`): a short message's time, nearly doubled.
+                let len = buf.len();
+                let (in_ptr, out_ptr) = buf.into_raw();
+                #[allow(unsafe_code)]
+                // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit
+                // features; the parts are those of `buf`, given up here for the call.
+                unsafe {
+                    zmm::message_entry::<SEAL>(in_ptr, out_ptr, len, self, aad, pre, &mut tag)
+                };
+                tag
+            }
+            _ => self.message_narrower::<SEAL>(pre, aad, buf),
         }
+    }
+
+    /// [`Keys::message`] on the 256-bit and 128-bit kernels, out of line.
+    #[inline(never)]
+    fn message_narrower<const SEAL: bool>(
+        &self,
+        pre: Pre<'_>,
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
+        message(
+            &pre.j0(),
+            aad,
+            buf.len(),
+            |b| self.encrypt_block(b),
+            |y, d| self.ghash(y, d),
+            |c, y| self.crypt::<SEAL>(c, y, buf),
+        )
     }
 
     pub(crate) fn encrypt_block(&self, b: &mut [u8; 16]) {
@@ -240,6 +270,30 @@ impl Keys {
         // SAFETY: every `Keys` was built after `Level::detect()` found the narrow features.
         unsafe {
             common::block_entry(self, b)
+        }
+    }
+}
+
+/// Where a message's pre-counter block J0 comes from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Pre<'a> {
+    /// J0 itself.
+    J0(&'a [u8; 16]),
+    /// A 12-byte nonce: J0 is the nonce, three zero bytes and a one.
+    Nonce(&'a [u8; 12]),
+}
+
+impl Pre<'_> {
+    /// J0's bytes.
+    fn j0(self) -> [u8; 16] {
+        match self {
+            Pre::J0(b) => *b,
+            Pre::Nonce(n) => {
+                let mut b = [0u8; 16];
+                b[..12].copy_from_slice(n);
+                b[15] = 1;
+                b
+            }
         }
     }
 }

@@ -14,9 +14,16 @@
 //! step's ciphertext (still in registers) while encrypting the next; opening hashes and decrypts
 //! the same step. What is left after the whole steps (fewer than 32 blocks, the last one possibly
 //! partial) runs register by register with masked loads and stores and is hashed as one [`Run`]:
-//! with the powers `Q_n..Q_1` for its own block count `n` and one reduction. A whole short message
-//! (AAD, message and length block together at most 32 blocks) is one run: a 64-byte message with no
-//! AAD is one register of AES and one reduction.
+//! with the powers `Q_n..Q_1` for its own block count `n` and one reduction.
+//!
+//! A whole short message (AAD, message and length block together at most 32 blocks, [`short`])
+//! is one run, its whole registers four or two at a time with their rounds interleaved, every
+//! block multiplied by its final power (schoolbook, four products a register) and one reduction;
+//! `E_K(J0)` is computed beside the data, in the spare lane of its last register where it has
+//! one. A message of at most one block with at most one block of AAD ([`one_block`]) is one
+//! 256-bit AES pass (its counter block and J0) and one hash register. At these lengths the time
+//! of a message is the count of its instructions, and the buffer, J0 and the tag cross the calls
+//! in registers: a load that spans several just-written stores waits for them to reach the cache.
 //!
 //! The key's powers are kept in block order with their Karatsuba halves (`Keys::p`,
 //! `Keys::pk`), so a register of powers is one load and a call sets up nothing.
@@ -26,8 +33,8 @@ use core::arch::x86_64::*;
 use bytemuck::cast;
 use inout::InOutBuf;
 
-use super::Keys;
-use super::common::{POLY_C, aes1, hash_key, power_tree, rev128};
+use super::common::{POLY_C, aes1, dot, hash_key, power_tree, rev128};
+use super::{Keys, Pre};
 use zeroize::Zeroize;
 
 /// 512-bit registers per step.
@@ -121,6 +128,32 @@ fn store_partial(b: &mut [u8], v: __m512i) {
     // masked store writes nothing else.
     unsafe {
         _mm512_mask_storeu_epi8(b.as_mut_ptr().cast(), byte_mask(n), v)
+    }
+}
+
+/// `b` (at most 16 bytes) in a register's low bytes, the rest zero.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn load_partial16(b: &[u8]) -> __m128i {
+    let n = b.len().min(16);
+    #[allow(unsafe_code)]
+    // SAFETY: the mask selects bytes `0..n` of `b`, all in bounds; a masked load does not
+    // access (or fault on) the bytes the mask leaves out.
+    unsafe {
+        _mm_maskz_loadu_epi8(byte_mask(n) as __mmask16, b.as_ptr().cast())
+    }
+}
+
+/// Store the low `b.len()` (at most 16) bytes of `v` into `b`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn store_partial16(b: &mut [u8], v: __m128i) {
+    let n = b.len().min(16);
+    #[allow(unsafe_code)]
+    // SAFETY: the mask selects bytes `0..n` of `b`, all in bounds and borrowed mutably; a
+    // masked store writes nothing else.
+    unsafe {
+        _mm_mask_storeu_epi8(b.as_mut_ptr().cast(), byte_mask(n) as __mmask16, v)
     }
 }
 
@@ -305,21 +338,27 @@ fn fence(acc: &mut [__m512i; 3], s: &mut [__m512i; R]) {
 /// inlined into it.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
+fn step<const SEAL: bool, const NR: usize, const HASH: bool, const FEW: bool>(
     keys: &Keys,
     base: &mut __m512i,
     y: __m128i,
     h: Option<&[u8]>,
     mut cur: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
-    // The key through an opaque reference: the compiler then reads each round key and power
-    // from the key where it is used instead of keeping them all in registers for the whole
-    // loop, which would leave too few registers for the AES state and make it run the blocks'
-    // rounds one register after another instead of round by round.
-    let keys: &Keys = core::hint::black_box(keys);
+    // The round keys stay in registers for the whole loop (the compiler keeps the powers of H
+    // in a copy on the stack). Read from the key where they are used instead, every step issued
+    // some thirty loads from the key's heap block behind the stores of the step before, and the
+    // loop ran 8 to 13 % slower on Emerald Rapids (benches/results.md).
     let k0 = round_key(keys, 0);
     let mut s = counters(base).map(|c| _mm512_xor_si512(c, k0));
     let mut acc = [_mm512_setzero_si512(); 3];
+    // With few steps the powers are read from the key where they are used: the copy on the
+    // stack that the compiler makes of them before a loop costs more than it saves there.
+    let pw = if FEW {
+        core::hint::black_box(keys)
+    } else {
+        keys
+    };
     macro_rules! round {
         ($($r:literal)*) => {$(
             if $r < NR {
@@ -331,7 +370,7 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
                     let src = h.unwrap_or(cur.get_in());
                     let j = $r - 1;
                     let (d, e) = (load64(&src[64 * j..]), load64(&src[64 * (j + 1)..]));
-                    step_products(keys, j, d, e, y, &mut acc);
+                    step_products(pw, j, d, e, y, &mut acc);
                     fence(&mut acc, &mut s);
                 }
             }
@@ -402,6 +441,16 @@ impl Run {
         self.idx += blocks;
     }
 
+    /// The next `blocks` blocks (1 to 4) of the run, already reflected, in `x`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add_reflected(&mut self, keys: &Keys, x: __m512i, blocks: usize) {
+        let x = _mm512_xor_si512(x, _mm512_zextsi128_si512(self.y));
+        self.y = _mm_setzero_si128();
+        products(keys, self.idx, x, &mut self.acc);
+        self.idx += blocks;
+    }
+
     /// Bytes (at most one step, zero-padded to whole blocks), in registers.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
@@ -458,7 +507,7 @@ fn crypt_short<const SEAL: bool, const NR: usize>(
     base: __m512i,
     mut run: Run,
     mut tail: InOutBuf<'_, '_, u8>,
-    len_block: Option<&[u8; 16]>,
+    len_block: Option<__m128i>,
 ) -> __m128i {
     let rev = rev512();
     let mut j = 0;
@@ -486,7 +535,7 @@ fn crypt_short<const SEAL: bool, const NR: usize>(
         j += 1;
     }
     if let Some(l) = len_block {
-        run.add(keys, load_partial(l), 1);
+        run.add_reflected(keys, _mm512_zextsi128_si512(l), 1);
     }
     run.finish()
 }
@@ -522,6 +571,38 @@ fn prefetch_step(bulk: &[u8], i: usize) {
     }
 }
 
+/// Messages of at most this many whole steps run [`steps`] with `FEW`.
+const FEW_STEPS: usize = 2;
+
+/// The whole steps of `bulk` from the counters `base`, GHASH into `y`. Seal hashes each step's
+/// ciphertext during the next step (reading it back from the output): the first step only
+/// encrypts, and the last step's ciphertext is left to the caller. Open hashes each step's
+/// ciphertext before decrypting it. `FEW`: see [`step`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn steps<const SEAL: bool, const NR: usize, const FEW: bool>(
+    keys: &Keys,
+    base: &mut __m512i,
+    mut y: __m128i,
+    mut bulk: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    let n = bulk.len() / STEP;
+    for i in 0..n {
+        prefetch_step(bulk.get_in(), i + PREFETCH_AHEAD);
+        let (mut done, rest) = bulk.reborrow().split_at(i * STEP);
+        let cur = rest.split_at(STEP).0;
+        if SEAL && i == 0 {
+            step::<SEAL, NR, false, FEW>(keys, base, y, None, cur);
+        } else if SEAL {
+            let prev = &done.get_out()[(i - 1) * STEP..];
+            y = step::<SEAL, NR, true, FEW>(keys, base, y, Some(prev), cur);
+        } else {
+            y = step::<SEAL, NR, true, FEW>(keys, base, y, None, cur);
+        }
+    }
+    y
+}
+
 /// The stitched loop from `buf`'s input to its output from counter block `ctr`: whole steps,
 /// then the rest and, if given, the length block, hashed with one reduction.
 #[inline]
@@ -531,87 +612,410 @@ fn crypt<const SEAL: bool, const NR: usize>(
     ctr: u128,
     mut y: __m128i,
     buf: InOutBuf<'_, '_, u8>,
-    len_block: Option<&[u8; 16]>,
+    len_block: Option<__m128i>,
 ) -> __m128i {
     let bulk_len = buf.len() / STEP * STEP;
     let (mut bulk, tail) = buf.split_at(bulk_len);
     let mut base = first_counters(ctr);
-    // Seal hashes each step's ciphertext during the next step (reading it back from the
-    // output): the first step only encrypts, and the last step's ciphertext is hashed after the
-    // loop. Open hashes each step's ciphertext before decrypting it.
     let n = bulk.len() / STEP;
-    for i in 0..n {
-        prefetch_step(bulk.get_in(), i + PREFETCH_AHEAD);
-        let (mut done, rest) = bulk.reborrow().split_at(i * STEP);
-        let cur = rest.split_at(STEP).0;
-        if SEAL && i == 0 {
-            step::<SEAL, NR, false>(keys, &mut base, y, None, cur);
-        } else if SEAL {
-            let prev = &done.get_out()[(i - 1) * STEP..];
-            y = step::<SEAL, NR, true>(keys, &mut base, y, Some(prev), cur);
-        } else {
-            y = step::<SEAL, NR, true>(keys, &mut base, y, None, cur);
-        }
+    if n <= FEW_STEPS {
+        y = steps::<SEAL, NR, true>(keys, &mut base, y, bulk.reborrow());
+    } else {
+        y = steps::<SEAL, NR, false>(keys, &mut base, y, bulk.reborrow());
     }
     if SEAL && n > 0 {
         y = hash_step(keys, y, &bulk.get_out()[(n - 1) * STEP..]);
     }
     let t = blocks(tail.len());
     match len_block {
-        // the rest and the length block in one run when they fit
-        Some(l) if t < NB => crypt_short::<SEAL, NR>(keys, base, Run::new(y, t + 1), tail, Some(l)),
+        // the rest and the length block in one run when they fit (a lone length block: below)
+        Some(l) if t > 0 && t < NB => {
+            crypt_short::<SEAL, NR>(keys, base, Run::new(y, t + 1), tail, Some(l))
+        }
         _ => {
             if t > 0 {
                 y = crypt_short::<SEAL, NR>(keys, base, Run::new(y, t), tail, None);
             }
             if let Some(l) = len_block {
-                let mut run = Run::new(y, 1);
-                run.add(keys, load_partial(l), 1);
-                y = run.finish();
+                // one block: in 128-bit registers, with the shorter latency
+                y = dot(_mm_xor_si128(y, l), cast(keys.q(1)));
             }
             y
         }
     }
 }
 
-/// A whole message on the 512-bit kernels (see [`super::message`]).
+/// A whole message on the 512-bit kernels (see [`super::message`]), its buffer given as the raw
+/// parts of an [`InOutBuf`] (see [`super::Keys::message`] for why).
+///
+/// # Safety
+///
+/// The CPU has the 512-bit kernels' features, and `in_ptr`, `out_ptr` and `len` are the parts
+/// of an `InOutBuf` of `u8` that the caller gave up for this call (`InOutBuf::into_raw`), so
+/// that nothing else reaches its memory until the call returns. (They come first, each in a
+/// register of its own.)
+#[allow(unsafe_code)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-pub(super) fn message_entry<const SEAL: bool>(
+pub(super) unsafe fn message_entry<const SEAL: bool>(
+    in_ptr: *const u8,
+    out_ptr: *mut u8,
+    len: usize,
     keys: &Keys,
-    j0: &[u8; 16],
     aad: &[u8],
-    buf: InOutBuf<'_, '_, u8>,
-) -> [u8; 16] {
-    match keys.nr {
-        10 => message::<SEAL, 10>(keys, j0, aad, buf),
-        12 => message::<SEAL, 12>(keys, j0, aad, buf),
-        _ => message::<SEAL, 14>(keys, j0, aad, buf),
+    pre: Pre<'_>,
+    tag: &mut [u8; 16],
+) {
+    #[allow(unsafe_code)]
+    // SAFETY: the parts of an `InOutBuf` given up by the caller (this function's contract):
+    // valid for `len` bytes, in and out equal or apart, and not reached otherwise meanwhile.
+    let buf = unsafe { InOutBuf::from_raw(in_ptr, out_ptr, len) };
+    let t = match keys.nr {
+        10 => message::<SEAL, 10>(keys, pre, aad, buf),
+        12 => message::<SEAL, 12>(keys, pre, aad, buf),
+        _ => message::<SEAL, 14>(keys, pre, aad, buf),
+    };
+    // one 16-byte store: a caller's 16-byte copy of the tag then reads it straight from the
+    // store buffer (halves returned in general registers and stored apart could not be)
+    *tag = cast(t);
+}
+
+/// J0 in a register, its bytes in memory order. From a 12-byte nonce it is built there (an
+/// 8-byte and a 4-byte load and the constant word), never stored and read back as a whole: a
+/// 16-byte load of bytes just written by narrower stores waits for them to reach the cache.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn j0_reg(pre: Pre<'_>) -> __m128i {
+    match pre {
+        Pre::J0(b) => cast(*b),
+        Pre::Nonce(n) => {
+            let lo = u64::from_le_bytes([n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]]);
+            let hi = u32::from_le_bytes([n[8], n[9], n[10], n[11]]);
+            _mm_set_epi64x((u64::from(hi) | 1 << 56) as i64, lo as i64)
+        }
     }
 }
 
-/// A whole message. When the AAD, the message and the length block fit in one run of 32
-/// blocks, all three are hashed together with a single reduction; otherwise the AAD is hashed
-/// first and the length block joins the message's last reduction.
+/// A whole message: with no AAD and no data, `E_K(J0)` alone (the length block is zero, and so
+/// is its hash); at most one block of each, [`one_block`]; AAD, data and length block within one
+/// run of 32 blocks, [`short`]; else [`long`].
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn message<const SEAL: bool, const NR: usize>(
     keys: &Keys,
-    j0: &[u8; 16],
+    pre: Pre<'_>,
     aad: &[u8],
     buf: InOutBuf<'_, '_, u8>,
-) -> [u8; 16] {
-    let mask: __m128i = aes1::<NR>(keys, cast(*j0));
-    let ctr = super::first_counter(j0);
-    let len_block = super::length_block(aad.len(), buf.len());
-    let n = blocks(aad.len()) + blocks(buf.len()) + 1;
-    let s = if n <= NB {
-        let mut run = Run::new(_mm_setzero_si128(), n);
-        run.add_bytes(keys, aad);
-        crypt_short::<SEAL, NR>(keys, first_counters(ctr), run, buf, Some(&len_block))
-    } else {
-        let y = hash(keys, _mm_setzero_si128(), aad);
-        crypt::<SEAL, NR>(keys, ctr, y, buf, Some(&len_block))
-    };
+) -> __m128i {
+    let j0v = j0_reg(pre);
+    if aad.is_empty() && buf.is_empty() {
+        // the length block is zero, and so is its hash: the tag is E_K(J0)
+        return aes1::<NR>(keys, j0v);
+    }
+    if aad.len() <= 16 && buf.len() <= 16 {
+        return one_block::<SEAL, NR>(keys, j0v, aad, buf);
+    }
+    if blocks(aad.len()) + blocks(buf.len()) < NB {
+        return short::<SEAL, NR>(keys, j0v, aad, buf);
+    }
+    long::<SEAL, NR>(keys, j0v, aad, buf)
+}
+
+/// [`message`] past [`short`]'s reach. Out of line: its stack frame (register spills of the
+/// bulk loop, 64-byte aligned) would otherwise be set up for every short message too.
+#[inline(never)]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn long<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    j0v: __m128i,
+    aad: &[u8],
+    buf: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    let mask: __m128i = aes1::<NR>(keys, j0v);
+    let j0: [u8; 16] = cast(j0v);
+    let ctr = super::first_counter(&j0);
+    // the length block, reflected, built in a register (stored and read back as a block, its
+    // bytes would wait for the store to reach the cache)
+    let lb = _mm_set_epi64x((aad.len() as u64 * 8) as i64, (buf.len() as u64 * 8) as i64);
+    let y = hash(keys, _mm_setzero_si128(), aad);
+    let s = crypt::<SEAL, NR>(keys, ctr, y, buf, Some(lb));
     // `mask` holds E_K(J0)'s bytes in memory order
-    super::tag(cast(s), u128::from_be_bytes(cast(mask)))
+    _mm_xor_si128(_mm_shuffle_epi8(s, rev128()), mask)
+}
+
+/// A message of at most one block, with at most one block of AAD: the counter block and J0
+/// through AES in one 256-bit register, the AAD, the ciphertext and the length block hashed in
+/// the lanes of one 512-bit register, with one reduction. The fewest instructions: at this
+/// length the message's time is their count, not their latency.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn one_block<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    j0v: __m128i,
+    aad: &[u8],
+    mut data: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    let len = data.len();
+    let rev = rev128();
+    // J0 + 1 in the low lane, J0 in the high one
+    let c1 = _mm_shuffle_epi8(
+        _mm_add_epi32(_mm_shuffle_epi8(j0v, rev), _mm_set_epi32(0, 0, 0, 1)),
+        rev,
+    );
+    let rk = |r: usize| _mm256_broadcastsi128_si256(cast(keys.rk[r]));
+    let mut s = _mm256_xor_si256(_mm256_set_m128i(j0v, c1), rk(0));
+    for r in 1..NR {
+        s = _mm256_aesenc_epi128(s, rk(r));
+    }
+    let s = _mm256_aesenclast_epi128(s, rk(NR));
+    let mask = _mm256_extracti128_si256::<1>(s);
+    // the blocks to hash, in lanes `0..n`
+    let mut x = _mm512_setzero_si512();
+    let mut n = 0;
+    let mut put = |x: &mut __m512i, b: __m128i| {
+        *x = _mm512_mask_broadcast_i32x4(*x, 0xF << (4 * n), b);
+        n += 1;
+    };
+    if !aad.is_empty() {
+        put(&mut x, _mm_shuffle_epi8(load_partial16(aad), rev));
+    }
+    if len > 0 {
+        let d = load_partial16(data.get_in());
+        let out = _mm_xor_si128(_mm256_castsi256_si128(s), d);
+        store_partial16(data.get_out(), out);
+        // the ciphertext, zero past the message's end
+        let ct = if SEAL {
+            _mm_maskz_mov_epi8(byte_mask(len) as __mmask16, out)
+        } else {
+            d
+        };
+        put(&mut x, _mm_shuffle_epi8(ct, rev));
+    }
+    // the length block, reflected: [len(A)]_64 in the high half, [len(C)]_64 in the low
+    put(
+        &mut x,
+        _mm_set_epi64x((aad.len() as u64 * 8) as i64, (len as u64 * 8) as i64),
+    );
+    let mut acc = Acc::new(n);
+    acc.add(keys, x, n);
+    _mm_xor_si128(_mm_shuffle_epi8(acc.finish(), rev), mask)
+}
+
+/// Registers `j..j + W` of a short message's data, all whole (`c` holds `64 W` bytes): their AES
+/// rounds interleaved, the data through them, the ciphertext hashed into `acc`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn short_registers<const SEAL: bool, const NR: usize, const W: usize>(
+    keys: &Keys,
+    base: __m512i,
+    j: usize,
+    mut c: InOutBuf<'_, '_, u8>,
+    acc: &mut Acc,
+) {
+    let rev = rev512();
+    let k0 = round_key(keys, 0);
+    let mut s: [__m512i; W] = core::array::from_fn(|i| {
+        _mm512_xor_si512(_mm512_shuffle_epi8(inc(base, 4 * (j + i)), rev), k0)
+    });
+    for r in 1..NR {
+        let kr = round_key(keys, r);
+        for x in s.iter_mut() {
+            *x = _mm512_aesenc_epi128(*x, kr);
+        }
+    }
+    let kl = round_key(keys, NR);
+    for (i, x) in s.iter().enumerate() {
+        let d = load64(&c.get_in()[64 * i..]);
+        let out = _mm512_aesenclast_epi128(*x, _mm512_xor_si512(kl, d));
+        store64(&mut c.get_out()[64 * i..], out);
+        acc.add(keys, reflect(if SEAL { out } else { d }), 4);
+    }
+}
+
+/// Register `j` of a short message's data (`c`, at most 64 bytes) from the reflected counters
+/// `base` (`J0 + 1..J0 + 4`): its AES, the data through it, the ciphertext hashed into `acc`. When
+/// `tail` is given (the data's last register, with a lane to spare past its blocks), that lane
+/// encrypts J0 into the mask `tail.1`, and the hash has the length block `tail.0` there.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn short_register<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    j0v: __m128i,
+    base: __m512i,
+    j: usize,
+    mut c: InOutBuf<'_, '_, u8>,
+    tail: Option<(__m128i, &mut __m128i)>,
+    acc: &mut Acc,
+) {
+    let n = c.len();
+    let spare = blocks(n) % 4;
+    let mut ctr = _mm512_shuffle_epi8(inc(base, 4 * j), rev512());
+    if tail.is_some() {
+        // lane `spare` (past the data) encrypts J0
+        let lane = 0b11 << (2 * spare);
+        ctr = _mm512_mask_blend_epi64(lane, ctr, _mm512_broadcast_i32x4(j0v));
+    }
+    let mut s = _mm512_xor_si512(ctr, round_key(keys, 0));
+    for r in 1..NR {
+        s = _mm512_aesenc_epi128(s, round_key(keys, r));
+    }
+    let d = load_partial(c.get_in());
+    let out = _mm512_aesenclast_epi128(s, _mm512_xor_si512(round_key(keys, NR), d));
+    store_partial(c.get_out(), out);
+    // the ciphertext, zero past the message's end
+    let ct = if SEAL {
+        _mm512_maskz_mov_epi8(byte_mask(n), out)
+    } else {
+        d
+    };
+    let mut x = reflect(ct);
+    let mut k = blocks(n);
+    if let Some((lb, mask)) = tail {
+        // `d` is zero in lane `spare`: `out` holds E_K(J0) there
+        let at = _mm512_set1_epi64(2 * spare as i64);
+        let from = _mm512_add_epi64(at, _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+        *mask = _mm512_castsi512_si128(_mm512_permutexvar_epi64(from, out));
+        x = _mm512_mask_broadcast_i32x4(x, 0xF << (4 * spare), lb);
+        k += 1;
+    }
+    acc.add(keys, x, k);
+}
+
+/// The GHASH of a short message's blocks, register by register, schoolbook: four carry-less
+/// products a register (no halves' sums to form), accumulated low, middle and high, reduced once.
+struct Acc {
+    lo: __m512i,
+    mid: __m512i,
+    hi: __m512i,
+    /// The power index of the next block.
+    idx: usize,
+}
+
+impl Acc {
+    /// A run of `blocks` blocks (at most 32) from state zero.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn new(blocks: usize) -> Acc {
+        Acc {
+            lo: _mm512_setzero_si512(),
+            mid: _mm512_setzero_si512(),
+            hi: _mm512_setzero_si512(),
+            idx: NB - blocks,
+        }
+    }
+
+    /// The next `blocks` blocks (1 to 4) of the run, reflected, in `x`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add(&mut self, keys: &Keys, x: __m512i, blocks: usize) {
+        let p = load4(&keys.p, self.idx);
+        self.lo = _mm512_xor_si512(self.lo, _mm512_clmulepi64_epi128::<0x00>(x, p));
+        self.mid = xor3(
+            self.mid,
+            _mm512_clmulepi64_epi128::<0x01>(x, p),
+            _mm512_clmulepi64_epi128::<0x10>(x, p),
+        );
+        self.hi = _mm512_xor_si512(self.hi, _mm512_clmulepi64_epi128::<0x11>(x, p));
+        self.idx += blocks;
+    }
+
+    /// The last block of the run, reflected, in `x` (times `Q_1`).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn add_last(&mut self, keys: &Keys, x: __m128i) {
+        let p: __m128i = cast(keys.p[NB - 1]);
+        let z = _mm512_zextsi128_si512;
+        self.lo = _mm512_xor_si512(self.lo, z(_mm_clmulepi64_si128::<0x00>(x, p)));
+        self.mid = xor3(
+            self.mid,
+            z(_mm_clmulepi64_si128::<0x01>(x, p)),
+            z(_mm_clmulepi64_si128::<0x10>(x, p)),
+        );
+        self.hi = _mm512_xor_si512(self.hi, z(_mm_clmulepi64_si128::<0x11>(x, p)));
+    }
+
+    /// The GHASH value: one reduction lane by lane, then the lanes folded.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+    fn finish(self) -> __m128i {
+        fold(reduce4(self.lo, self.mid, self.hi))
+    }
+}
+
+/// A whole message whose AAD and data fill fewer than 32 blocks: the AAD and the data register by
+/// register (masked loads and stores at the ends), every block hashed with its final power, the
+/// length block built in a register, one reduction. `E_K(J0)` is computed beside the data: where
+/// the data's last register has a lane to spare (a block count that is not a multiple of four),
+/// J0 takes that lane's counter and the length block its place in the hash, so the message needs
+/// no AES and no products of its own for either; otherwise J0 runs in a register of its own,
+/// first, its rounds beside the data's.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn short<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    j0v: __m128i,
+    aad: &[u8],
+    mut data: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    let len = data.len();
+    // blocks in the data's last register, when it has a lane to spare
+    let spare = blocks(len) % 4;
+    let mut mask = _mm_setzero_si128();
+    if spare == 0 {
+        mask = aes1::<NR>(keys, j0v);
+    }
+    let mut acc = Acc::new(blocks(aad.len()) + blocks(len) + 1);
+    // One register of AAD and one of data (TLS records' headers, short messages) go straight
+    // through; the loops' bookkeeping is a fifth of a 16-byte message's instructions.
+    if aad.len() <= 64 {
+        if !aad.is_empty() {
+            acc.add(keys, reflect(load_partial(aad)), blocks(aad.len()));
+        }
+    } else {
+        for c in aad.chunks(64) {
+            acc.add(keys, reflect(load_partial(c)), blocks(c.len()));
+        }
+    }
+    // the length block, reflected: [len(A)]_64 in the high half, [len(C)]_64 in the low
+    let lb = _mm_set_epi64x((aad.len() as u64 * 8) as i64, (len as u64 * 8) as i64);
+    // the byte-reflected counters J0 + 1..J0 + 4
+    let base = _mm512_add_epi32(
+        _mm512_shuffle_epi8(_mm512_broadcast_i32x4(j0v), rev512()),
+        _mm512_set_epi32(0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1),
+    );
+    if len <= 64 {
+        if len > 0 {
+            let tail = (spare != 0).then_some((lb, &mut mask));
+            short_register::<SEAL, NR>(keys, j0v, base, 0, data, tail, &mut acc);
+        }
+    } else {
+        let mut j = 0;
+        // whole registers, four or two at a time, their rounds interleaved; the data's last
+        // register (it may be partial, and may carry J0) on its own
+        while data.len() > 4 * 64 {
+            let (c, rest) = data.split_at(4 * 64);
+            data = rest;
+            short_registers::<SEAL, NR, 4>(keys, base, j, c, &mut acc);
+            j += 4;
+        }
+        while data.len() > 2 * 64 {
+            let (c, rest) = data.split_at(2 * 64);
+            data = rest;
+            short_registers::<SEAL, NR, 2>(keys, base, j, c, &mut acc);
+            j += 2;
+        }
+        while !data.is_empty() {
+            let n = data.len().min(64);
+            let (c, rest) = data.split_at(n);
+            data = rest;
+            let tail = (data.is_empty() && spare != 0).then_some((lb, &mut mask));
+            short_register::<SEAL, NR>(keys, j0v, base, j, c, tail, &mut acc);
+            j += 1;
+        }
+    }
+    if spare == 0 {
+        acc.add_last(keys, lb);
+    }
+    let s = _mm_shuffle_epi8(acc.finish(), rev128());
+    _mm_xor_si128(s, mask)
 }
