@@ -25,13 +25,13 @@ const NESTED_MIN_THREADS: usize = 4;
 /// An AES-GCM engine for one stream key.
 ///
 /// Every key schedule it owns is on the heap (`gcmx::Gcm`'s behind pointers, the typed ones
-/// boxed), so moving an engine copies pointers only; [`Engine::new`] wipes the stack where they
-/// were built. Each schedule wipes itself when dropped.
+/// each in its own box), so moving an engine copies pointers only; [`Engine::new`] wipes the
+/// stack where they were built. Each schedule wipes itself when dropped.
 pub(crate) struct Engine {
     gcm: gcmx::Gcm,
     /// The same key in gcmx's typed API, where the engine is the CPU's: it seals and opens a
     /// segment from one buffer into another in one pass, which the batch (in place) cannot.
-    apart: Option<Box<Apart>>,
+    apart: Option<Apart>,
 }
 
 /// The key in gcmx's typed API: the plain form, and the variants that pay on many threads
@@ -44,10 +44,14 @@ struct Apart {
     nested: Option<Serial>,
 }
 
+/// Each key boxed alone, so that a `Serial` is two words: held inline, an empty slot (`None`,
+/// or a shorter key's variant) would carry into the heap whatever stack bytes lay under it,
+/// round keys of the expansion just made among them, and nothing wipes a slot that holds no key
+/// (gcmx-cli's residue test found a schedule in a freed engine that way).
 enum Serial {
-    Aes128(gcmx::Aes128Gcm),
-    Aes192(gcmx::Aes192Gcm),
-    Aes256(gcmx::Aes256Gcm),
+    Aes128(Box<gcmx::Aes128Gcm>),
+    Aes192(Box<gcmx::Aes192Gcm>),
+    Aes256(Box<gcmx::Aes256Gcm>),
 }
 
 macro_rules! with_serial {
@@ -63,21 +67,21 @@ macro_rules! with_serial {
 impl Serial {
     fn new(key: &[u8]) -> Option<Serial> {
         Some(match key.len() {
-            16 => Serial::Aes128(gcmx::Aes128Gcm::new_from_slice(key).ok()?),
-            24 => Serial::Aes192(gcmx::Aes192Gcm::new_from_slice(key).ok()?),
-            32 => Serial::Aes256(gcmx::Aes256Gcm::new_from_slice(key).ok()?),
+            16 => gcmx::Aes128Gcm::new_from_slice(key).ok()?.into(),
+            24 => gcmx::Aes192Gcm::new_from_slice(key).ok()?.into(),
+            32 => gcmx::Aes256Gcm::new_from_slice(key).ok()?.into(),
             _ => return None,
         })
     }
 
     /// The same key, its opens into another buffer writing past the caches.
     fn uncached(&self) -> Serial {
-        with_serial!(self, c => c.clone().with_uncached_output().into())
+        with_serial!(self, c => (**c).clone().with_uncached_output().into())
     }
 
     /// The same key, each message split over rayon's threads.
     fn nested(&self) -> Serial {
-        with_serial!(self, c => c.clone().with_multicore().into())
+        with_serial!(self, c => (**c).clone().with_multicore().into())
     }
 
     /// Seals `src` into `out` (no associated data); the tag into `tag`.
@@ -176,11 +180,11 @@ impl Engine {
         let apart = Serial::new(key).filter(|_| cpu).map(|serial| {
             let uncached = (threads >= UNCACHED_MIN_THREADS).then(|| serial.uncached());
             let nested = (threads >= NESTED_MIN_THREADS).then(|| serial.nested());
-            Box::new(Apart {
+            Apart {
                 serial,
                 uncached,
                 nested,
-            })
+            }
         });
         Ok(Engine { gcm, apart })
     }
@@ -230,7 +234,7 @@ impl Engine {
         out: &mut [u8],
         tag: &mut [u8],
     ) -> Result<()> {
-        let apart = self.apart.as_deref().ok_or_else(invalid)?;
+        let apart = self.apart.as_ref().ok_or_else(invalid)?;
         apart.serial.seal(nonce, src, out, tag).ok_or_else(invalid)
     }
 
@@ -248,7 +252,7 @@ impl Engine {
         uncached: bool,
     ) -> Result<Option<usize>> {
         use rayon::prelude::*;
-        let apart = self.apart.as_deref().ok_or_else(invalid)?;
+        let apart = self.apart.as_ref().ok_or_else(invalid)?;
         let threads = rayon::current_num_threads();
         let serial = match (&apart.uncached, &apart.nested) {
             (Some(u), _) if uncached => u,
@@ -279,19 +283,19 @@ impl Engine {
 
 impl From<gcmx::Aes128Gcm> for Serial {
     fn from(c: gcmx::Aes128Gcm) -> Serial {
-        Serial::Aes128(c)
+        Serial::Aes128(Box::new(c))
     }
 }
 
 impl From<gcmx::Aes192Gcm> for Serial {
     fn from(c: gcmx::Aes192Gcm) -> Serial {
-        Serial::Aes192(c)
+        Serial::Aes192(Box::new(c))
     }
 }
 
 impl From<gcmx::Aes256Gcm> for Serial {
     fn from(c: gcmx::Aes256Gcm) -> Serial {
-        Serial::Aes256(c)
+        Serial::Aes256(Box::new(c))
     }
 }
 
