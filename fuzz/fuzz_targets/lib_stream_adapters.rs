@@ -7,7 +7,7 @@
 //!
 //! Checks: what `encrypting_writer` writes, whatever the splits and however its inner writer
 //! takes the bytes (short writes, `WouldBlock` and `Interrupted` now and then, retried), reads
-//! back through `decrypting_reader` and `decrypting_reader_buffered` over sources that misbehave
+//! back through `decrypting_reader` and `decrypting_buf_reader` over sources that misbehave
 //! the same way (reads of arbitrary sizes and `fill_buf`), and `seekable_reader`; after
 //! arbitrary changes (bytes flipped, a cut, bytes appended) no reader hands out a byte that is
 //! not the plaintext's at that offset, and the stream readers end cleanly exactly when nothing

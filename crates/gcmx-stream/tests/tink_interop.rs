@@ -1,6 +1,6 @@
 //! The adapters against Google Tink's streaming AEAD (the PyPI package `tink`, driven by
 //! gcmx-cli's `tests/tink_helper.py`): streams written by Tink read through
-//! `decrypting_reader`, `decrypting_reader_buffered` and through `seekable_reader` at random
+//! `decrypting_reader`, `decrypting_buf_reader` and through `seekable_reader` at random
 //! ranges, and streams written by
 //! `encrypting_writer` read by Tink; key sizes 16 and 32, segments of 4 KiB to 8 MiB, AAD of
 //! several lengths, plaintexts from empty to several segments plus one byte.
@@ -237,7 +237,7 @@ fn interop(key_bytes: usize, segment: usize) {
         }
         assert!(
             filled == c.plain,
-            "Tink stream {i} ({} bytes) through decrypting_reader_buffered",
+            "Tink stream {i} ({} bytes) through decrypting_buf_reader",
             c.plain.len()
         );
         let reads = if multi.contains(&i) {
