@@ -343,6 +343,10 @@ impl KeyResults {
                             .flat_map(|k| c.samples[k].iter().map(|s| s.ghz))
                     })
                     .collect();
+                // `--sizes` may leave no message this large.
+                if all.is_empty() {
+                    return format!("{} -", self.names[i]);
+                }
                 format!("{} {:.2}", self.names[i], median(all))
             })
             .collect()
