@@ -18,7 +18,6 @@ use crate::header::trial_len;
 use crate::keyset::Keyset;
 use crate::poison::Poison;
 use crate::read_core::{End, ReadCore};
-use crate::wipe::wipe_stacks;
 use crate::writer::Sealer;
 
 impl Keyset {
@@ -202,14 +201,6 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     }
 }
 
-impl<W> Drop for AsyncEncryptingWriter<W> {
-    fn drop(&mut self) {
-        // The window wipes itself and the engine its key; the kernels' stack leftovers are
-        // wiped here.
-        wipe_stacks();
-    }
-}
-
 impl<W: fmt::Debug> fmt::Debug for AsyncEncryptingWriter<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AsyncEncryptingWriter")
@@ -358,14 +349,6 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
                 core.filled(n)?;
             }
         }
-    }
-}
-
-impl<R> Drop for AsyncDecryptingReader<R> {
-    fn drop(&mut self) {
-        // The window wipes itself and the engine its key; the kernels' stack leftovers are
-        // wiped here.
-        wipe_stacks();
     }
 }
 

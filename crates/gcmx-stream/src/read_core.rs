@@ -18,6 +18,7 @@ use crate::copy::{Run, copy_runs};
 use crate::error::Error;
 use crate::layout::{Layout, Span};
 use crate::window::Window;
+use crate::wipe::wipe_stacks;
 
 /// Most segments that one read straight into the caller's buffer takes (a few words of
 /// bookkeeping each).
@@ -589,6 +590,13 @@ impl ReadCore {
             (Ok(()), None) => (n, Ok(0)),
             (Err(e), _) => (n, Err(self.fail(e))),
         }
+    }
+}
+
+impl Drop for ReadCore {
+    /// The window wipes itself and the engine its key; the kernels' stack leftovers go here.
+    fn drop(&mut self) {
+        wipe_stacks();
     }
 }
 

@@ -13,7 +13,7 @@ use crate::keyset::Keyset;
 use crate::layout::{Span, TAG_LEN};
 use crate::poison::Poison;
 use crate::read_core::{End, Plan, ReadCore};
-use crate::wipe::{wipe, wipe_stacks};
+use crate::wipe::wipe;
 
 impl Keyset {
     /// A reader of the plaintext of the Tink stream `r`, encrypted under one of this keyset's
@@ -426,14 +426,6 @@ impl<R: Read> BufRead for DecryptingReader<R> {
         if !self.poison.is_poisoned() {
             self.core.consume(amt);
         }
-    }
-}
-
-impl<R> Drop for DecryptingReader<R> {
-    fn drop(&mut self) {
-        // The window wipes itself and the engine its key; the kernels' stack leftovers are
-        // wiped here.
-        wipe_stacks();
     }
 }
 

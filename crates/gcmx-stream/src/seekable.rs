@@ -10,7 +10,6 @@ use crate::keyset::Keyset;
 use crate::layout::TAG_LEN;
 use crate::poison::Poison;
 use crate::read_core::{End, Plan, ReadCore};
-use crate::wipe::wipe_stacks;
 
 impl Keyset {
     /// Random access to the plaintext of the Tink stream in `r` (a file, a `Cursor`, anything
@@ -194,14 +193,6 @@ impl<R: Read + Seek> Seek for SeekableReader<R> {
 
     fn stream_position(&mut self) -> io::Result<u64> {
         Ok(self.pos)
-    }
-}
-
-impl<R> Drop for SeekableReader<R> {
-    fn drop(&mut self) {
-        // The window wipes itself and the engine its key; the kernels' stack leftovers are
-        // wiped here.
-        wipe_stacks();
     }
 }
 

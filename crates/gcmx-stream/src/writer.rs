@@ -108,6 +108,13 @@ enum Out {
     Bytes(Vec<u8>, usize),
 }
 
+impl Drop for Sealer {
+    /// The window wipes itself and the engine its key; the kernels' stack leftovers go here.
+    fn drop(&mut self) {
+        wipe_stacks();
+    }
+}
+
 impl Sealer {
     /// A sealer for a new stream under the keyset's primary key, and the stream's header.
     pub(crate) fn new(keyset: &Keyset, aad: &[u8]) -> Result<(Sealer, Vec<u8>)> {
@@ -486,14 +493,6 @@ impl<W: Write> Write for EncryptingWriter<W> {
         let r = self.flush_unpoisoned();
         self.poison.leave();
         r
-    }
-}
-
-impl<W: Write> Drop for EncryptingWriter<W> {
-    fn drop(&mut self) {
-        // The window wipes itself and the engine its key; the kernels' stack leftovers are
-        // wiped here.
-        wipe_stacks();
     }
 }
 
