@@ -204,10 +204,11 @@ impl Window {
         let len = whole_len(needed.max(cap.min(WHOLE_WINDOW_MAX)));
         let pinned = match self.pin {
             Pinning::No => None,
-            Pinning::IfKept => spare::take(len),
-            Pinning::Yes => spare::take(len).or_else(|| Bytes::zeroed(len, true).ok()),
+            Pinning::IfKept => spare::take(len, true),
+            Pinning::Yes => spare::take(len, true).or_else(|| Bytes::zeroed(len, true).ok()),
         };
-        match pinned.map_or_else(|| Bytes::zeroed(len, false), Ok) {
+        let whole = pinned.or_else(|| spare::take(len, false));
+        match whole.map_or_else(|| Bytes::zeroed(len, false), Ok) {
             Ok(b) => {
                 self.bytes = b;
                 self.whole = true;
@@ -238,7 +239,7 @@ impl Window {
             return;
         }
         let len = self.len();
-        match spare::take(len).or_else(|| Bytes::zeroed(len, true).ok()) {
+        match spare::take(len, true).or_else(|| Bytes::zeroed(len, true).ok()) {
             Some(new) if new.is_pinned() => {
                 self.wipe();
                 self.bytes = new;
@@ -260,12 +261,13 @@ impl Drop for Window {
     }
 }
 
-/// Page-locked window buffers kept between streams, holding no plaintext: page-locking a fresh
-/// window costs more than the GPU's work on it, and a GPU writer whose windows were not kept
-/// paid it at every stream (benches/results.md, "gcmx-stream restructured"); a stream that
-/// follows another reuses its buffers. At most a GPU writer's two windows and a reader's are
-/// kept: no more memory than one writer on the GPU holds while it runs. (Ordinary windows are not
-/// kept: on the CPU keeping them gained nothing measurable.)
+/// Window buffers kept between streams, holding no plaintext, page-locked ones (the GPU's) as
+/// they are. A fresh buffer costs a page fault and the zeroing of every page at its first write
+/// (on a 16-thread host, whose default CPU window is 32 MiB, streams that did not keep their
+/// windows ran at 55-70 % of the speed of those that did; benches/results.md), and a page-locked
+/// one its page-locking too (more than the GPU's work on it); a stream that follows another
+/// reuses its buffers. At most a GPU writer's two windows and a reader's are kept: no more
+/// memory than one writer on the GPU holds while it runs.
 mod spare {
     use std::sync::Mutex;
 
@@ -277,17 +279,18 @@ mod spare {
 
     static SPARE: Mutex<Vec<Bytes>> = Mutex::new(Vec::new());
 
-    /// A kept page-locked buffer of exactly `len` bytes.
-    pub(super) fn take(len: usize) -> Option<Bytes> {
+    /// A kept buffer of exactly `len` bytes, page-locked or not as `pinned` says.
+    pub(super) fn take(len: usize, pinned: bool) -> Option<Bytes> {
         let mut kept = SPARE.lock().ok()?;
-        let i = kept.iter().position(|b| b.as_slice().len() == len)?;
+        let i = kept
+            .iter()
+            .position(|b| b.as_slice().len() == len && b.is_pinned() == pinned)?;
         Some(kept.swap_remove(i))
     }
 
-    /// Keeps `buf` (holding no plaintext) for a later stream, if it is page-locked and there is
-    /// room.
+    /// Keeps `buf` (holding no plaintext) for a later stream, if there is room.
     pub(super) fn give(buf: Bytes) {
-        if !buf.is_pinned() {
+        if buf.as_slice().is_empty() {
             return;
         }
         if let Ok(mut kept) = SPARE.lock() {
