@@ -258,7 +258,7 @@ impl ReadCore {
             return Err(self.fail(Error::io("cannot read input", e)));
         }
         let end = self.window.len().min(self.target);
-        Ok(Some(self.window.get_mut(self.got..end)))
+        Ok(Some(self.window.input_mut(self.got..end)))
     }
 
     /// Sets the segments of the window about to be filled, and how many bytes it takes.

@@ -163,6 +163,14 @@ impl Window {
         &mut self.bytes.as_mut()[range]
     }
 
+    /// The bytes in `range`, to receive ciphertext from a source: nothing secret is written
+    /// through it, so it does not count as written (the open that follows marks, with
+    /// [`Window::get_mut`], what it turns into plaintext). A source handed a whole window that
+    /// returns a segment's bytes leaves the rest of the window unwiped at the end, as it was.
+    pub(crate) fn input_mut(&mut self, range: Range<usize>) -> &mut [u8] {
+        &mut self.bytes.as_mut()[range]
+    }
+
     /// Every segment written so far was sealed and is ciphertext up to `end`: the window holds
     /// plaintext only if bytes past `end` were ever written (a larger earlier window).
     pub(crate) fn sealed(&mut self, end: usize) {
