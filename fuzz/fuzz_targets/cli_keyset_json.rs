@@ -1,5 +1,5 @@
 //! Parses arbitrary bytes as a Tink cleartext JSON keyset. Checks: no panic; a keyset that
-//! parses writes JSON that parses again to the same keys.
+//! parses writes JSON that parses again to the same keys (the same JSON).
 #![no_main]
 
 use gcmx_stream::Keyset;
@@ -12,19 +12,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(keyset) = Keyset::from_json(text) else {
         return;
     };
-    let again = Keyset::from_json(&keyset.to_json()).expect("gcmx's own JSON parses");
-    let ids = |k: &Keyset| -> Vec<(u32, Vec<u8>, usize, u32)> {
-        k.decryption_keys()
-            .iter()
-            .map(|k| {
-                (
-                    k.key_id(),
-                    k.to_proto().to_vec(),
-                    k.derived_key_size(),
-                    k.segment_size(),
-                )
-            })
-            .collect()
-    };
-    assert!(ids(&keyset) == ids(&again), "keys differ after a round trip");
+    // gcmx writes a keyset's keys in one way: the same keys, the same JSON.
+    let json = keyset.to_json();
+    let again = Keyset::from_json(&json).expect("gcmx's own JSON parses");
+    assert!(*again.to_json() == *json, "keys differ after a round trip");
+    assert_eq!(again.primary().key_id(), keyset.primary().key_id());
 });

@@ -1,6 +1,6 @@
 //! Decrypts arbitrary bytes as a Tink streaming ciphertext under a fixed keyset (three keys:
 //! two with 16-byte derived keys and small segments, one with 32-byte derived keys), through
-//! `gcmx_stream::bulk::decrypt`, the pipeline of `gcmx decrypt`.
+//! `gcmx_cli::bulk::decrypt`, the pipeline of `gcmx decrypt`.
 //!
 //! Input: one byte that picks the window size (1 to 8 segments of the largest key), then the
 //! ciphertext. Checks: no panic, no hang; a success accounts for every byte (header, tags and
@@ -10,7 +10,7 @@
 use std::io::Cursor;
 use std::sync::LazyLock;
 
-use gcmx_stream::bulk::{self, Input};
+use gcmx_cli::bulk::{self, Input};
 use gcmx_stream::{Backend, Keyset, Options};
 use libfuzzer_sys::fuzz_target;
 
@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&cfg, ct)) = data.split_first() else {
         return;
     };
-    let opts = Options::new()
+    let opts = Options::default()
         .with_backend(Backend::Cpu)
         .with_window_bytes((usize::from(cfg % 8) + 1) * 100);
     let input = Input::reader(Cursor::new(ct.to_vec()));

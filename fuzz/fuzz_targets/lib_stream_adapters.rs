@@ -7,7 +7,7 @@
 //!
 //! Checks: what `encrypting_writer` writes, whatever the splits and however its inner writer
 //! takes the bytes (short writes, `WouldBlock` and `Interrupted` now and then, retried), reads
-//! back through `decrypting_reader` and `decrypting_reader_buffered` over sources that misbehave
+//! back through `decrypting_reader` and `decrypting_buf_reader` over sources that misbehave
 //! the same way (reads of arbitrary sizes and `fill_buf`), and `seekable_reader`; after
 //! arbitrary changes (bytes flipped, a cut, bytes appended) no reader hands out a byte that is
 //! not the plaintext's at that offset, and the stream readers end cleanly exactly when nothing
@@ -189,12 +189,14 @@ fn drain<R: BufRead>(r: &mut R, sizes: &[u16]) -> (Vec<u8>, bool) {
 
 fuzz_target!(|c: Case| {
     let dks = if c.aes256 { 32 } else { 16 };
-    let min = gcmx_stream::min_segment_size(dks);
+    // The smallest segment: the header, a tag and one plaintext byte.
+    let min = (1 + dks + 7 + 16 + 1) as u32;
     let seg = min + u32::from(c.segment) % 512;
-    let ks = Keyset::single(StreamingKey::new(1, &[9u8; 32][..dks], dks, seg).unwrap());
-    let opts = Options::new()
+    let opts = Options::default()
         .with_window_bytes(usize::from(c.window % 16) * seg as usize)
         .with_backend(Backend::Cpu);
+    let ks = Keyset::from(StreamingKey::new(1, &[9u8; 32][..dks], dks, seg).unwrap())
+        .with_options(opts);
     let plain = plaintext(usize::from(c.len), c.seed);
 
     let on = Rc::new(Cell::new(false));
@@ -203,7 +205,7 @@ fuzz_target!(|c: Case| {
         fate: Fate::new(c.io),
         on: on.clone(),
     };
-    let mut w = ks.encrypting_writer_with(sink, b"fuzz", &opts).unwrap();
+    let mut w = ks.encrypting_writer(sink, b"fuzz").unwrap();
     on.set(true);
     let mut rest = &plain[..];
     let mut k = 0;
@@ -243,7 +245,7 @@ fuzz_target!(|c: Case| {
     // The stream reader over a `Read` source: a prefix of the plaintext, and a clean end only
     // when unchanged.
     let src = Source { data: &ct, header: 1 + dks + 7, pos: 0, fate: Fate::new(c.io) };
-    let (out, clean) = match ks.decrypting_reader_with(src, b"fuzz", &opts) {
+    let (out, clean) = match ks.decrypting_reader(src, b"fuzz") {
         Ok(mut r) => drain(&mut r, &c.read_sizes),
         Err(_) => (Vec::new(), false),
     };
@@ -256,7 +258,7 @@ fuzz_target!(|c: Case| {
     // The same reader over a buffered source: segments opened from the source's buffer, the
     // same bytes and the same end.
     let src = Source { data: &ct, header: 1 + dks + 7, pos: 0, fate: Fate::new(c.io) };
-    let (filled, filled_clean) = match ks.decrypting_reader_buffered_with(src, b"fuzz", &opts) {
+    let (filled, filled_clean) = match ks.decrypting_buf_reader(src, b"fuzz") {
         Ok(mut r) => drain(&mut r, &c.read_sizes),
         Err(_) => (Vec::new(), false),
     };
@@ -267,7 +269,7 @@ fuzz_target!(|c: Case| {
     }
 
     // The seekable reader: every byte handed out is the plaintext's at its offset.
-    if let Ok(mut r) = ks.seekable_reader_with(Cursor::new(&ct), b"fuzz", &opts) {
+    if let Ok(mut r) = ks.seekable_reader(Cursor::new(&ct), b"fuzz") {
         for &(at, n) in &c.reads {
             let (at, n) = (u64::from(at), usize::from(n));
             r.seek(SeekFrom::Start(at)).unwrap();

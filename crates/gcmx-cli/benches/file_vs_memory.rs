@@ -18,9 +18,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use gcmx::{Gcm, SealJob};
+use gcmx_cli::bulk;
 use gcmx_cli::files::{self, Direction, RunOptions, Sink, Source};
 use gcmx_cli::{parse_backend, parse_size};
-use gcmx_stream::{KeySize, Keyset, Options, StreamingKey, bulk};
+use gcmx_stream::{KeySize, Keyset, Options};
 
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
@@ -73,8 +74,7 @@ fn main() {
         ))
         .expect("temp dir");
     let bytes = mib << 20;
-    let key = StreamingKey::generate(KeySize::Aes256, segment).expect("key");
-    let keyset = Keyset::single(key);
+    let keyset = Keyset::generate(KeySize::Aes256, segment).expect("keyset");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "gcmx-cli file vs memory: {mib} MiB, AES-256, segment {segment} B, backend {}, {threads} threads, best of {reps}",
@@ -121,7 +121,7 @@ fn main() {
     let _ = io::copy(&mut File::open(&sample).expect("open"), &mut io::sink());
 
     // 3. Pipeline, file -> discard.
-    let opts = Options::new().with_backend(backend);
+    let opts = Options::default().with_backend(backend);
     let to_sink = best(reps, || {
         let t = Instant::now();
         let input = File::open(&sample).expect("open");

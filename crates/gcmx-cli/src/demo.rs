@@ -18,11 +18,12 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::api::backends_built;
-use crate::api::{Backend, Engine, OpenJob, SealJob, is_gpu};
+use gcmx::{Gcm, GcmError, OpenJob, SealJob};
+use gcmx_stream::{DEFAULT_SEGMENT_SIZE, KeySize, Keyset};
+
+use crate::api::{Backend, backends_built, is_gpu};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{self, Direction, RunOptions, Sink, Source};
-use gcmx_stream::{DEFAULT_SEGMENT_SIZE, KeySize, Keyset, StreamingKey};
 
 /// Repetitions of each in-memory measurement (the median is shown).
 const MEMORY_REPS: usize = 5;
@@ -156,24 +157,32 @@ fn file_bound(rate: f64, copy: f64, in_memory: f64) -> &'static str {
     }
 }
 
+/// A failure of the library in the demo's in-memory round trips.
+fn failed(e: GcmError) -> Error {
+    Error::with_source(
+        ErrorKind::Check,
+        Some("the in-memory round trip failed".into()),
+        e,
+    )
+}
+
 /// Seals and opens `data` as one message; returns the encrypt and decrypt rates (median of
 /// [`MEMORY_REPS`]).
-fn in_memory_one(engine: &Engine, data: &mut [u8]) -> Result<(f64, f64)> {
+fn in_memory_one(engine: &Gcm, data: &mut [u8]) -> Result<(f64, f64)> {
     let nonce = [7u8; 12];
     let mut tag = [0u8; 16];
     let bytes = data.len() as f64;
     let (mut enc, mut dec) = (Vec::new(), Vec::new());
     for _ in 0..MEMORY_REPS {
         let t = Instant::now();
-        engine.seal(&nonce, data, &mut tag)?;
+        engine
+            .encrypt_detached(&nonce, &[], data, &mut tag)
+            .map_err(failed)?;
         enc.push(bytes / t.elapsed().as_secs_f64().max(1e-9));
         let t = Instant::now();
-        if !engine.open(&nonce, data, &tag)? {
-            return Err(Error::new(
-                ErrorKind::Crypto,
-                "the in-memory round trip did not authenticate",
-            ));
-        }
+        engine
+            .decrypt_detached(&nonce, &[], data, &tag)
+            .map_err(failed)?;
         dec.push(bytes / t.elapsed().as_secs_f64().max(1e-9));
     }
     Ok((median(enc), median(dec)))
@@ -181,7 +190,7 @@ fn in_memory_one(engine: &Engine, data: &mut [u8]) -> Result<(f64, f64)> {
 
 /// Seals and opens `data` cut into segment-sized messages with one batch call each way;
 /// returns the encrypt and decrypt rates (median of [`MEMORY_REPS`]).
-fn in_memory_batch(engine: &Engine, data: &mut [u8], seg: usize) -> Result<(f64, f64)> {
+fn in_memory_batch(engine: &Gcm, data: &mut [u8], seg: usize) -> Result<(f64, f64)> {
     let n = data.len().div_ceil(seg);
     let mut tags = vec![[0u8; 16]; n];
     let nonces: Vec<[u8; 12]> = (0..n as u32)
@@ -204,7 +213,7 @@ fn in_memory_batch(engine: &Engine, data: &mut [u8], seg: usize) -> Result<(f64,
                 tag,
             })
             .collect();
-        engine.seal_batch(&mut jobs)
+        engine.encrypt_batch(&mut jobs).map_err(failed)
     };
     let open = |data: &mut [u8], tags: &[[u8; 16]]| {
         let mut jobs: Vec<OpenJob<'_>> = data
@@ -218,12 +227,7 @@ fn in_memory_batch(engine: &Engine, data: &mut [u8], seg: usize) -> Result<(f64,
                 tag,
             })
             .collect();
-        engine.open_batch(&mut jobs).map_err(|_| {
-            Error::new(
-                ErrorKind::Crypto,
-                "the in-memory round trip did not authenticate",
-            )
-        })
+        engine.decrypt_batch(&mut jobs).map_err(failed)
     };
     // Each encryption is followed by a decryption, so the buffer is plaintext again before
     // the next encryption; the two are timed separately.
@@ -255,11 +259,11 @@ fn expect_refusal(keyset: &Keyset, aad: &[u8], ct: &Path, out: &Path) -> Result<
     );
     match r {
         Ok(_) => Err(Error::new(
-            ErrorKind::Authentication,
+            ErrorKind::Check,
             format!("{} was accepted but must be refused", ct.display()),
         )),
         Err(e) if out.exists() => Err(Error::new(
-            ErrorKind::Io,
+            ErrorKind::Check,
             format!("refused ({e}) but left {} behind", out.display()),
         )),
         Err(e) => Ok(e.to_string()),
@@ -313,8 +317,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
     let _cleanup = crate::signals::register(dir);
     let sample = dir.join("sample.bin");
     write_sample(&sample, bytes as u64)?;
-    let key = StreamingKey::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE)?;
-    let keyset = Keyset::single(key);
+    let keyset = Keyset::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE)?;
     let keyset_path = dir.join("keyset.json");
     crate::keyfile::write_new(&keyset, &keyset_path)?;
     let (keyset, _) = crate::keyfile::read(&keyset_path)?;
@@ -338,7 +341,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
     let pt = dir.join("sample.out");
     for &backend in &backends {
         let name = backend.name();
-        if let Err(e) = Engine::new(&[0u8; 32], backend) {
+        if let Err(e) = Gcm::with_backend(&[0u8; 32], backend) {
             p(out, format!("{name}: not available: {e}"))?;
             continue;
         }
@@ -346,7 +349,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
         file_run(Direction::Decrypt, &keyset, aad, &ct, &pt, backend)?;
         if !same_content(&sample, &pt)? {
             return Err(Error::new(
-                ErrorKind::Crypto,
+                ErrorKind::Check,
                 format!("{name}: the decrypted file differs from the sample"),
             ));
         }
@@ -374,10 +377,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
     fs::write(&truncated, &data[..cut]).map_err(|e| Error::io("cannot write", e))?;
     let why = expect_refusal(&keyset, aad, &truncated, &refused_out)?;
     p(out, format!("truncated ciphertext refused: {why}"))?;
-    let other = Keyset::single(StreamingKey::generate(
-        KeySize::Aes256,
-        DEFAULT_SEGMENT_SIZE,
-    )?);
+    let other = Keyset::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE)?;
     let why = expect_refusal(&other, aad, &ct, &refused_out)?;
     p(out, format!("wrong key refused: {why}"))?;
     let why = expect_refusal(&keyset, b"other aad", &ct, &refused_out)?;
@@ -421,7 +421,7 @@ pub fn run(out: &mut dyn Write, mib: u64) -> Result<()> {
     let mut auto_batch = f64::INFINITY;
     for batch in [false, true] {
         for &backend in &usable {
-            let engine = Engine::new(&key, backend)?;
+            let engine = Gcm::with_backend(&key, backend).map_err(failed)?;
             let (enc, dec, call) = if batch {
                 let (e, d) = in_memory_batch(&engine, &mut buf, seg)?;
                 let call = format!("batch of {} x {} KiB", bytes.div_ceil(seg), seg >> 10);

@@ -1,6 +1,6 @@
 //! Encrypting and decrypting files and standard streams: the output put in place only when
 //! complete, the overwrite guards, the progress bar and the summary line. The streaming
-//! itself is `gcmx_stream::bulk`.
+//! itself is [`crate::bulk`].
 
 use std::fs::{File, Metadata};
 use std::io::{self, IsTerminal, Write};
@@ -9,11 +9,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gcmx_stream::bulk::{self, Input, Stats};
 use gcmx_stream::{Keyset, Options};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::api::Backend;
+use crate::bulk::{self, Input, Stats};
 use crate::error::{Error, Result};
 use crate::output::OutputFile;
 
@@ -159,7 +159,7 @@ fn progress_bar(quiet: bool, total: Option<u64>) -> ProgressBar {
     bar
 }
 
-fn run_stream<W: Write + Send + 'static>(
+fn run_stream<W: Write>(
     dir: Direction,
     keyset: &Keyset,
     aad: &[u8],
@@ -169,11 +169,10 @@ fn run_stream<W: Write + Send + 'static>(
     bar: &ProgressBar,
 ) -> Result<(W, Stats)> {
     let progress = |n: u64| bar.inc(n);
-    let r = match dir {
+    match dir {
         Direction::Encrypt => bulk::encrypt(keyset, aad, input, output, opts, &progress),
         Direction::Decrypt => bulk::decrypt(keyset, aad, input, output, opts, &progress),
-    };
-    r.map_err(Error::from)
+    }
 }
 
 /// Standard input's identity when it is a regular file (`< X`).
@@ -248,7 +247,7 @@ pub fn run(
         Sink::Stdout => None,
     };
     let (input, size, input_id) = open_source(src)?;
-    let opts = Options::new()
+    let opts = Options::default()
         .with_backend(run.backend)
         .with_window_bytes(run.window_bytes);
     let bar = progress_bar(run.quiet, size);

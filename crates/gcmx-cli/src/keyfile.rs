@@ -42,7 +42,7 @@ pub fn read(path: &Path) -> Result<(Keyset, FileId)> {
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| Error::keyset(format!("keyset {} is not UTF-8 text", path.display())))?;
     let keyset = Keyset::from_json(text)
-        .map_err(|e| Error::keyset(format!("keyset {}: {}", path.display(), e.message())))?;
+        .map_err(|e| Error::stream(format!("keyset {}", path.display()), e))?;
     Ok((keyset, FileId::of(&meta)))
 }
 

@@ -3,6 +3,7 @@
 //!
 //! The binary is `gcmx`; this library holds its parts (the format, keysets and streaming are
 //! `gcmx-stream`'s):
+//! - [`bulk`]: a whole input to an output through the adapters, the input read ahead,
 //! - [`keyfile`]: keyset files read with a size bound and written whole or not at all,
 //! - [`files`]: files and standard streams, the overwrite guards, progress bar, summary line,
 //! - [`output`]: the output file, put in place only when complete,
@@ -11,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod api;
+pub mod bulk;
 pub mod demo;
 pub mod error;
 pub mod files;

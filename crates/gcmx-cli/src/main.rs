@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use gcmx_cli::{Direction, Error, ErrorKind, RunOptions, Sink, Source};
-use gcmx_stream::{KeySize, Keyset, StreamingKey};
+use gcmx_stream::{KeySize, Keyset};
 
 const EXAMPLES_AND_STATUS: &str = "\
 Examples:
@@ -187,9 +187,8 @@ fn keygen(aes128: bool, segment_size: &str, out: &Path) -> Result<(), Error> {
     } else {
         KeySize::Aes256
     };
-    let key = StreamingKey::generate(key_size, size)
-        .map_err(|e| Error::new(ErrorKind::Usage, e.message()))?;
-    let keyset = Keyset::single(key);
+    let keyset = Keyset::generate(key_size, size)
+        .map_err(|e| Error::new(ErrorKind::Usage, e.to_string()))?;
     let to_stdout = out.as_os_str() == "-";
     if to_stdout {
         let json = keyset.to_json();
@@ -197,7 +196,7 @@ fn keygen(aes128: bool, segment_size: &str, out: &Path) -> Result<(), Error> {
         stdout
             .write_all(json.as_bytes())
             .and_then(|()| stdout.flush())
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot write the keyset: {e}")))?;
+            .map_err(|e| Error::io("cannot write the keyset", e))?;
     } else {
         gcmx_cli::keyfile::write_new(&keyset, out)?;
     }

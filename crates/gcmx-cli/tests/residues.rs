@@ -41,7 +41,7 @@ fn no_stream_key_survives_encrypt_or_decrypt() {
     let ikm_a = data(32, 0xA11CE);
     let ikm_b = data(32, 0xB0B);
     let key = |id, ikm: &[u8]| StreamingKey::new(id, ikm, 32, SEGMENT).unwrap();
-    let only_a = write_keyset(dir.path(), "a.json", Keyset::single(key(1, &ikm_a)));
+    let only_a = write_keyset(dir.path(), "a.json", Keyset::from(key(1, &ikm_a)));
     // B is primary and is tried first: decrypting A's file makes and drops a trial engine
     // for B, then one for A, before the engine that decrypts.
     let b_then_a = write_keyset(

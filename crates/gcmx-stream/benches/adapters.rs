@@ -45,7 +45,7 @@
 //!   the memory's speed, this copy bounds an open into another buffer with ordinary stores; on 16
 //!   threads or more the reader writes reads of 64 MiB or more past the caches (non-temporal
 //!   stores, no fetch), which moves the peer's traffic but from two buffers.
-//! - `decrypting_reader_buffered`: the same stream, a slice handed over as a `BufRead` source
+//! - `decrypting_buf_reader`: the same stream, a slice handed over as a `BufRead` source
 //!   (its buffer holds the whole stream, so no byte of it is copied on the caller's thread:
 //!   each segment is opened from it by the task that opens it, in one pass): `read_exact` of the whole
 //!   plaintext (straight into the caller's buffer), through `fill_buf` and `consume` with each
@@ -157,10 +157,12 @@ fn nonce(i: usize) -> [u8; 12] {
 fn main() {
     let a = args();
     let bytes = a.mib << 20;
-    let keyset = Keyset::generate(KeySize::Aes256, a.segment as u32).expect("keyset");
-    let opts = Options::new()
+    let opts = Options::default()
         .with_backend(a.backend)
         .with_window_bytes(a.window);
+    let keyset = Keyset::generate(KeySize::Aes256, a.segment as u32)
+        .expect("keyset")
+        .with_options(opts);
     let gcm = Gcm::with_backend(&[0x42; 32], a.backend).expect("backend");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -191,13 +193,13 @@ fn main() {
 
     // The stream the readers read.
     let mut w = keyset
-        .encrypting_writer_with(Vec::with_capacity(bytes + (bytes >> 10)), b"bench", &opts)
+        .encrypting_writer(Vec::with_capacity(bytes + (bytes >> 10)), b"bench")
         .expect("writer");
     w.write_all(&plain).expect("write");
     let ct = w.finish().expect("finish");
     let mut check = Vec::with_capacity(bytes);
     keyset
-        .decrypting_reader_with(&ct[..], b"bench", &opts)
+        .decrypting_reader(&ct[..], b"bench")
         .expect("reader")
         .read_to_end(&mut check)
         .expect("read");
@@ -206,7 +208,7 @@ fn main() {
     // or on the GPU copied from it a group at a time).
     check.resize(bytes, 0);
     keyset
-        .decrypting_reader_buffered_with(&ct[..], b"bench", &opts)
+        .decrypting_buf_reader(&ct[..], b"bench")
         .expect("reader")
         .read_exact(&mut check)
         .expect("read");
@@ -246,7 +248,7 @@ fn main() {
         // encrypting_writer into io::sink(), the in-memory source through io::copy.
         let t = Instant::now();
         let mut w = keyset
-            .encrypting_writer_with(io::sink(), b"bench", &opts)
+            .encrypting_writer(io::sink(), b"bench")
             .expect("writer");
         io::copy(&mut &plain[..], &mut w).expect("copy");
         black_box(w.finish().expect("finish"));
@@ -255,7 +257,7 @@ fn main() {
         // encrypting_writer into io::sink(), 1 MiB writes.
         let t = Instant::now();
         let mut w = keyset
-            .encrypting_writer_with(io::sink(), b"bench", &opts)
+            .encrypting_writer(io::sink(), b"bench")
             .expect("writer");
         for c in plain.chunks(1 << 20) {
             w.write_all(c).expect("write");
@@ -307,9 +309,7 @@ fn main() {
 
         // decrypting_reader over the in-memory stream, read_exact of the whole plaintext.
         let t = Instant::now();
-        let mut r = keyset
-            .decrypting_reader_with(&ct[..], b"bench", &opts)
-            .expect("reader");
+        let mut r = keyset.decrypting_reader(&ct[..], b"bench").expect("reader");
         r.read_exact(&mut all).expect("read");
         assert_eq!(r.read(&mut piece[..1]).expect("end"), 0);
         black_box(&all);
@@ -319,19 +319,17 @@ fn main() {
         // decrypting_reader over the in-memory stream into io::sink() through io::copy (which
         // reads into an 8 KiB buffer on its stack).
         let t = Instant::now();
-        let mut r = keyset
-            .decrypting_reader_with(&ct[..], b"bench", &opts)
-            .expect("reader");
+        let mut r = keyset.decrypting_reader(&ct[..], b"bench").expect("reader");
         let n = io::copy(&mut r, &mut io::sink()).expect("copy");
         assert_eq!(n, bytes as u64);
         drop(r);
         reader_copy.push(gib_s(bytes, t.elapsed().as_secs_f64()));
 
-        // decrypting_reader_buffered over the in-memory stream (a slice: its buffer holds the
+        // decrypting_buf_reader over the in-memory stream (a slice: its buffer holds the
         // whole stream), read_exact of the whole plaintext.
         let t = Instant::now();
         let mut r = keyset
-            .decrypting_reader_buffered_with(&ct[..], b"bench", &opts)
+            .decrypting_buf_reader(&ct[..], b"bench")
             .expect("reader");
         r.read_exact(&mut all).expect("read");
         assert_eq!(r.read(&mut piece[..1]).expect("end"), 0);
@@ -343,7 +341,7 @@ fn main() {
         // reader's window, no copy on this thread.
         let t = Instant::now();
         let mut r = keyset
-            .decrypting_reader_buffered_with(&ct[..], b"bench", &opts)
+            .decrypting_buf_reader(&ct[..], b"bench")
             .expect("reader");
         let (mut sink, mut total) = (io::sink(), 0);
         loop {
@@ -364,7 +362,7 @@ fn main() {
         // window on this thread).
         let t = Instant::now();
         let mut r = keyset
-            .decrypting_reader_buffered_with(&ct[..], b"bench", &opts)
+            .decrypting_buf_reader(&ct[..], b"bench")
             .expect("reader");
         let n = io::copy(&mut r, &mut io::sink()).expect("copy");
         assert_eq!(n, bytes as u64);
@@ -384,9 +382,7 @@ fn main() {
 
         // decrypting_reader over the in-memory stream, 1 MiB reads.
         let t = Instant::now();
-        let mut r = keyset
-            .decrypting_reader_with(&ct[..], b"bench", &opts)
-            .expect("reader");
+        let mut r = keyset.decrypting_reader(&ct[..], b"bench").expect("reader");
         let mut total = 0;
         loop {
             let n = r.read(&mut piece).expect("read");
@@ -454,17 +450,17 @@ fn main() {
         Some(open),
     );
     row(
-        "decrypting_reader_buffered -> read_exact",
+        "decrypting_buf_reader -> read_exact",
         median(buf_all),
         Some(open),
     );
     row(
-        "decrypting_reader_buffered -> fill_buf -> io::sink()",
+        "decrypting_buf_reader -> fill_buf -> io::sink()",
         median(buf_fill),
         Some(open),
     );
     row(
-        "decrypting_reader_buffered -> io::copy -> sink",
+        "decrypting_buf_reader -> io::copy -> sink",
         median(buf_copy),
         Some(open),
     );
@@ -491,7 +487,7 @@ fn main() {
         fetched: 0,
     };
     let mut r = keyset
-        .seekable_reader_with(counting, b"bench", &opts)
+        .seekable_reader(counting, b"bench")
         .expect("seekable");
     let start = r.get_ref().fetched;
     let reads = 2000;

@@ -12,14 +12,12 @@ use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::engine::Engine;
-use crate::error::{Error, Result};
-use crate::header::read_header;
+use crate::codec::SegmentCodec;
+use crate::error::{Error, Result, no_memory};
+use crate::header::trial_len;
 use crate::keyset::Keyset;
-use crate::options::{Options, Use};
 use crate::poison::Poison;
-use crate::reader::Opener;
-use crate::wipe::wipe_stacks;
+use crate::read_core::{End, ReadCore};
 use crate::writer::Sealer;
 
 impl Keyset {
@@ -49,18 +47,8 @@ impl Keyset {
         w: W,
         aad: &[u8],
     ) -> Result<AsyncEncryptingWriter<W>> {
-        self.encrypting_async_writer_with(w, aad, &Options::default())
-    }
-
-    /// [`Keyset::encrypting_async_writer`] with a backend and window size.
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-    pub fn encrypting_async_writer_with<W: AsyncWrite + Unpin>(
-        &self,
-        w: W,
-        aad: &[u8],
-        opts: &Options,
-    ) -> Result<AsyncEncryptingWriter<W>> {
-        let (sealer, header) = Sealer::new(self, aad, opts, false)?;
+        let (sealer, header) = Sealer::new(self, aad)?;
+        let sealer = sealer.in_the_call();
         Ok(AsyncEncryptingWriter {
             inner: Some(w),
             header,
@@ -81,27 +69,15 @@ impl Keyset {
         r: R,
         aad: &[u8],
     ) -> Result<AsyncDecryptingReader<R>> {
-        self.decrypting_async_reader_with(r, aad, &Options::default())
-    }
-
-    /// [`Keyset::decrypting_async_reader`] with a backend and window size.
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-    pub fn decrypting_async_reader_with<R: AsyncRead + Unpin>(
-        &self,
-        r: R,
-        aad: &[u8],
-        opts: &Options,
-    ) -> Result<AsyncDecryptingReader<R>> {
         // Checked now rather than at the first poll.
         for k in self.decryption_keys() {
-            opts.window_segments(&k.layout(), None, Use::Adapter)?;
+            self.options().window_segments(&k.layout(), None)?;
         }
         Ok(AsyncDecryptingReader {
             inner: r,
             state: ReadState::Header {
                 keyset: self.clone(),
                 aad: aad.to_vec(),
-                opts: *opts,
                 bytes: Vec::new(),
             },
             poison: Poison::default(),
@@ -132,11 +108,6 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     pub fn into_inner(mut self) -> W {
         // Present until here: only this method takes it, and it consumes `self`.
         self.inner.take().expect("the inner writer")
-    }
-
-    /// The inner writer.
-    pub fn get_ref(&self) -> Option<&W> {
-        self.inner.as_ref()
     }
 
     /// Writes the header and every sealed byte.
@@ -206,14 +177,7 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
                 Poll::Pending | Poll::Ready(Err(_)) if done > 0 => return Poll::Ready(Ok(done)),
                 other => return other.map(|r| r.map(|()| 0)),
             }
-            // Whole segments are copied in by the tasks that seal them (as in the sync writer).
-            let rest = &buf[done..];
-            done += match this.sealer.absorb_sealing(rest)? {
-                0 => this
-                    .sealer
-                    .absorb(&rest[..rest.len().min(this.sealer.copy_limit())])?,
-                n => n,
-            };
+            done += this.sealer.absorb(&buf[done..])?;
         }
         Poll::Ready(Ok(done))
     }
@@ -237,14 +201,6 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     }
 }
 
-impl<W> Drop for AsyncEncryptingWriter<W> {
-    fn drop(&mut self) {
-        // The window wipes itself and the engine its key; the kernels' stack leftovers are
-        // wiped here.
-        wipe_stacks();
-    }
-}
-
 impl<W: fmt::Debug> fmt::Debug for AsyncEncryptingWriter<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AsyncEncryptingWriter")
@@ -262,13 +218,12 @@ enum ReadState {
     Header {
         keyset: Keyset,
         aad: Vec<u8>,
-        opts: Options,
         bytes: Vec<u8>,
     },
     /// Reading segments: `head[pos..]` (bytes read with the header) comes before the inner
     /// reader's.
     Body {
-        opener: Box<Opener>,
+        core: Box<ReadCore>,
         head: Vec<u8>,
         pos: usize,
     },
@@ -287,46 +242,16 @@ pub struct AsyncDecryptingReader<R> {
     poison: Poison,
 }
 
-impl<R> AsyncDecryptingReader<R> {
-    /// The inner reader.
-    pub fn get_ref(&self) -> &R {
-        &self.inner
-    }
-}
-
-/// How many bytes [`read_header`] reads for a stream whose header length byte is `hl`: the
-/// header, and when several keys have that header length, the longest first segment plus a
-/// byte (to try each key on it).
-fn header_need(keyset: &Keyset, hl: usize) -> usize {
-    let candidates: Vec<usize> = keyset
-        .decryption_keys()
-        .iter()
-        .filter(|k| k.layout().header_len() == hl)
-        .map(|k| k.layout().ciphertext_len(0))
-        .collect();
-    if candidates.len() > 1 {
-        hl + candidates.iter().max().copied().unwrap_or(0) + 1
-    } else {
-        hl
-    }
-}
-
 impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
     /// Reads the header; moves to `Body` (or `Failed`).
     fn poll_header(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let ReadState::Header {
-            keyset,
-            aad,
-            opts,
-            bytes,
-        } = &mut self.state
-        else {
+        let ReadState::Header { keyset, aad, bytes } = &mut self.state else {
             return Poll::Ready(Ok(()));
         };
         loop {
             let need = match bytes.first() {
                 None => 1,
-                Some(&hl) => header_need(keyset, usize::from(hl)),
+                Some(&hl) => trial_len(keyset, usize::from(hl)),
             };
             if bytes.len() >= need {
                 break;
@@ -337,7 +262,7 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             let start = bytes.len();
             let step = need.min(start.saturating_mul(2).max(start + (64 << 10)));
             if bytes.try_reserve_exact(step - start).is_err() {
-                return Poll::Ready(Err(crate::window::no_memory(step)));
+                return Poll::Ready(Err(no_memory(step)));
             }
             bytes.resize(step, 0);
             let mut rb = ReadBuf::new(&mut bytes[start..]);
@@ -352,20 +277,16 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             }
         }
         let mut cursor = io::Cursor::new(&bytes[..]);
-        let parsed = read_header(&mut cursor, keyset, aad).and_then(|(key, header, _, head)| {
-            let layout = key.layout();
-            let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
-            let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
-            let mut rest = head.unwrap_or_default();
-            rest.extend_from_slice(&bytes[cursor.position() as usize..]);
-            Ok((
-                Opener::new(gcm, header.nonce_prefix, layout, per_window),
-                rest,
-            ))
-        });
+        let parsed =
+            SegmentCodec::for_reading(keyset, &mut cursor, aad).and_then(|(codec, head)| {
+                let per_window = keyset.options().window_segments(codec.layout(), None)?;
+                let mut rest = head;
+                rest.extend_from_slice(&bytes[cursor.position() as usize..]);
+                Ok((ReadCore::new(codec, per_window, End::LookAhead), rest))
+            });
         self.state = match parsed {
-            Ok((opener, head)) => ReadState::Body {
-                opener: Box::new(opener),
+            Ok((core, head)) => ReadState::Body {
+                core: Box::new(core),
                 head,
                 pos: 0,
             },
@@ -397,24 +318,24 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
     ) -> Poll<io::Result<()>> {
         let this = self;
         ready!(this.poll_header(cx))?;
-        let (opener, head, pos) = match &mut this.state {
-            ReadState::Body { opener, head, pos } => (opener, head, pos),
+        let (core, head, pos) = match &mut this.state {
+            ReadState::Body { core, head, pos } => (core, head, pos),
             ReadState::Failed(e) => return Poll::Ready(Err(e.clone().into())),
             ReadState::Header { .. } => return Poll::Pending,
         };
         loop {
-            opener.check()?;
-            let p = opener.plaintext();
+            core.check()?;
+            let p = core.plaintext();
             if !p.is_empty() || out.remaining() == 0 {
                 let n = p.len().min(out.remaining());
                 out.put_slice(&p[..n]);
-                opener.consume(n);
+                core.consume(n);
                 return Poll::Ready(Ok(()));
             }
-            if opener.is_done() {
+            if core.is_done() {
                 return Poll::Ready(Ok(()));
             }
-            if let Some(buf) = opener.want()? {
+            if let Some(buf) = core.fill_buf(0)? {
                 let n = if *pos < head.len() {
                     let n = (head.len() - *pos).min(buf.len());
                     buf[..n].copy_from_slice(&head[*pos..*pos + n]);
@@ -425,17 +346,9 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
                     ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
                     rb.filled().len()
                 };
-                opener.filled(n)?;
+                core.filled(n)?;
             }
         }
-    }
-}
-
-impl<R> Drop for AsyncDecryptingReader<R> {
-    fn drop(&mut self) {
-        // The window wipes itself and the engine its key; the kernels' stack leftovers are
-        // wiped here.
-        wipe_stacks();
     }
 }
 

@@ -1,29 +1,43 @@
-//! The crate's error type: every failure carries a one-line, human-readable reason and a
-//! coarse kind.
+//! The crate's one error type: a coarse kind, a one-line reason, and the error that caused it
+//! (an [`io::Error`] or a [`gcmx::GcmError`]) as its [`source`](std::error::Error::source).
 
+use std::error::Error as StdError;
 use std::fmt;
 use std::io;
+use std::sync::Arc;
 
-/// What went wrong, as one line of text meant for a person, plus a coarse [`ErrorKind`] for
-/// callers that react to a class of failure.
+/// What went wrong: a coarse [`ErrorKind`] for callers that react to a class of failure, a
+/// one-line reason meant for a person (`Display`), and the failure of the inner reader or writer
+/// or of the AES-GCM engine that caused it, if any, as [`source`](StdError::source).
 ///
 /// The adapters' `Read` and `Write` implementations return [`io::Error`]s; an `Error` converts
-/// into one (`From<Error> for io::Error`) with [`io::ErrorKind::InvalidData`] for a bad
-/// keyset, a malformed ciphertext or a failed authentication, and the kind it came with for a
+/// into one (`From<Error> for io::Error`) of kind [`io::ErrorKind::InvalidData`] for a bad
+/// keyset, a malformed ciphertext or a failed authentication, and of its source's kind for a
 /// failed read or write. [`Error::from_io`] finds the `Error` inside such an `io::Error` again.
 ///
 /// ```
+/// use std::error::Error as _;
 /// use gcmx_stream::{ErrorKind, Keyset};
 /// let err = Keyset::from_json("{}").unwrap_err();
 /// assert_eq!(err.kind(), ErrorKind::Keyset);
+/// assert!(err.source().is_none());
 /// let io: std::io::Error = err.into();
 /// assert_eq!(io.kind(), std::io::ErrorKind::InvalidData);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
-    io_kind: Option<io::ErrorKind>,
+    source: Option<Source>,
+}
+
+/// The failure below an [`Error`].
+#[derive(Debug, Clone)]
+enum Source {
+    /// Shared: an `io::Error` cannot be cloned, and a failed stream reports its error again at
+    /// every later call.
+    Io(Arc<io::Error>),
+    Gcm(gcmx::GcmError),
 }
 
 /// The broad class of an [`Error`].
@@ -37,11 +51,12 @@ pub enum ErrorKind {
     /// A segment failed authentication: wrong key or associated data, tampering,
     /// truncation at a segment boundary or reordering.
     Authentication,
-    /// Reading or writing failed.
+    /// Reading or writing failed (the [`io::Error`] is the source).
     Io,
     /// A bad argument (a window too large, an offset out of range, ...).
     InvalidInput,
-    /// The crypto library refused (backend unavailable, device error, ...).
+    /// The crypto library refused (backend unavailable, device error, ...; the
+    /// [`gcmx::GcmError`] is the source).
     Crypto,
     /// An earlier call on the adapter panicked (in its inner reader or writer, say) before it
     /// completed: the adapter refuses every later call, since its state is that of a call cut
@@ -50,8 +65,8 @@ pub enum ErrorKind {
 }
 
 impl Error {
-    /// A new error of `kind` with a one-line `message`.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    /// An error of `kind` with a one-line `message`.
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         let mut message: String = message.into();
         // Keep the reason to one line whatever the source of the text.
         if message.contains('\n') {
@@ -60,7 +75,7 @@ impl Error {
         Error {
             kind,
             message,
-            io_kind: None,
+            source: None,
         }
     }
 
@@ -69,14 +84,12 @@ impl Error {
         self.kind
     }
 
-    /// The one-line reason.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// The kind of the failed read or write, for [`ErrorKind::Io`] errors.
+    /// The kind of the failed read or write, for errors whose source is an [`io::Error`].
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
-        self.io_kind
+        match &self.source {
+            Some(Source::Io(e)) => Some(e.kind()),
+            _ => None,
+        }
     }
 
     /// The `Error` an adapter's `io::Error` carries, if it carries one.
@@ -92,14 +105,42 @@ impl Error {
         Error::new(ErrorKind::Format, message)
     }
 
-    pub(crate) fn io(context: impl fmt::Display, err: io::Error) -> Self {
-        let mut e = Error::new(ErrorKind::Io, format!("{context}: {err}"));
-        e.io_kind = Some(err.kind());
-        e
-    }
-
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::InvalidInput, message)
+    }
+
+    /// A failed read or write: `context` says what was being done, `err` is the source.
+    pub(crate) fn io(context: impl Into<String>, err: io::Error) -> Self {
+        Error {
+            source: Some(Source::Io(Arc::new(err))),
+            ..Error::new(ErrorKind::Io, context)
+        }
+    }
+
+    /// Segment `first` did not authenticate, or one of the `count` from it.
+    pub(crate) fn authentication(first: u64, count: u64) -> Self {
+        let which = if count == 1 {
+            format!("segment {first}")
+        } else {
+            format!("one of segments {first}..{}", first + count - 1)
+        };
+        let why = if first == 0 {
+            "wrong key or associated data, or the file is corrupted, truncated or reordered"
+        } else {
+            "the file is corrupted, truncated or reordered"
+        };
+        Error::new(
+            ErrorKind::Authentication,
+            format!("decryption failed: {which} did not authenticate ({why})"),
+        )
+    }
+
+    /// A failure of the AES-GCM engine.
+    pub(crate) fn gcm(context: impl Into<String>, err: gcmx::GcmError) -> Self {
+        Error {
+            source: Some(Source::Gcm(err)),
+            ..Error::new(ErrorKind::Crypto, context)
+        }
     }
 }
 
@@ -109,7 +150,24 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match &self.source {
+            Some(Source::Io(e)) => Some(&**e),
+            Some(Source::Gcm(e)) => Some(e),
+            None => None,
+        }
+    }
+}
+
+/// Two errors are equal when their kind and reason are (their sources are not compared).
+impl PartialEq for Error {
+    fn eq(&self, other: &Error) -> bool {
+        self.kind == other.kind && self.message == other.message
+    }
+}
+
+impl Eq for Error {}
 
 impl From<Error> for io::Error {
     fn from(e: Error) -> io::Error {
@@ -118,11 +176,19 @@ impl From<Error> for io::Error {
                 io::ErrorKind::InvalidData
             }
             ErrorKind::InvalidInput => io::ErrorKind::InvalidInput,
-            ErrorKind::Io => e.io_kind.unwrap_or(io::ErrorKind::Other),
+            ErrorKind::Io => e.io_kind().unwrap_or(io::ErrorKind::Other),
             ErrorKind::Crypto | ErrorKind::Poisoned => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)
     }
+}
+
+/// The error of a window's allocation of `len` bytes that the system refused.
+pub(crate) fn no_memory(len: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!("cannot allocate {} MiB for a window", len.div_ceil(1 << 20)),
+    )
 }
 
 /// Shorthand for results of this crate.
@@ -141,13 +207,20 @@ mod tests {
     }
 
     #[test]
-    fn io_errors_keep_their_kind_and_reason() {
+    fn io_errors_keep_their_kind_reason_and_source() {
         let e = Error::io("cannot read", io::Error::from(io::ErrorKind::UnexpectedEof));
         let io: io::Error = e.clone().into();
         assert_eq!(io.kind(), io::ErrorKind::UnexpectedEof);
         assert_eq!(Error::from_io(&io), Some(&e));
+        let source = e.source().and_then(|s| s.downcast_ref::<io::Error>());
+        assert_eq!(
+            source.map(io::Error::kind),
+            Some(io::ErrorKind::UnexpectedEof)
+        );
         let auth: io::Error = Error::new(ErrorKind::Authentication, "bad tag").into();
         assert_eq!(auth.kind(), io::ErrorKind::InvalidData);
         assert_eq!(auth.to_string(), "bad tag");
+        let gcm = Error::gcm("backend unavailable", gcmx::GcmError::Authentication);
+        assert!(gcm.source().is_some_and(|s| s.is::<gcmx::GcmError>()));
     }
 }

@@ -1,97 +1,21 @@
-//! Tink's AES-GCM-HKDF streaming ciphertext format.
+//! Tink's AES-GCM-HKDF streaming format: the header, and each stream's key.
 //!
 //! ```text
 //! file    = header segment_0 segment_1 ... segment_n        (segment_n is the last)
 //! header  = header_len (1 byte = 1 + derived_key_size + 7) || salt (derived_key_size) || nonce_prefix (7)
 //! key     = HKDF-SHA256(ikm = keyset key, salt = salt, info = associated data, L = derived_key_size)
 //! segment = AES-GCM(key, nonce_i, aad = "", plaintext_i) || tag (16)
-//! nonce_i = nonce_prefix || i as u32 big-endian || (0x01 if last else 0x00)
 //! ```
 //!
-//! With ciphertext segment size `S`, the first segment holds `S - header_len - 16` plaintext
-//! bytes and the others `S - 16`; the last may be shorter, down to empty (a full last segment
-//! is allowed). An empty plaintext is the header and one empty last segment (a bare tag).
+//! The segments' geometry is [`Layout`]'s, their nonces [`Nonce`](crate::nonce::Nonce)'s. An
+//! empty plaintext is the header and one empty last segment (a bare tag).
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use crate::error::{Error, ErrorKind, Result};
-
-/// Length of the random nonce prefix in the header.
-pub(crate) const NONCE_PREFIX_LEN: usize = 7;
-/// AES-GCM tag length.
-pub(crate) const TAG_LEN: usize = 16;
-/// AES-GCM nonce length of each segment.
-pub(crate) const NONCE_LEN: usize = 12;
-
-/// Segment sizes of one key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Layout {
-    segment_size: usize,
-    derived_key_size: usize,
-}
-
-impl Layout {
-    /// The layout of streams with ciphertext segments of `segment_size` bytes and derived keys
-    /// of `derived_key_size` bytes (a validated key's: see [`crate::StreamingKey::new`]).
-    pub(crate) fn new(segment_size: usize, derived_key_size: usize) -> Layout {
-        Layout {
-            segment_size,
-            derived_key_size,
-        }
-    }
-
-    /// Derived key size (also the salt length).
-    pub(crate) fn derived_key_size(&self) -> usize {
-        self.derived_key_size
-    }
-
-    /// Header length: `1 + derived_key_size + 7`, also the header's first byte.
-    pub(crate) fn header_len(&self) -> usize {
-        1 + self.derived_key_size + NONCE_PREFIX_LEN
-    }
-
-    /// Ciphertext segment size (tag included).
-    pub(crate) fn segment_size(&self) -> usize {
-        self.segment_size
-    }
-
-    /// Ciphertext bytes of segment `index` when full (the first is shorter by the header).
-    pub(crate) fn ciphertext_len(&self, index: u64) -> usize {
-        if index == 0 {
-            self.segment_size - self.header_len()
-        } else {
-            self.segment_size
-        }
-    }
-
-    /// Plaintext bytes of segment `index` when full.
-    pub(crate) fn plaintext_len(&self, index: u64) -> usize {
-        self.ciphertext_len(index) - TAG_LEN
-    }
-
-    /// Number of segments of a plaintext of `len` bytes (at least one).
-    pub(crate) fn segment_count(&self, len: u64) -> u64 {
-        let first = self.plaintext_len(0) as u64;
-        if len <= first {
-            1
-        } else {
-            1 + (len - first).div_ceil(self.plaintext_len(1) as u64)
-        }
-    }
-
-    /// Size of the ciphertext file for a plaintext of `len` bytes, if it has at most 2^32
-    /// segments (Tink's limit).
-    pub(crate) fn ciphertext_size(&self, len: u64) -> Option<u64> {
-        let n = self.segment_count(len);
-        if n > 1 << 32 {
-            return None;
-        }
-        len.checked_add(self.header_len() as u64)?
-            .checked_add(n.checked_mul(TAG_LEN as u64)?)
-    }
-}
+use crate::layout::{Layout, NONCE_PREFIX_LEN};
 
 /// A ciphertext header: the salt and the nonce prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,9 +30,9 @@ impl Header {
     /// A fresh header with a random salt and nonce prefix.
     pub(crate) fn random(layout: &Layout) -> Result<Header> {
         let mut salt = vec![0u8; layout.derived_key_size()];
-        crate::random::fill(&mut salt)?;
+        random(&mut salt)?;
         let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
-        crate::random::fill(&mut nonce_prefix)?;
+        random(&mut nonce_prefix)?;
         Ok(Header { salt, nonce_prefix })
     }
 
@@ -137,17 +61,14 @@ impl Header {
     }
 }
 
-/// The nonce of segment `index`: prefix, big-endian index, last-segment flag.
-pub(crate) fn segment_nonce(
-    prefix: &[u8; NONCE_PREFIX_LEN],
-    index: u32,
-    last: bool,
-) -> [u8; NONCE_LEN] {
-    let mut n = [0u8; NONCE_LEN];
-    n[..NONCE_PREFIX_LEN].copy_from_slice(prefix);
-    n[NONCE_PREFIX_LEN..NONCE_PREFIX_LEN + 4].copy_from_slice(&index.to_be_bytes());
-    n[NONCE_LEN - 1] = u8::from(last);
-    n
+/// Fills `buf` with random bytes from the operating system's generator.
+pub(crate) fn random(buf: &mut [u8]) -> Result<()> {
+    getrandom::fill(buf).map_err(|e| {
+        Error::new(
+            ErrorKind::Crypto,
+            format!("no random numbers from the OS: {e}"),
+        )
+    })
 }
 
 type HmacSha256 = Hmac<Sha256>;
@@ -202,7 +123,6 @@ pub(crate) fn hkdf_sha256(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::StreamingKey;
 
     #[test]
     fn hkdf_matches_rfc5869_case_1() {
@@ -242,44 +162,8 @@ mod tests {
     }
 
     #[test]
-    fn nonce_layout() {
-        let n = segment_nonce(&[1, 2, 3, 4, 5, 6, 7], 0x0a0b0c0d, true);
-        assert_eq!(n, [1, 2, 3, 4, 5, 6, 7, 0x0a, 0x0b, 0x0c, 0x0d, 1]);
-        let n = segment_nonce(&[0; 7], 1, false);
-        assert_eq!(n, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]);
-    }
-
-    #[test]
-    fn layout_sizes() {
-        let k = StreamingKey::new(1, &[0; 32], 32, 4096).unwrap();
-        let l = k.layout();
-        assert_eq!(l.header_len(), 40);
-        assert_eq!(l.plaintext_len(0), 4096 - 40 - 16);
-        assert_eq!(l.plaintext_len(1), 4080);
-        assert_eq!(l.segment_count(0), 1);
-        assert_eq!(l.segment_count(4040), 1);
-        assert_eq!(l.segment_count(4041), 2);
-        assert_eq!(l.segment_count(4040 + 4080), 2);
-        assert_eq!(l.segment_count(4040 + 4080 + 1), 3);
-        assert_eq!(l.ciphertext_size(0), Some(40 + 16));
-        assert_eq!(l.ciphertext_size(4040), Some(4096));
-        assert_eq!(l.ciphertext_size(4040 + 4080), Some(8192));
-        // Tink 1.16.1: 100 bytes with segment size 57, dks 32 gave 204 bytes
-        let k = StreamingKey::new(1, &[0; 32], 32, 57).unwrap();
-        assert_eq!(k.layout().ciphertext_size(100), Some(204));
-        // 2^32 segments is the most
-        let k = StreamingKey::new(1, &[0; 16], 16, 41).unwrap();
-        let l = k.layout();
-        assert_eq!(l.header_len(), 24);
-        let max = 1 + ((1u64 << 32) - 1) * 25;
-        assert!(l.ciphertext_size(max).is_some());
-        assert!(l.ciphertext_size(max + 1).is_none());
-    }
-
-    #[test]
     fn header_round_trip() {
-        let k = StreamingKey::new(1, &[0; 16], 16, 4096).unwrap();
-        let l = k.layout();
+        let l = Layout::new(4096, 16);
         let h = Header::random(&l).unwrap();
         let b = h.to_bytes();
         assert_eq!(b.len(), 24);

@@ -1,36 +1,33 @@
 //! Reading a stream's header and finding the key that wrote it.
 
-use std::io::Read;
+use std::io::{self, Read};
 
 use zeroize::Zeroizing;
 
 use crate::engine::{Backend, Engine};
-use crate::error::{Error, Result};
-use crate::format::{Header, TAG_LEN, segment_nonce};
+use crate::error::{Error, Result, no_memory};
+use crate::format::Header;
 use crate::keyset::{Keyset, StreamingKey};
-use crate::window::{auth_error, read_full, read_growing};
+use crate::layout::TAG_LEN;
+use crate::nonce::Nonce;
 use crate::wipe::wipe_this_stack;
 
 /// Reads and checks the header, and picks the key: the one key whose header length matches,
 /// or, when several do, the one that opens the first segment (as Tink does). Returns the key,
-/// the header, its length, and the bytes read past the header for that trial.
+/// the header, and the bytes read past the header for that trial (to be read first).
 pub(crate) fn read_header<'k>(
     input: &mut impl Read,
     keyset: &'k Keyset,
     aad: &[u8],
-) -> Result<(&'k StreamingKey, Header, usize, Option<Vec<u8>>)> {
+) -> Result<(&'k StreamingKey, Header, Vec<u8>)> {
     let read_err = |e| Error::io("cannot read input", e);
     let mut len_byte = [0u8; 1];
     if read_full(input, &mut len_byte).map_err(read_err)? == 0 {
         return Err(Error::format("ciphertext is empty: no header"));
     }
     let hl = usize::from(len_byte[0]);
-    let candidates: Vec<&StreamingKey> = keyset
-        .decryption_keys()
-        .into_iter()
-        .filter(|k| k.layout().header_len() == hl)
-        .collect();
-    if candidates.is_empty() {
+    let candidates = candidates(keyset, hl);
+    let Some(first) = candidates.first() else {
         let mut expected: Vec<String> = keyset
             .decryption_keys()
             .iter()
@@ -41,23 +38,19 @@ pub(crate) fn read_header<'k>(
             "bad header length byte {hl} (this keyset expects {}): not a ciphertext of this keyset",
             expected.join(" or ")
         )));
-    }
+    };
     let mut body = vec![0u8; hl - 1];
     if read_full(input, &mut body).map_err(read_err)? < body.len() {
         return Err(Error::format("ciphertext is truncated: incomplete header"));
     }
-    let header = Header::from_body(&candidates[0].layout(), &body)?;
+    let header = Header::from_body(&first.layout(), &body)?;
     if candidates.len() == 1 {
-        return Ok((candidates[0], header, hl, None));
+        return Ok((first, header, Vec::new()));
     }
-    // Several keys could have written this file: find the one that opens segment 0.
-    let longest = candidates
-        .iter()
-        .map(|k| k.layout().ciphertext_len(0))
-        .max()
-        .unwrap_or(0);
+    // Several keys could have written this stream: find the one that opens segment 0, read
+    // (with a byte more, which tells whether it is the last) as the stream brings it.
     let mut head = Vec::new();
-    let n = read_growing(input, &mut head, 0, longest + 1).map_err(read_err)?;
+    let n = read_growing(input, &mut head, trial_len(keyset, hl) - hl).map_err(read_err)?;
     head.truncate(n);
     for k in &candidates {
         let opened = opens_first_segment(k, &header, aad, &head);
@@ -66,7 +59,7 @@ pub(crate) fn read_header<'k>(
         // rayon's pool, say) copies those bytes into the heap.
         wipe_this_stack();
         if opened? {
-            return Ok((k, header, hl, Some(head)));
+            return Ok((k, header, head));
         }
     }
     if n < TAG_LEN {
@@ -74,7 +67,34 @@ pub(crate) fn read_header<'k>(
             "ciphertext is truncated: first segment is shorter than a tag",
         ));
     }
-    Err(auth_error(0, 1))
+    Err(Error::authentication(0, 1))
+}
+
+/// The keyset's keys whose header is `hl` bytes long, the primary first.
+fn candidates(keyset: &Keyset, hl: usize) -> Vec<&StreamingKey> {
+    keyset
+        .decryption_keys()
+        .into_iter()
+        .filter(|k| k.layout().header_len() == hl)
+        .collect()
+}
+
+/// How many bytes [`read_header`] reads of a stream whose header length byte is `hl`: the
+/// header, and when several keys have that header length, the longest first segment and a
+/// byte (to try each key on it).
+pub(crate) fn trial_len(keyset: &Keyset, hl: usize) -> usize {
+    let keys = candidates(keyset, hl);
+    match keys.len() {
+        0 | 1 => hl,
+        _ => {
+            hl + keys
+                .iter()
+                .map(|k| k.layout().ciphertext_len(0))
+                .max()
+                .unwrap_or(0)
+                + 1
+        }
+    }
 }
 
 /// Whether `key` opens the first segment, whose bytes (and possibly one more, which tells
@@ -92,10 +112,44 @@ fn opens_first_segment(
     if seg.len() < TAG_LEN {
         return Ok(false);
     }
-    let fk = key.stream_key(header, aad)?;
-    let gcm = Engine::new(&fk, Backend::Cpu)?;
+    let gcm = Engine::new(&key.stream_key(header, aad)?, Backend::Cpu)?;
     let (ct, tag) = seg.split_at(seg.len() - TAG_LEN);
     let mut buf = Zeroizing::new(ct.to_vec());
-    let nonce = segment_nonce(&header.nonce_prefix, 0, last);
+    let nonce = Nonce::new(&header.nonce_prefix, 0, last)?.bytes();
     gcm.open(&nonce, &mut buf, tag)
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Reads up to `want` bytes into `buf`, growing it (by doubling, fallibly) only as data arrives:
+/// a first segment of 2 GiB costs memory only for the bytes that come.
+fn read_growing(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+    let mut n = 0;
+    while n < want {
+        if buf.len() <= n {
+            let grown = buf.len().saturating_mul(2).max(n + (64 << 10)).min(want);
+            buf.try_reserve_exact(grown - buf.len())
+                .map_err(|_| no_memory(grown))?;
+            buf.resize(grown, 0);
+        }
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }

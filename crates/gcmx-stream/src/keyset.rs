@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
 use crate::error::{Error, Result};
-use crate::format::{Header, Layout, NONCE_PREFIX_LEN, TAG_LEN, hkdf_sha256};
+use crate::format::{Header, hkdf_sha256};
+use crate::layout::{Layout, NONCE_PREFIX_LEN, TAG_LEN};
+use crate::options::Options;
 use crate::proto::{self, RawKey, RawParams};
 use crate::wipe::wipe_this_stack;
 
@@ -47,13 +49,9 @@ fn hash_name(v: u32) -> &'static str {
 }
 
 /// The smallest ciphertext segment size for a derived key size: the header, a tag and one
-/// plaintext byte must fit in the first segment.
-///
-/// ```
-/// assert_eq!(gcmx_stream::min_segment_size(32), 57);
-/// assert_eq!(gcmx_stream::min_segment_size(16), 41);
-/// ```
-pub fn min_segment_size(derived_key_size: usize) -> u32 {
+/// plaintext byte must fit in the first segment (57 bytes for 32-byte derived keys, 41 for
+/// 16-byte ones).
+fn min_segment_size(derived_key_size: usize) -> u32 {
     (1 + derived_key_size + NONCE_PREFIX_LEN + TAG_LEN + 1) as u32
 }
 
@@ -69,7 +67,7 @@ pub enum KeySize {
 
 impl KeySize {
     /// The size in bytes (16 or 32).
-    pub fn bytes(self) -> usize {
+    fn bytes(self) -> usize {
         match self {
             KeySize::Aes128 => 16,
             KeySize::Aes256 => 32,
@@ -100,8 +98,8 @@ impl std::fmt::Debug for StreamingKey {
 
 impl StreamingKey {
     /// A key from its parts, validated as Tink does (HKDF-SHA256 only): derived key size 16 or
-    /// 32, key material at least that long, segment size from [`min_segment_size`] to
-    /// 2^31 - 1 bytes.
+    /// 32, key material at least that long, segment size from `1 + derived_key_size + 7 + 16 + 1`
+    /// (the header, a tag and one plaintext byte in the first segment) to 2^31 - 1 bytes.
     ///
     /// ```
     /// use gcmx_stream::StreamingKey;
@@ -141,19 +139,12 @@ impl StreamingKey {
     }
 
     /// A fresh random key from the operating system's generator, with a random key id.
-    ///
-    /// ```
-    /// use gcmx_stream::{KeySize, StreamingKey};
-    /// let key = StreamingKey::generate(KeySize::Aes128, 64 << 10)?;
-    /// assert_eq!((key.derived_key_size(), key.segment_size()), (16, 64 << 10));
-    /// # Ok::<(), gcmx_stream::Error>(())
-    /// ```
-    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Self> {
+    fn generate(key_size: KeySize, segment_size: u32) -> Result<Self> {
         let size = key_size.bytes();
         let mut ikm = Zeroizing::new(vec![0u8; size]);
-        crate::random::fill(&mut ikm)?;
+        crate::format::random(&mut ikm)?;
         let mut id = [0u8; 4];
-        crate::random::fill(&mut id)?;
+        crate::format::random(&mut id)?;
         // Tink's key ids are positive 31-bit numbers in practice; keep to that range.
         let key_id = (u32::from_be_bytes(id) & 0x7fff_ffff).max(1);
         StreamingKey::new(key_id, &ikm, size, segment_size)
@@ -205,16 +196,7 @@ impl StreamingKey {
 
     /// A key from Tink's serialized `AesGcmHkdfStreamingKey` protobuf (the bytes that a JSON
     /// keyset holds in base64), validated as [`StreamingKey::new`] does.
-    ///
-    /// ```
-    /// use gcmx_stream::StreamingKey;
-    /// let key = StreamingKey::new(7, &[1u8; 32], 32, 4096)?;
-    /// let again = StreamingKey::from_proto(7, &key.to_proto())?;
-    /// assert_eq!(again.segment_size(), 4096);
-    /// assert!(StreamingKey::from_proto(7, b"\xff").is_err());
-    /// # Ok::<(), gcmx_stream::Error>(())
-    /// ```
-    pub fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
+    fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
         let raw = proto::decode_key(bytes).map_err(|e| {
             Error::keyset(format!(
                 "key {key_id}: malformed AesGcmHkdfStreamingKey ({e})"
@@ -243,7 +225,7 @@ impl StreamingKey {
 
     /// The key as Tink's serialized `AesGcmHkdfStreamingKey` protobuf (it holds the key
     /// material: returned zeroizing).
-    pub fn to_proto(&self) -> Zeroizing<Vec<u8>> {
+    fn to_proto(&self) -> Zeroizing<Vec<u8>> {
         proto::encode_key(&RawKey {
             version: 0,
             params: RawParams {
@@ -260,8 +242,9 @@ impl StreamingKey {
 /// The primary encrypts; decryption finds the key that wrote a stream among all of them.
 ///
 /// It is the entry point of the adapters: [`Keyset::encrypting_writer`],
-/// [`Keyset::decrypting_reader`], [`Keyset::seekable_reader`] (and with the `tokio` feature
-/// their async forms).
+/// [`Keyset::decrypting_reader`], [`Keyset::decrypting_buf_reader`], [`Keyset::seekable_reader`]
+/// (and with the `tokio` feature their async forms), which seal and open segments as the
+/// keyset's [`Options`] say ([`Keyset::with_options`]).
 ///
 /// ```
 /// use gcmx_stream::{KeySize, Keyset};
@@ -275,6 +258,7 @@ impl StreamingKey {
 pub struct Keyset {
     primary: usize,
     keys: Vec<StreamingKey>,
+    options: Options,
 }
 
 #[derive(Deserialize, Serialize)]
@@ -313,18 +297,23 @@ impl Drop for JsonKeyData {
     }
 }
 
-impl Keyset {
-    /// A new keyset of one fresh random key ([`StreamingKey::generate`]), primary.
-    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Keyset> {
-        StreamingKey::generate(key_size, segment_size).map(Keyset::single)
-    }
-
-    /// A keyset of one key, primary.
-    pub fn single(key: StreamingKey) -> Keyset {
+/// A keyset of one key, primary.
+impl From<StreamingKey> for Keyset {
+    fn from(key: StreamingKey) -> Keyset {
         Keyset {
             primary: 0,
             keys: vec![key],
+            options: Options::default(),
         }
+    }
+}
+
+impl Keyset {
+    /// A new keyset of one fresh random key from the operating system's generator (with a
+    /// random key id), primary. Its segments are `segment_size` bytes of ciphertext:
+    /// [`DEFAULT_SEGMENT_SIZE`] suits most uses.
+    pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Keyset> {
+        StreamingKey::generate(key_size, segment_size).map(Keyset::from)
     }
 
     /// A keyset of `keys` whose primary is `keys[primary]`; key ids must be distinct.
@@ -337,7 +326,30 @@ impl Keyset {
                 return Err(Error::keyset(format!("key id {} appears twice", k.key_id)));
             }
         }
-        Ok(Keyset { primary, keys })
+        Ok(Keyset {
+            primary,
+            keys,
+            options: Options::default(),
+        })
+    }
+
+    /// The same keyset whose adapters seal and open segments as `options` say (the backend
+    /// and the window).
+    ///
+    /// ```
+    /// use gcmx_stream::{Backend, KeySize, Keyset, Options};
+    /// let opts = Options::default().with_backend(Backend::Cpu).with_window_bytes(4 << 20);
+    /// let keyset = Keyset::generate(KeySize::Aes256, 1 << 20)?.with_options(opts);
+    /// let w = keyset.encrypting_writer(Vec::new(), b"")?;
+    /// # Ok::<(), gcmx_stream::Error>(())
+    /// ```
+    pub fn with_options(self, options: Options) -> Keyset {
+        Keyset { options, ..self }
+    }
+
+    /// The options the adapters use.
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
     }
 
     /// The primary key (used to encrypt).
@@ -346,7 +358,7 @@ impl Keyset {
     }
 
     /// All enabled keys, the primary first (tried in this order to decrypt).
-    pub fn decryption_keys(&self) -> Vec<&StreamingKey> {
+    pub(crate) fn decryption_keys(&self) -> Vec<&StreamingKey> {
         let mut v = vec![&self.keys[self.primary]];
         v.extend(
             self.keys
@@ -448,7 +460,11 @@ impl Keyset {
                 "keyset's primary key {primary_id} is missing or not enabled"
             ))
         })?;
-        Ok(Keyset { primary, keys })
+        Ok(Keyset {
+            primary,
+            keys,
+            options: Options::default(),
+        })
     }
 
     /// The keyset as Tink cleartext JSON (pretty-printed, with a final newline). The text
@@ -480,175 +496,5 @@ impl Keyset {
         bytes.push(b'\n');
         // JSON text is UTF-8.
         Zeroizing::new(String::from_utf8(std::mem::take(&mut *bytes)).unwrap_or_default())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::ErrorKind;
-
-    const TINK_JSON: &str = r#"{
-  "primaryKeyId": 372866200,
-  "key": [
-    {
-      "keyData": {
-        "typeUrl": "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey",
-        "value": "EgcIgCAQIBgDGiB2EmtI1CvF4gQY/LWs9THVjfQZaj8UeDqNKeq0HRQRRA==",
-        "keyMaterialType": "SYMMETRIC"
-      },
-      "status": "ENABLED",
-      "keyId": 372866200,
-      "outputPrefixType": "RAW"
-    }
-  ]
-}"#;
-
-    fn keyset_with(value_b64: &str, extra: &str) -> String {
-        format!(
-            r#"{{"primaryKeyId": 7, "key": [{{"keyData": {{"typeUrl": "{TYPE_URL}", "value": "{value_b64}", "keyMaterialType": "SYMMETRIC"}}, "status": "ENABLED", "keyId": 7, "outputPrefixType": "RAW"}}{extra}]}}"#
-        )
-    }
-
-    fn key_b64(seg: u32, dks: u32, hash: u32, ikm_len: usize) -> String {
-        BASE64.encode(
-            proto::encode_key(&RawKey {
-                version: 0,
-                params: RawParams {
-                    ciphertext_segment_size: seg,
-                    derived_key_size: dks,
-                    hkdf_hash_type: hash,
-                },
-                key_value: Zeroizing::new(vec![1; ikm_len]),
-            })
-            .as_slice(),
-        )
-    }
-
-    #[test]
-    fn reads_a_tink_keyset() {
-        let ks = Keyset::from_json(TINK_JSON).unwrap();
-        let k = ks.primary();
-        assert_eq!(k.key_id(), 372866200);
-        assert_eq!(k.segment_size(), 4096);
-        assert_eq!(k.derived_key_size(), 32);
-        assert_eq!(k.ikm.as_slice().len(), 32);
-        assert_eq!(k.ikm.as_slice()[0], 0x76);
-    }
-
-    #[test]
-    fn writes_what_it_reads() {
-        let ks = Keyset::from_json(TINK_JSON).unwrap();
-        let json = ks.to_json();
-        let again = Keyset::from_json(&json).unwrap();
-        assert_eq!(again.primary().ikm.as_slice(), ks.primary().ikm.as_slice());
-        assert_eq!(again.primary().key_id(), 372866200);
-        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        let t: serde_json::Value = serde_json::from_str(TINK_JSON).unwrap();
-        assert_eq!(v, t, "same JSON document as Tink's writer");
-    }
-
-    #[test]
-    fn generated_keys_have_the_requested_shape() {
-        let a = StreamingKey::generate(KeySize::Aes128, 4096).unwrap();
-        assert_eq!(
-            (a.ikm.len(), a.derived_key_size(), a.segment_size()),
-            (16, 16, 4096)
-        );
-        let b = StreamingKey::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE).unwrap();
-        assert_eq!((b.ikm.len(), b.derived_key_size()), (32, 32));
-        assert_ne!(b.ikm.as_slice(), &[0u8; 32][..]);
-        let c = StreamingKey::generate(KeySize::Aes256, DEFAULT_SEGMENT_SIZE).unwrap();
-        assert_ne!(b.ikm.as_slice(), c.ikm.as_slice());
-        assert!(a.key_id() >= 1 && a.key_id() <= i32::MAX as u32);
-        assert!(StreamingKey::generate(KeySize::Aes256, 56).is_err());
-        assert!(StreamingKey::generate(KeySize::Aes256, 57).is_ok());
-        assert!(StreamingKey::generate(KeySize::Aes128, 40).is_err());
-        assert!(StreamingKey::generate(KeySize::Aes128, 41).is_ok());
-    }
-
-    #[test]
-    fn limits_match_tink() {
-        // Tink 1.16.1 accepts 57 (dks 32) and 41 (dks 16), refuses 56 and 40 and 2^31.
-        let ok = |seg, dks, ikm| Keyset::from_json(&keyset_with(&key_b64(seg, dks, 3, ikm), ""));
-        assert!(ok(57, 32, 32).is_ok());
-        assert!(ok(56, 32, 32).is_err());
-        assert!(ok(41, 16, 16).is_ok());
-        assert!(ok(40, 16, 16).is_err());
-        assert!(ok(1 << 31, 16, 16).is_err());
-        assert!(ok(MAX_SEGMENT_SIZE, 16, 16).is_ok());
-        assert!(ok(4096, 16, 32).is_ok());
-        assert!(ok(4096, 32, 16).is_err(), "ikm shorter than derived key");
-        assert!(ok(4096, 24, 24).is_err());
-        assert!(ok(4096, 0, 16).is_err());
-    }
-
-    #[test]
-    fn bad_keysets_are_clear_errors() {
-        let cases: Vec<(String, &str)> = vec![
-            ("not json".into(), "not a valid Tink JSON keyset"),
-            ("[]".into(), "not a valid Tink JSON keyset"),
-            (r#"{"key": []}"#.into(), "no primaryKeyId"),
-            (r#"{"primaryKeyId": 1, "key": []}"#.into(), "no keys"),
-            (r#"{"encryptedKeyset": "abc"}"#.into(), "encrypted keysets"),
-            (
-                TINK_JSON.replace("AesGcmHkdfStreamingKey", "AesGcmKey"),
-                "not supported",
-            ),
-            (keyset_with(&key_b64(4096, 32, 4, 32), ""), "SHA512"),
-            (keyset_with(&key_b64(4096, 32, 1, 32), ""), "SHA1"),
-            (keyset_with("!!!", ""), "not base64"),
-            (keyset_with("AAAA", ""), "malformed"),
-            (
-                keyset_with(&key_b64(4096, 32, 3, 32), "")
-                    .replace("\"primaryKeyId\": 7", "\"primaryKeyId\": 8"),
-                "missing or not enabled",
-            ),
-            (
-                keyset_with(&key_b64(4096, 32, 3, 32), "").replace("ENABLED", "DISABLED"),
-                "missing or not enabled",
-            ),
-            (
-                keyset_with(&key_b64(4096, 32, 3, 32), "").replace("ENABLED", "WHATEVER"),
-                "unknown status",
-            ),
-            (keyset_with(&key_b64(10, 32, 3, 32), ""), "segment size"),
-            (
-                TINK_JSON.replace("372866200,\n      \"output", "-1,\n      \"output"),
-                "not a valid Tink JSON keyset",
-            ),
-        ];
-        for (json, want) in cases {
-            let err = Keyset::from_json(&json).expect_err(&json);
-            assert_eq!(err.kind(), ErrorKind::Keyset);
-            assert!(
-                err.message().contains(want),
-                "{json}: got {err}, want {want}"
-            );
-        }
-    }
-
-    #[test]
-    fn several_keys_primary_first_and_disabled_skipped() {
-        let k1 = key_b64(4096, 32, 3, 32);
-        let extra = format!(
-            r#", {{"keyData": {{"typeUrl": "{TYPE_URL}", "value": "{k1}", "keyMaterialType": "SYMMETRIC"}}, "status": "ENABLED", "keyId": 9, "outputPrefixType": "RAW"}}, {{"keyData": {{"typeUrl": "other", "value": "", "keyMaterialType": "SYMMETRIC"}}, "status": "DISABLED", "keyId": 10, "outputPrefixType": "RAW"}}"#
-        );
-        let json = keyset_with(&k1, &extra).replace("\"primaryKeyId\": 7", "\"primaryKeyId\": 9");
-        let ks = Keyset::from_json(&json).unwrap();
-        assert_eq!(ks.primary().key_id(), 9);
-        let ids: Vec<u32> = ks.decryption_keys().iter().map(|k| k.key_id()).collect();
-        assert_eq!(ids, vec![9, 7]);
-    }
-
-    #[test]
-    fn debug_never_shows_key_bytes() {
-        let ks = Keyset::from_json(TINK_JSON).unwrap();
-        let dbg = format!("{ks:?}");
-        assert!(dbg.contains("<32 bytes>"));
-        assert!(
-            !dbg.contains("118"),
-            "0x76 = 118 must not appear as a byte list: {dbg}"
-        );
     }
 }

@@ -1,4 +1,4 @@
-//! Tuning shared by the adapters and the bulk pipeline: the backend and the window size.
+//! How the adapters run: the backend and the window size.
 
 use std::thread;
 
@@ -6,7 +6,7 @@ use gcmx::Backend;
 
 use crate::engine;
 use crate::error::{Error, Result};
-use crate::format::Layout;
+use crate::layout::Layout;
 
 /// Largest window (ciphertext bytes of one batch) that [`Options::with_window_bytes`] may ask for.
 pub const MAX_WINDOW_BYTES: usize = 1 << 30;
@@ -17,15 +17,21 @@ const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
 /// How streams are sealed and opened: the `gcmx` backend, and how many bytes of segments go
 /// to it in one batch (the window). Memory is one or two windows per adapter (the writer
 /// fills one while the other is sealed and written out; its writes of more than a window of
-/// whole segments go through a ring of two windows' worth of segment buffers), four
-/// in the bulk pipeline, whatever the stream's length.
+/// whole segments go through a ring of two windows' worth of segment buffers), whatever the
+/// stream's length. A keyset's adapters use its options ([`Keyset::with_options`]).
+///
+/// The defaults: [`Backend::Auto`] and the backend's default window: on the CPU 8 MiB (it stays
+/// in the last-level cache between the copy and the crypto), at least two segments per core (so
+/// 32 MiB of 1 MiB segments with 16 threads); 256 MiB on the GPU.
 ///
 /// ```
-/// use gcmx_stream::{Backend, Options};
-/// let opts = Options::new().with_backend(Backend::Cpu).with_window_bytes(4 << 20);
-/// assert_eq!(opts.backend(), Backend::Cpu);
-/// assert_eq!(Options::default().backend(), Backend::Auto);
+/// use gcmx_stream::{Backend, KeySize, Keyset, Options};
+/// let opts = Options::default().with_backend(Backend::Cpu).with_window_bytes(4 << 20);
+/// let keyset = Keyset::generate(KeySize::Aes256, 1 << 20)?.with_options(opts);
+/// # Ok::<(), gcmx_stream::Error>(())
 /// ```
+///
+/// [`Keyset::with_options`]: crate::Keyset::with_options
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Options {
     backend: Backend,
@@ -33,14 +39,6 @@ pub struct Options {
 }
 
 impl Options {
-    /// The defaults: [`Backend::Auto`] and the backend's default window: on the CPU 8 MiB for
-    /// the adapters (it stays in the last-level cache between the copy and the crypto) and
-    /// 32 MiB for [`bulk`](crate::bulk) (larger reads and writes), at least two segments per
-    /// core (so 32 MiB of 1 MiB segments with 16 threads); 256 MiB on the GPU.
-    pub fn new() -> Options {
-        Options::default()
-    }
-
     /// The `gcmx` backend that seals and opens the segments.
     pub fn with_backend(self, backend: Backend) -> Options {
         Options { backend, ..self }
@@ -59,37 +57,24 @@ impl Options {
     }
 
     /// The backend asked for.
-    pub fn backend(&self) -> Backend {
+    pub(crate) fn backend(&self) -> Backend {
         self.backend
     }
 
-    /// The window asked for (0: the backend's default).
-    pub fn window_bytes(&self) -> usize {
-        self.window_bytes
-    }
-
-    fn tarwindow_bytes(&self, use_: Use) -> usize {
+    fn target_window_bytes(&self) -> usize {
         if self.window_bytes != 0 {
             self.window_bytes
         } else if engine::is_gpu(self.backend) {
             // GPUs want large batches.
             256 << 20
         } else {
-            match use_ {
-                Use::Adapter => 8 << 20,
-                Use::Bulk => 32 << 20,
-            }
+            8 << 20
         }
     }
 
     /// How many segments one window holds; `size_hint` (the stream's size when known) keeps
     /// windows from being planned larger than the whole stream.
-    pub(crate) fn window_segments(
-        &self,
-        layout: &Layout,
-        size_hint: Option<u64>,
-        use_: Use,
-    ) -> Result<usize> {
+    pub(crate) fn window_segments(&self, layout: &Layout, size_hint: Option<u64>) -> Result<usize> {
         let seg = layout.segment_size();
         if self.window_bytes > MAX_WINDOW_BYTES {
             return Err(Error::invalid(format!(
@@ -97,7 +82,7 @@ impl Options {
                 self.window_bytes
             )));
         }
-        let mut n = (self.tarwindow_bytes(use_) / seg).max(1);
+        let mut n = (self.target_window_bytes() / seg).max(1);
         // Every core gets a segment when segments are small enough for that, and by default
         // two: a window ends when its slowest segment does, and with two or more per core the
         // cores that finish early take the rest instead of waiting.
@@ -115,16 +100,6 @@ impl Options {
     }
 }
 
-/// Who asks for a window (their defaults differ).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Use {
-    /// A `Read`/`Write` adapter: the window is copied in or out and then processed, so it
-    /// should stay in cache.
-    Adapter,
-    /// The bulk pipeline: four windows in flight, filled by large reads.
-    Bulk,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,18 +107,16 @@ mod tests {
     #[test]
     fn windows_hold_whole_segments_within_bounds() {
         let l = Layout::new(1 << 20, 32);
-        let o = Options::new().with_window_bytes(8 << 20);
-        assert!(o.window_segments(&l, None, Use::Bulk).unwrap() >= 8);
-        assert_eq!(o.window_segments(&l, Some(10), Use::Bulk).unwrap(), 2);
-        let one = Options::new().with_window_bytes(1);
-        assert!(one.window_segments(&l, Some(0), Use::Adapter).unwrap() >= 1);
-        let big = Options::new().with_window_bytes(MAX_WINDOW_BYTES + 1);
-        assert!(big.window_segments(&l, None, Use::Bulk).is_err());
+        let o = Options::default().with_window_bytes(8 << 20);
+        assert!(o.window_segments(&l, None).unwrap() >= 8);
+        assert_eq!(o.window_segments(&l, Some(10)).unwrap(), 2);
+        let one = Options::default().with_window_bytes(1);
+        assert!(one.window_segments(&l, Some(0)).unwrap() >= 1);
+        let big = Options::default().with_window_bytes(MAX_WINDOW_BYTES + 1);
+        assert!(big.window_segments(&l, None).is_err());
         let tiny = Layout::new(41, 16);
         assert_eq!(
-            Options::new()
-                .window_segments(&tiny, None, Use::Bulk)
-                .unwrap(),
+            Options::default().window_segments(&tiny, None).unwrap(),
             MAX_WINDOW_SEGMENTS
         );
     }

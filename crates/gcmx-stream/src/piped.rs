@@ -1,104 +1,83 @@
 //! Large reads on the GPU through two windows in turn: while the GPU opens one window, the
 //! caller's thread copies the next window's ciphertext into the other and, once the open is
 //! done, the opened window's plaintext out, so that the copies and the GPU's opens overlap
-//! instead of following each other.
+//! instead of following each other: the host's memory traffic, not the GPU, then bounds a large
+//! read (benches/results.md, "Streaming adapters on the GPU with page-locked windows", run 7).
 
 use std::mem;
 
-use crate::engine::Engine;
+use crate::codec::SegmentCodec;
+use crate::copy::{Run, copy, copy_runs};
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{Layout, TAG_LEN};
-use crate::window::{Pinning, Run, Seg, Window, copy, copy_runs, open_window, reserve_window};
+use crate::layout::Span;
+use crate::window::Window;
 
-/// A window of a piped read: the index of its first segment and its number of segments.
-pub(crate) struct Planned {
-    pub(crate) first: u64,
-    pub(crate) count: usize,
-}
-
-/// Cuts `w` into the segments of `p` (none of them the stream's last) and fills it with their
-/// ciphertext from `src[from..]`, after the first `skip` bytes, which are there already; the
-/// bytes of `src` used.
+/// Fills `w` with the ciphertext of `span` from `src[from..]`, after its first `skip` bytes,
+/// which are there already; the bytes of `src` used.
 fn fill(
     w: &mut Window,
-    layout: &Layout,
-    p: &Planned,
+    span: &Span,
     src: &[u8],
     from: usize,
     skip: usize,
     cap: usize,
 ) -> Result<usize> {
-    let mut off = 0;
-    w.segs.clear();
-    w.first_index = p.first;
-    for i in p.first..p.first + p.count as u64 {
-        let len = layout.ciphertext_len(i);
-        w.segs.push(Seg {
-            off,
-            len,
-            last: false,
-        });
-        off += len;
-    }
-    reserve_window(w, off, cap).map_err(|e| Error::io("cannot read input", e))?;
-    let n = off - skip;
+    let len = span.ciphertext_len();
+    w.reserve(len, cap)
+        .map_err(|e| Error::io("cannot read input", e))?;
+    let n = len - skip;
     let s = src.get(from..from + n).ok_or_else(|| {
         Error::new(
             ErrorKind::Crypto,
             "a source is shorter than the windows planned from it",
         )
     })?;
-    w.plain = true;
-    w.high_water = w.high_water.max(off);
-    copy(&mut w.buf[skip..off], s);
+    copy(w.get_mut(skip..len), s);
     Ok(n)
 }
 
-/// Copies the plaintext of the opened window `w` to the start of `out`; the bytes copied.
-fn empty(w: &Window, out: &mut [u8]) -> usize {
+/// Copies the plaintext of the opened window `w` of `span` to the start of `out`; the bytes
+/// copied.
+fn empty(w: &Window, span: &Span, out: &mut [u8]) -> usize {
     let mut to = 0;
-    let runs: Vec<Run> = w
-        .segs
-        .iter()
+    let runs: Vec<Run> = span
+        .segments()
         .map(|s| {
             let r = Run {
                 to,
-                from: s.off,
-                len: s.len - TAG_LEN,
+                from: s.at,
+                len: s.body(),
             };
             to += r.len;
             r
         })
         .collect();
-    copy_runs(out, &w.buf, &runs);
+    copy_runs(out, w.get(0..span.ciphertext_len()), &runs);
     to
 }
 
-/// Reads the windows of `plan` (consecutive, whole segments, none the stream's last) whose
+/// Reads the windows `spans` (consecutive, whole segments, none the stream's last) whose
 /// ciphertext lies back to back in `src` but for the first `pre` bytes of the first window,
-/// which are at the start of `a`'s buffer: each is copied into one of two windows (`a` first,
-/// then a second one, page-locked, in turn), opened on a helper thread while the next one is
-/// copied in, and its plaintext copied to `out` in order once it has authenticated. `cap` is a
+/// which are at the start of `a`: each is copied into one of two windows (`a` first, then a
+/// second one, page-locked, in turn), opened on a helper thread while the next one is copied
+/// in, and its plaintext copied to `out` in order once it has authenticated. `cap` is a
 /// window's capacity. Returns the bytes of `out` written, all of them authenticated plaintext,
 /// and the outcome: on a failure, the plaintext of the windows before the one that failed. `a`
 /// is left holding one of the two windows.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn read_piped(
-    gcm: &Engine,
-    prefix: &[u8; 7],
-    layout: &Layout,
+    codec: &SegmentCodec,
     a: &mut Window,
     pre: usize,
     src: &[u8],
     out: &mut [u8],
-    plan: &[Planned],
+    spans: &[Span],
     cap: usize,
 ) -> (usize, Result<()>) {
-    let Some(first) = plan.first() else {
+    let Some(first) = spans.first() else {
         return (0, Ok(()));
     };
-    let mut cur = mem::replace(a, Window::new());
-    let mut from = match fill(&mut cur, layout, first, src, 0, pre, cap) {
+    let mut cur = mem::replace(a, Window::pinned());
+    let mut from = match fill(&mut cur, first, src, 0, pre, cap) {
         Ok(n) => n,
         Err(e) => {
             *a = cur;
@@ -106,27 +85,26 @@ pub(crate) fn read_piped(
         }
     };
     let (produced, r, kept) = std::thread::scope(|s| {
-        let open = |mut w: Window| {
+        let open = |mut w: Window, span: Span| {
             s.spawn(move || {
-                let r = open_window(gcm, prefix, &mut w);
+                let len = span.ciphertext_len();
+                let r = codec.open(&span, w.get_mut(0..len));
                 (w, r)
             })
         };
-        let mut opening = Some(open(cur));
-        let mut free = Some(Window::with_pinning(Pinning::Yes));
+        let mut opening = Some(open(cur, *first));
+        let mut free = Some(Window::pinned());
         let mut produced = 0;
-        for i in 0..plan.len() {
+        for (i, span) in spans.iter().enumerate() {
             // The next window's ciphertext goes in while this one opens.
             let mut ahead = None;
             let mut fill_failed = None;
-            if let Some(p) = plan.get(i + 1) {
-                let mut w = free
-                    .take()
-                    .unwrap_or_else(|| Window::with_pinning(Pinning::Yes));
-                match fill(&mut w, layout, p, src, from, 0, cap) {
+            if let Some(next) = spans.get(i + 1) {
+                let mut w = free.take().unwrap_or_else(Window::pinned);
+                match fill(&mut w, next, src, from, 0, cap) {
                     Ok(n) => {
                         from += n;
-                        ahead = Some(w);
+                        ahead = Some((w, *next));
                     }
                     Err(e) => fill_failed = Some(e),
                 }
@@ -138,24 +116,24 @@ pub(crate) fn read_piped(
                 Ok(done) => done,
                 Err(_) => {
                     let e = Error::new(ErrorKind::Crypto, "a window's open panicked");
-                    return (produced, Err(e), Window::new());
+                    return (produced, Err(e), Window::pinned());
                 }
             };
             if let Err(e) = r {
-                // The window holds its ciphertext again (or zeros); the one ahead is wiped
-                // as it is dropped.
+                // The window holds its ciphertext again (or zeros); the one ahead is wiped as
+                // it is dropped.
                 return (produced, Err(e), w);
             }
-            if let Some(next) = ahead {
-                opening = Some(open(next));
+            if let Some((next, span)) = ahead {
+                opening = Some(open(next, span));
             }
-            produced += empty(&w, &mut out[produced..]);
+            produced += empty(&w, span, &mut out[produced..]);
             if let Some(e) = fill_failed {
                 return (produced, Err(e), w);
             }
             free = Some(w);
         }
-        (produced, Ok(()), free.unwrap_or_else(Window::new))
+        (produced, Ok(()), free.unwrap_or_else(Window::pinned))
     });
     *a = kept;
     (produced, r)

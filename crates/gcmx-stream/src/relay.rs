@@ -8,16 +8,17 @@
 //! wake-up is a share of every window's time. Here a slot, once written out, takes the next
 //! group at once, so the pool stays busy across the whole write, and a slot written by a core
 //! is most often sealed into again by the same core, while it is still in that core's cache.
-//! Memory is the ring: the writer gives it two windows' worth of segments.
+//! Memory is the ring: the writer gives it two windows' worth of segments (benches/results.md,
+//! "large writes through a ring of segments").
 
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::channel;
 
-use crate::engine::{Engine, SealFrom};
+use crate::codec::SegmentCodec;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{Layout, TAG_LEN, segment_nonce};
-use crate::window::{Window, reserve_window, wipe};
+use crate::layout::{Span, TAG_LEN};
+use crate::window::Window;
 
 /// What [`relay`] did.
 pub(crate) struct Relayed {
@@ -44,52 +45,43 @@ pub(crate) const GROUP_BYTES: usize = 1 << 20;
 /// whatever the length of the write; a longer write takes several calls.
 pub(crate) const MAX_SEGMENTS: usize = 1 << 16;
 
-/// Seals `count` whole segments, stream indexes `first_index..`, from `data` (their
-/// plaintexts back to back, exactly), none of them the last, and writes them to `out` in
-/// order: `group` consecutive segments per task and per slot, `slots` slots. `ring` holds
-/// ciphertext only when this returns. A write error stops new groups; the segments already
-/// sealed come back as [`Relayed::pending`]. A sealing failure wipes the ring and is returned.
-#[allow(clippy::too_many_arguments)]
+/// Seals the whole segments of `span` (none of them the stream's last) from `data` (their
+/// plaintexts back to back, exactly) and writes them to `out` in order: `group` consecutive
+/// segments per task and per slot, `slots` slots. `ring` holds ciphertext only when this
+/// returns. A write error stops new groups; the segments already sealed come back as
+/// [`Relayed::pending`]. A sealing failure wipes the ring and is returned.
 pub(crate) fn relay<W: Write + ?Sized>(
-    gcm: &Engine,
-    prefix: &[u8; 7],
-    layout: &Layout,
-    first_index: u64,
-    count: usize,
+    codec: &SegmentCodec,
+    span: &Span,
     data: &[u8],
     ring: &mut Window,
     group: usize,
     slots: usize,
     out: &mut W,
 ) -> Result<Relayed> {
+    let count = span.count();
     let group = group.max(1);
     let groups = count.div_ceil(group);
     let slots = slots.clamp(1, groups.max(1));
-    let slot_len = group * layout.segment_size();
-    if first_index + count as u64 > u64::from(u32::MAX) + 1 {
-        return Err(Error::invalid(
-            "input too large: it needs more than 2^32 segments of this size",
-        ));
+    let slot_len = group * codec.layout().segment_size();
+    if span.ends_stream() || span.plaintext_len() != data.len() {
+        return Err(Error::invalid("a relay's data is not whole segments"));
     }
     // Where each segment's plaintext starts in `data`, and its length.
     let mut spans = Vec::with_capacity(count);
     let mut off = 0;
-    for i in 0..count {
-        let p = layout.plaintext_len(first_index + i as u64);
-        spans.push((off, p));
-        off += p;
-    }
-    if off != data.len() {
-        return Err(Error::invalid("a relay's data is not whole segments"));
+    for s in span.segments() {
+        spans.push((off, s.body()));
+        off += s.body();
     }
     // Segments of group `g`, and its sealed length.
     let members = move |g: usize| g * group..((g + 1) * group).min(count);
     let sealed_len =
         |g: usize| -> usize { spans[members(g)].iter().map(|&(_, p)| p + TAG_LEN).sum() };
     let ring_len = slots * slot_len;
-    reserve_window(ring, ring_len, ring_len).map_err(|e| Error::io("cannot encrypt", e))?;
-    ring.plain = true;
-    ring.high_water = ring.high_water.max(ring_len);
+    ring.reserve(ring_len, ring_len)
+        .map_err(|e| Error::io("cannot encrypt", e))?;
+    let first_index = span.first();
 
     let mut done = Relayed {
         segments: 0,
@@ -101,7 +93,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
         let (tx, rx) = channel::<(usize, &mut [u8], Result<()>)>();
         // Freed slots, the most recently freed on top: the core that just sealed into it is
         // the likeliest to take the next task.
-        let mut free: Vec<&mut [u8]> = ring.buf[..ring_len].chunks_mut(slot_len).collect();
+        let mut free: Vec<&mut [u8]> = ring.get_mut(0..ring_len).chunks_mut(slot_len).collect();
         free.reverse();
         let mut ready: Vec<Option<&mut [u8]>> = (0..slots).map(|_| None).collect();
         let (mut spawned, mut written) = (0, 0);
@@ -123,15 +115,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
                             let (seg, tail) = rest.split_at_mut(p + TAG_LEN);
                             rest = tail;
                             let (ct, tag) = seg.split_at_mut(p);
-                            // The index fits: checked above.
-                            let nonce =
-                                segment_nonce(prefix, (first_index + i as u64) as u32, false);
-                            gcm.seal_one_from(&mut SealFrom {
-                                nonce: &nonce,
-                                src: Some(src),
-                                buf: ct,
-                                tag,
-                            })?;
+                            codec.seal_into(first_index + i as u64, src, ct, tag)?;
                         }
                         Ok(())
                     }))
@@ -197,12 +181,12 @@ pub(crate) fn relay<W: Write + ?Sized>(
     });
     match failure {
         Some(e) => {
-            wipe(&mut ring.buf);
+            ring.wipe();
             Err(e)
         }
         None => {
             // Every slot holds ciphertext (or its earlier contents) only.
-            ring.plain = false;
+            ring.sealed(ring_len);
             Ok(done)
         }
     }
@@ -211,7 +195,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Backend;
+    use crate::keyset::{Keyset, StreamingKey};
 
     /// Takes at most `max` bytes a call, and fails its `fail_at`-th call.
     struct Flaky {
@@ -236,38 +220,39 @@ mod tests {
         }
     }
 
+    fn codec() -> SegmentCodec {
+        let ks = Keyset::from(StreamingKey::new(1, &[9u8; 16], 16, 100).unwrap());
+        SegmentCodec::for_writing(&ks, b"").unwrap().0
+    }
+
     /// What the writer and the pending bytes hold together is every segment sealed one by one,
     /// in order, whatever the inner writer takes and wherever it fails.
     #[test]
     fn written_and_pending_bytes_are_the_segments_in_order() {
-        let layout = Layout::new(100, 16);
-        let gcm = Engine::new(&[9u8; 16], Backend::CpuParallel).unwrap();
-        if !gcm.has_serial() {
+        let codec = codec();
+        if !codec.apart() {
             return;
         }
-        let prefix = [3u8; 7];
+        let layout = *codec.layout();
         for (first, count) in [
             (0u64, 1usize),
             (0, 37),
             (5, 64),
             (u64::from(u32::MAX) - 9, 10),
         ] {
-            let lens: Vec<usize> = (0..count)
-                .map(|i| layout.plaintext_len(first + i as u64))
-                .collect();
-            let data: Vec<u8> = (0..lens.iter().sum::<usize>())
+            let span = layout.full(first, count, false, true).unwrap();
+            let data: Vec<u8> = (0..span.plaintext_len())
                 .map(|i| (i * 7 + 1) as u8)
                 .collect();
             let mut want = Vec::new();
             let mut at = 0;
-            for (i, &p) in lens.iter().enumerate() {
-                let mut seg = data[at..at + p].to_vec();
-                let mut tag = [0u8; TAG_LEN];
-                let nonce = segment_nonce(&prefix, (first + i as u64) as u32, false);
-                gcm.seal(&nonce, &mut seg, &mut tag).unwrap();
+            for s in span.segments() {
+                let one = layout.full(s.index, 1, false, true).unwrap();
+                let mut seg = data[at..at + s.body()].to_vec();
+                seg.resize(s.len, 0);
+                codec.seal(&one, &mut seg).unwrap();
                 want.extend_from_slice(&seg);
-                want.extend_from_slice(&tag);
-                at += p;
+                at += s.body();
             }
             for (max, fail_at, group, slots) in [
                 (usize::MAX, 0, 1, 4),
@@ -286,15 +271,12 @@ mod tests {
                     max,
                     fail_at,
                 };
-                let mut ring = Window::new();
-                let done = relay(
-                    &gcm, &prefix, &layout, first, count, &data, &mut ring, group, slots, &mut out,
-                )
-                .unwrap();
+                let mut ring = Window::new(false);
+                let done = relay(&codec, &span, &data, &mut ring, group, slots, &mut out).unwrap();
                 let mut got = out.out.clone();
                 got.extend_from_slice(&done.pending);
-                let end: usize = (0..done.segments).map(|i| lens[i] + TAG_LEN).sum();
-                assert_eq!(done.taken, lens[..done.segments].iter().sum::<usize>());
+                let end = span.take(done.segments).ciphertext_len();
+                assert_eq!(done.taken, span.take(done.segments).plaintext_len());
                 assert!(
                     got == want[..end],
                     "first {first}, count {count}, max {max}"
@@ -305,24 +287,21 @@ mod tests {
                 } else {
                     assert!(done.segments >= 1);
                 }
-                assert!(!ring.plain, "the ring holds ciphertext only");
+                assert!(!ring.holds_plaintext(), "the ring holds ciphertext only");
             }
         }
     }
 
     #[test]
     fn data_that_is_not_whole_segments_is_refused() {
-        let layout = Layout::new(100, 16);
-        let gcm = Engine::new(&[9u8; 16], Backend::CpuParallel).unwrap();
-        let mut ring = Window::new();
-        let p = layout.plaintext_len(0) + layout.plaintext_len(1);
-        for len in [p - 1, p + 1] {
+        let codec = codec();
+        let layout = *codec.layout();
+        let span = layout.full(0, 2, false, true).unwrap();
+        let mut ring = Window::new(false);
+        for len in [span.plaintext_len() - 1, span.plaintext_len() + 1] {
             let r = relay(
-                &gcm,
-                &[0; 7],
-                &layout,
-                0,
-                2,
+                &codec,
+                &span,
                 &vec![0u8; len],
                 &mut ring,
                 1,
@@ -331,18 +310,9 @@ mod tests {
             );
             assert!(r.is_err());
         }
-        let r = relay(
-            &gcm,
-            &[0; 7],
-            &layout,
-            u64::from(u32::MAX),
-            2,
-            &vec![0u8; 2 * layout.plaintext_len(1)],
-            &mut ring,
-            1,
-            2,
-            &mut Vec::new(),
+        assert!(
+            layout.full(u64::from(u32::MAX), 2, false, true).is_err(),
+            "indexes past 2^32"
         );
-        assert!(r.is_err(), "segment indexes past 2^32 are refused");
     }
 }

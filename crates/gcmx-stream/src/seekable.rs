@@ -1,17 +1,15 @@
-//! [`SeekableReader`]: random access to the plaintext of a Tink stream in a `Read + Seek`.
+//! [`SeekableReader`]: random access to the plaintext of a Tink stream in a `Read + Seek`, on the
+//! reader core with the stream's end known from its length.
 
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
 
-use crate::engine::Engine;
+use crate::codec::SegmentCodec;
 use crate::error::{Error, Result};
-use crate::format::{Layout, TAG_LEN};
-use crate::header::read_header;
 use crate::keyset::Keyset;
-use crate::options::{Options, Use};
+use crate::layout::TAG_LEN;
 use crate::poison::Poison;
-use crate::window::{Seg, Window, open_window, reserve_window};
-use crate::wipe::wipe_stacks;
+use crate::read_core::{End, Plan, ReadCore};
 
 impl Keyset {
     /// Random access to the plaintext of the Tink stream in `r` (a file, a `Cursor`, anything
@@ -44,26 +42,20 @@ impl Keyset {
     /// assert_eq!(tail, plain[99_997..]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn seekable_reader<R: Read + Seek>(&self, r: R, aad: &[u8]) -> Result<SeekableReader<R>> {
-        self.seekable_reader_with(r, aad, &Options::default())
-    }
-
-    /// [`Keyset::seekable_reader`] with a backend and window size.
-    pub fn seekable_reader_with<R: Read + Seek>(
+    pub fn seekable_reader<R: Read + Seek>(
         &self,
         mut r: R,
         aad: &[u8],
-        opts: &Options,
     ) -> Result<SeekableReader<R>> {
         let seek_err = |e| Error::io("cannot seek in the input", e);
         r.seek(SeekFrom::Start(0)).map_err(seek_err)?;
-        let (key, header, hl, _) = read_header(&mut r, self, aad)?;
+        let (codec, _) = SegmentCodec::for_reading(self, &mut r, aad)?;
         let ct_size = r.seek(SeekFrom::End(0)).map_err(seek_err)?;
-        let layout = key.layout();
+        let layout = *codec.layout();
         let seg = layout.segment_size() as u64;
-        // Tink's seekable channel: segment i > 0 starts at i * segment_size; the remainder
-        // is the last segment, which must hold at least a tag.
-        let body = ct_size.saturating_sub(hl as u64);
+        // Tink's seekable channel: segment i > 0 starts at i * segment_size; the remainder is
+        // the last segment, which must hold at least a tag.
+        let body = ct_size.saturating_sub(layout.header_len() as u64);
         let (segments, last_len) = if ct_size <= seg {
             (1, body)
         } else {
@@ -81,21 +73,19 @@ impl Keyset {
             return Err(Error::format("ciphertext has more than 2^32 segments"));
         }
         let plaintext_len = body - segments * TAG_LEN as u64;
-        let per_window = opts.window_segments(&layout, Some(plaintext_len), Use::Adapter)?;
-        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
-        Ok(SeekableReader {
-            inner: r,
-            gcm,
-            prefix: header.nonce_prefix,
-            layout,
-            per_window,
+        let per_window = self
+            .options()
+            .window_segments(&layout, Some(plaintext_len))?;
+        let end = End::Known {
             segments,
             last_len: last_len as usize,
+        };
+        Ok(SeekableReader {
+            inner: r,
+            inner_at: None,
+            core: ReadCore::new(codec, per_window, end),
             plaintext_len,
             pos: 0,
-            window: Window::new(),
-            cached: 0..0,
-            last_authenticated: false,
             poison: Poison::default(),
         })
     }
@@ -113,19 +103,11 @@ impl Keyset {
 /// later read fails with [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
 pub struct SeekableReader<R> {
     inner: R,
-    gcm: Engine,
-    prefix: [u8; 7],
-    layout: Layout,
-    per_window: usize,
-    segments: u64,
-    /// Ciphertext length of the last segment.
-    last_len: usize,
+    /// Where the inner reader is, when known.
+    inner_at: Option<u64>,
+    core: ReadCore,
     plaintext_len: u64,
     pos: u64,
-    /// The opened segments `cached` (stream indexes), back to back.
-    window: Window,
-    cached: std::ops::Range<u64>,
-    last_authenticated: bool,
     poison: Poison,
 }
 
@@ -141,118 +123,45 @@ impl<R: Read + Seek> SeekableReader<R> {
         &self.inner
     }
 
-    /// Plaintext offset of segment `i`.
-    fn plain_start(&self, i: u64) -> u64 {
-        if i == 0 {
-            0
-        } else {
-            self.layout.plaintext_len(0) as u64 + (i - 1) * self.layout.plaintext_len(1) as u64
-        }
-    }
-
-    /// The segment holding plaintext offset `pos` (`pos` < the plaintext length, or the
-    /// last segment).
-    fn segment_of(&self, pos: u64) -> u64 {
-        let p0 = self.layout.plaintext_len(0) as u64;
-        let i = if pos < p0 {
-            0
-        } else {
-            1 + (pos - p0) / self.layout.plaintext_len(1) as u64
-        };
-        i.min(self.segments - 1)
-    }
-
-    fn ciphertext_start(&self, i: u64) -> u64 {
-        if i == 0 {
-            self.layout.header_len() as u64
-        } else {
-            i * self.layout.segment_size() as u64
-        }
-    }
-
-    fn ciphertext_len(&self, i: u64) -> usize {
-        if i + 1 == self.segments {
-            self.last_len
-        } else {
-            self.layout.ciphertext_len(i)
-        }
-    }
-
-    /// Reads and opens segments `first..end` into the window.
-    fn load(&mut self, first: u64, end: u64) -> Result<()> {
-        self.cached = 0..0;
-        self.window.segs.clear();
-        self.window.first_index = first;
-        let mut off = 0;
-        for i in first..end {
-            let len = self.ciphertext_len(i);
-            let w = &mut self.window;
-            w.segs.push(Seg {
-                off,
-                len,
-                last: i + 1 == self.segments,
-            });
-            off += len;
-        }
-        let start = self.ciphertext_start(first);
-        let w = &mut self.window;
-        let cap = self.per_window * self.layout.segment_size();
-        reserve_window(w, off, cap).map_err(|e| Error::io("cannot read input", e))?;
-        w.high_water = w.high_water.max(off);
-        let io_err = |e| Error::io("cannot read input", e);
-        self.inner.seek(SeekFrom::Start(start)).map_err(io_err)?;
-        self.inner.read_exact(&mut w.buf[..off]).map_err(|e| {
-            if e.kind() == io::ErrorKind::UnexpectedEof {
-                Error::format("ciphertext is shorter than when it was opened")
-            } else {
-                io_err(e)
-            }
-        })?;
-        open_window(&self.gcm, &self.prefix, w)?;
-        self.cached = first..end;
-        if end == self.segments {
-            self.last_authenticated = true;
-        }
-        Ok(())
-    }
-
-    fn read_at(&mut self, out: &mut [u8]) -> Result<usize> {
-        if self.pos >= self.plaintext_len {
-            if !self.last_authenticated {
-                let last = self.segments - 1;
-                self.load(last, last + 1)?;
-            }
+    fn read_at(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let at_end = self.pos >= self.plaintext_len;
+        if (at_end && self.core.last_seen()) || (out.is_empty() && !at_end) {
             return Ok(0);
         }
-        if out.is_empty() {
-            return Ok(0);
-        }
-        let first = self.segment_of(self.pos);
-        if !self.cached.contains(&first) {
-            // The segments this read covers, a window at most.
-            let end_pos = (self.pos + out.len() as u64).min(self.plaintext_len) - 1;
-            let last = self.segment_of(end_pos);
-            let end = (last + 1).min(first + self.per_window as u64);
-            self.load(first, end)?;
-        }
-        let mut n = 0;
-        let mut pos = self.pos;
-        for (i, s) in (self.cached.start..)
-            .zip(&self.window.segs)
-            .skip_while(|(i, _)| *i < first)
-        {
-            let from = (pos - self.plain_start(i)) as usize;
-            let plain = &self.window.buf[s.off..s.off + s.len - TAG_LEN];
-            let k = (plain.len() - from).min(out.len() - n);
-            out[n..n + k].copy_from_slice(&plain[from..from + k]);
-            n += k;
-            pos += k as u64;
-            if n == out.len() || pos >= self.plaintext_len {
-                break;
+        self.core.seek(self.pos);
+        let len = usize::try_from(self.plaintext_len - self.pos.min(self.plaintext_len))
+            .map_or(out.len(), |left| left.min(out.len()));
+        loop {
+            match self.core.plan(len, None) {
+                Plan::Serve => {
+                    let n = self.core.read_plaintext(&mut out[..len]);
+                    self.pos += n as u64;
+                    return Ok(n);
+                }
+                Plan::End => return Ok(0),
+                _ => {}
+            }
+            let at = self.core.fetch_at();
+            if self.inner_at != Some(at) {
+                self.inner_at = None;
+                self.inner.seek(SeekFrom::Start(at))?;
+                self.inner_at = Some(at);
+            }
+            if let Some(buf) = self.core.fill_buf(len)? {
+                let n = loop {
+                    match self.inner.read(buf) {
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            self.inner_at = None;
+                            return Err(e);
+                        }
+                        Ok(n) => break n,
+                    }
+                };
+                self.inner_at = Some(at + n as u64);
+                self.core.filled(n)?;
             }
         }
-        self.pos = pos;
-        Ok(n)
     }
 }
 
@@ -261,42 +170,29 @@ impl<R: Read + Seek> Read for SeekableReader<R> {
         self.poison.enter()?;
         let r = self.read_at(out);
         self.poison.leave();
-        r.map_err(Into::into)
+        r
     }
 }
 
 impl<R: Read + Seek> Seek for SeekableReader<R> {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
         let (base, delta) = match to {
-            SeekFrom::Start(n) => {
-                self.pos = n;
-                return Ok(n);
-            }
+            SeekFrom::Start(n) => (n, 0),
             SeekFrom::End(d) => (self.plaintext_len, d),
             SeekFrom::Current(d) => (self.pos, d),
         };
-        match base.checked_add_signed(delta) {
-            Some(p) => {
-                self.pos = p;
-                Ok(p)
-            }
-            None => Err(io::Error::new(
+        let p = base.checked_add_signed(delta).ok_or_else(|| {
+            io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "invalid seek to a negative or overflowing position",
-            )),
-        }
+            )
+        })?;
+        self.pos = p;
+        Ok(p)
     }
 
     fn stream_position(&mut self) -> io::Result<u64> {
         Ok(self.pos)
-    }
-}
-
-impl<R> Drop for SeekableReader<R> {
-    fn drop(&mut self) {
-        // The window wipes itself and the engine its key; the kernels' stack leftovers are
-        // wiped here.
-        wipe_stacks();
     }
 }
 

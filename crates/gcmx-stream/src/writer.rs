@@ -1,22 +1,21 @@
-//! [`EncryptingWriter`]: plaintext in through [`Write`], Tink ciphertext out.
+//! [`EncryptingWriter`]: plaintext in through [`Write`], Tink ciphertext out; and its core, the
+//! [`Sealer`], which the async writer drives too.
 
 use std::fmt;
 use std::io::{self, Write};
 use std::mem;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
 
-use crate::engine::Engine;
+use crate::codec::SegmentCodec;
+use crate::copy::{Run, copy_runs};
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::{Header, Layout, TAG_LEN};
 use crate::keyset::Keyset;
-use crate::options::{Options, Use};
+use crate::layout::{Span, TAG_LEN};
 use crate::poison::Poison;
-use crate::relay::{self, relay};
-use crate::window::{
-    Pinning, Run, Seg, Window, copy_runs, pin_from_now, reserve_window, seal_window,
-    seal_window_from,
-};
+use crate::relay;
+use crate::window::Window;
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
@@ -24,9 +23,8 @@ impl Keyset {
     /// `aad` (the associated data: decrypting needs the same bytes). Call
     /// [`EncryptingWriter::finish`] at the end: it writes the last segment.
     ///
-    /// The header is written to `w` at once; segments are sealed a window at a time on
-    /// [`Backend::Auto`](crate::Backend::Auto). See [`Keyset::encrypting_writer_with`] for
-    /// the options.
+    /// The header is written to `w` at once; segments are sealed a window at a time as the
+    /// keyset's [`Options`](crate::Options) say.
     ///
     /// ```
     /// use std::io::Write;
@@ -37,18 +35,8 @@ impl Keyset {
     /// assert_eq!(ciphertext.len(), 40 + 14 + 16); // header, plaintext, one tag
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn encrypting_writer<W: Write>(&self, w: W, aad: &[u8]) -> Result<EncryptingWriter<W>> {
-        self.encrypting_writer_with(w, aad, &Options::default())
-    }
-
-    /// [`Keyset::encrypting_writer`] with a backend and window size.
-    pub fn encrypting_writer_with<W: Write>(
-        &self,
-        mut w: W,
-        aad: &[u8],
-        opts: &Options,
-    ) -> Result<EncryptingWriter<W>> {
-        let (sealer, header) = Sealer::new(self, aad, opts, rayon::current_num_threads() >= 4)?;
+    pub fn encrypting_writer<W: Write>(&self, mut w: W, aad: &[u8]) -> Result<EncryptingWriter<W>> {
+        let (sealer, header) = Sealer::new(self, aad)?;
         w.write_all(&header)
             .map_err(|e| Error::io("cannot write the header", e))?;
         Ok(EncryptingWriter {
@@ -67,11 +55,9 @@ impl Keyset {
 /// back. A writer dropped without `finish` leaves a stream without its last segment, which
 /// every reader refuses as truncated. Its buffer, which holds plaintext, is wiped on drop.
 ///
-/// Writes are buffered: bytes written reach the inner writer a window at a time, each window
-/// sealed on rayon's pool while the next one fills (a write of more than a window of whole
-/// segments reaches it segment by segment, in order, as they are sealed); [`flush`](Write::flush)
-/// writes every sealed window and flushes the inner writer, but cannot seal a partial window
-/// (its last segment could not be continued).
+/// Writes are buffered: bytes written reach the inner writer a window at a time (a write of
+/// whole segments reaches it segment by segment, in order, as they are sealed on every core); [`flush`](Write::flush) writes every sealed window and flushes the
+/// inner writer, but cannot seal a partial window (its last segment could not be continued).
 ///
 /// An error of the inner writer is returned and ends nothing: the sealed bytes it did not take
 /// are kept and offered again by the next call. A panic is another matter: a writer whose call
@@ -84,90 +70,84 @@ pub struct EncryptingWriter<W: Write> {
     poison: Poison,
 }
 
-/// The sans-I/O core shared with the async writer: plaintext into a window, sealed windows
-/// out.
+/// The sans-I/O core of the writers: plaintext into a window, sealed segments out. The stream's
+/// position (the next segment's index) moves only here, and only as segments are sealed.
 pub(crate) struct Sealer {
-    gcm: Arc<Engine>,
-    prefix: [u8; 7],
-    layout: Layout,
+    codec: Arc<SegmentCodec>,
     per_window: usize,
-    /// Seal full windows on rayon's pool while the next one fills, or in the call that fills
-    /// them (on small machines, and in the async writer, which must not block on a channel).
+    /// Seal full windows on a thread of rayon's pool while the next one fills (the GPU's: a
+    /// window's call is a transfer and a wait, during which the caller's thread fills the next;
+    /// on the CPU the copy and the seal would share the same cores, and the hand-over lost on
+    /// two, benches/results.md 2026-12-06).
     background: bool,
     /// Plaintext of the segments being collected, each followed by room for its tag.
     window: Window,
-    /// A window being sealed on the pool: its result comes back on this channel.
-    in_flight: Option<Receiver<(Window, Result<()>)>>,
-    /// The sealed window being written out, and a drained one ready to be filled again.
-    sealed: Option<Window>,
-    spare: Option<Window>,
-    /// Full segments in the window.
-    full: usize,
-    /// Plaintext bytes in the segment being filled (after the full ones).
-    fill: usize,
-    /// Offset in the window of the segment being filled.
-    fill_off: usize,
+    /// Plaintext bytes in the window.
+    plain: usize,
     /// Stream index of the window's first segment.
-    next_index: u64,
-    /// Bytes of `sealed` still to write.
-    out: std::ops::Range<usize>,
+    next: u64,
+    /// A window being sealed in the background: its result comes back on this channel.
+    in_flight: Option<Receiver<(Window, Result<usize>)>>,
+    /// Sealed bytes still to write.
+    out: Out,
+    /// A drained window, filled again next.
+    spare: Option<Window>,
     /// A failure that ends the stream (it cannot be continued consistently).
     failed: Option<Error>,
-    /// The ring of segment buffers of large writes ([`Sealer::relay`]).
+    /// The ring of segment buffers of large writes ([`relay`]).
     ring: Window,
     /// [`Sealer::absorb`]'s plan of where a write's pieces go, kept so that small writes
     /// allocate nothing.
     runs: Vec<Run>,
 }
 
+/// Sealed bytes still to write: a window's, or those a relay's inner writer did not take.
+enum Out {
+    None,
+    Window(Window, Range<usize>),
+    Bytes(Vec<u8>, usize),
+}
+
+impl Drop for Sealer {
+    /// The window wipes itself and the engine its key; the kernels' stack leftovers go here.
+    fn drop(&mut self) {
+        wipe_stacks();
+    }
+}
+
 impl Sealer {
     /// A sealer for a new stream under the keyset's primary key, and the stream's header.
-    /// `background`: seal full windows on rayon's pool while the next one fills. That
-    /// overlaps the caller's copying with the crypto, which pays only when a core is left for
-    /// the copying: with fewer than four threads the two compete for the same cores and the
-    /// hand-over costs more than it saves (measured with benches/adapters.rs on two cores).
-    pub(crate) fn new(
-        keyset: &Keyset,
-        aad: &[u8],
-        opts: &Options,
-        background: bool,
-    ) -> Result<(Sealer, Vec<u8>)> {
-        let key = keyset.primary();
-        let layout = key.layout();
-        let per_window = opts.window_segments(&layout, None, Use::Adapter)?;
-        let header = Header::random(&layout)?;
-        let gcm = Engine::new(&key.stream_key(&header, aad)?, opts.backend())?;
-        // The GPU's windows are page-locked: its batches move them in place.
-        let pin = if gcm.on_gpu() {
-            Pinning::IfKept
-        } else {
-            Pinning::No
-        };
+    pub(crate) fn new(keyset: &Keyset, aad: &[u8]) -> Result<(Sealer, Vec<u8>)> {
+        let (codec, header) = SegmentCodec::for_writing(keyset, aad)?;
+        let per_window = keyset.options().window_segments(codec.layout(), None)?;
+        let gpu = codec.on_gpu();
         let sealer = Sealer {
-            gcm: Arc::new(gcm),
-            prefix: header.nonce_prefix,
-            layout,
+            codec: Arc::new(codec),
             per_window,
-            background,
-            window: Window::with_pinning(pin),
+            background: gpu,
+            window: Window::new(gpu),
+            plain: 0,
+            next: 0,
             in_flight: None,
-            sealed: None,
+            out: Out::None,
             spare: None,
-            full: 0,
-            fill: 0,
-            fill_off: 0,
-            next_index: 0,
-            out: 0..0,
             failed: None,
-            ring: Window::new(),
+            ring: Window::new(false),
             runs: Vec::new(),
         };
-        Ok((sealer, header.to_bytes()))
+        Ok((sealer, header))
+    }
+
+    /// Writes without background sealing (the async writer, which must not block on a channel).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn in_the_call(mut self) -> Sealer {
+        self.background = false;
+        self
     }
 
     /// Segments sealed so far.
     pub(crate) fn segments_sealed(&self) -> u64 {
-        self.next_index
+        self.next
     }
 
     pub(crate) fn check(&self) -> io::Result<()> {
@@ -177,52 +157,69 @@ impl Sealer {
         }
     }
 
+    fn fail(&mut self, e: Error) -> io::Error {
+        self.failed = Some(e.clone());
+        e.into()
+    }
+
     /// The sealed bytes still to write.
     pub(crate) fn pending(&self) -> &[u8] {
-        match &self.sealed {
-            Some(w) => &w.buf[self.out.clone()],
-            None => &[],
+        match &self.out {
+            Out::None => &[],
+            Out::Window(w, range) => w.get(range.clone()),
+            Out::Bytes(b, at) => &b[*at..],
         }
     }
 
     /// `n` pending bytes were written.
     pub(crate) fn advance(&mut self, n: usize) {
-        self.out.start = (self.out.start + n).min(self.out.end);
-        if self.out.is_empty() {
-            self.out = 0..0;
-            // Drained: it holds ciphertext only, and is filled again next.
-            self.spare = self.sealed.take();
+        let drained = match &mut self.out {
+            Out::None => false,
+            Out::Window(_, range) => {
+                range.start = (range.start + n).min(range.end);
+                range.start == range.end
+            }
+            Out::Bytes(b, at) => {
+                *at = (*at + n).min(b.len());
+                *at == b.len()
+            }
+        };
+        if drained && let Out::Window(w, _) = mem::replace(&mut self.out, Out::None) {
+            // It holds ciphertext only, and is filled again next.
+            self.spare = Some(w);
+        } else if drained {
+            self.out = Out::None;
         }
     }
 
-    /// Whether a window is being sealed on the pool.
+    /// Whether a window is being sealed in the background.
     pub(crate) fn sealing(&self) -> bool {
         self.in_flight.is_some()
     }
 
-    /// Waits for the window being sealed on the pool; it becomes the pending output.
+    /// Waits for the window being sealed in the background; it becomes the pending output.
     pub(crate) fn collect(&mut self) -> io::Result<()> {
         let Some(rx) = self.in_flight.take() else {
             return Ok(());
         };
-        let r = match rx.recv() {
-            Ok((w, r)) => r.map(|()| w),
-            Err(_) => Err(Error::new(
-                ErrorKind::Crypto,
-                "the thread sealing a window ended without a result",
-            )),
-        };
-        match r {
-            Ok(w) => {
-                self.out = 0..w.end();
-                self.sealed = Some(w);
+        match rx.recv() {
+            Ok((w, Ok(end))) => {
+                self.out = Out::Window(w, 0..end);
                 Ok(())
             }
-            Err(e) => {
-                self.failed = Some(e.clone());
-                Err(e.into())
-            }
+            Ok((_, Err(e))) => Err(self.fail(e)),
+            Err(_) => Err(self.fail(Error::new(
+                ErrorKind::Crypto,
+                "the thread sealing a window ended without a result",
+            ))),
         }
+    }
+
+    /// Full segments in the window.
+    fn full(&self) -> usize {
+        self.codec
+            .layout()
+            .segments_in(self.next, self.plain, self.per_window)
     }
 
     /// Copies as much of `data` as fits into the window; returns how much. Seals a full
@@ -233,7 +230,7 @@ impl Sealer {
         if data.is_empty() {
             return Ok(0);
         }
-        if self.full == self.per_window {
+        if self.full() == self.per_window {
             // More data follows, so none of these segments is the last. One window is sealed
             // at a time, and written out before the next is sealed.
             if self.sealing() {
@@ -247,11 +244,17 @@ impl Sealer {
         }
         // Where each piece of `data` goes (segment bodies, apart by the tags' room), planned
         // first, so that the window grows once and the pieces are copied in one call.
+        let layout = *self.codec.layout();
         let mut runs = mem::take(&mut self.runs);
         runs.clear();
-        let (mut used, mut off, mut fill, mut full) = (0, self.fill_off, self.fill, self.full);
-        while used < data.len() && full < self.per_window {
-            let room = self.layout.plaintext_len(self.next_index + full as u64);
+        let full = self.full();
+        let (mut index, mut fill) = (
+            self.next + full as u64,
+            self.plain - layout.plaintext_of(self.next, full),
+        );
+        let (mut off, mut used) = (layout.ciphertext_of(self.next, full), 0);
+        while used < data.len() && index < self.next + self.per_window as u64 {
+            let room = layout.plaintext_len(index);
             let n = (room - fill).min(data.len() - used);
             runs.push(Run {
                 to: off + fill,
@@ -261,252 +264,143 @@ impl Sealer {
             used += n;
             fill += n;
             if fill == room {
-                full += 1;
-                fill = 0;
-                off += room + TAG_LEN;
+                (index, fill, off) = (index + 1, 0, off + room + TAG_LEN);
             }
         }
         let Some(end) = runs.last().map(|r| r.to + r.len) else {
             self.runs = runs;
             return Ok(0);
         };
-        let cap = self.per_window * self.layout.segment_size();
-        let r = reserve_window(&mut self.window, end + TAG_LEN, cap);
+        let cap = self.per_window * layout.segment_size();
+        let r = self.window.reserve(end + TAG_LEN, cap);
         if r.is_ok() {
-            self.window.plain = true;
-            copy_runs(&mut self.window.buf, data, &runs);
-            self.window.high_water = self.window.high_water.max(end);
-            (self.fill_off, self.fill, self.full) = (off, fill, full);
+            copy_runs(self.window.get_mut(0..end), data, &runs);
+            self.plain += used;
         }
         self.runs = runs;
         r.map(|()| used)
     }
 
-    /// Seals the window's segments, the last of them as the stream's last when `last`: on
-    /// the pool when sealing in the background and not `last` (then [`Sealer::collect`]
-    /// makes the ciphertext pending), else here (then it is pending at once). Only call with
-    /// nothing pending or in flight.
+    /// Seals the window's segments, the last of them as the stream's last when `last`: in the
+    /// background when that is on and not `last` (then [`Sealer::collect`] makes the ciphertext
+    /// pending), else here (then it is pending at once). Only call with nothing pending or in
+    /// flight.
     pub(crate) fn seal(&mut self, last: bool) -> io::Result<()> {
         self.check()?;
-        let r = self.seal_inner(last);
-        if let Err(e) = &r {
-            self.failed = Some(e.clone());
-        }
-        r.map_err(Into::into)
+        let r = self.seal_window(last);
+        r.map_err(|e| self.fail(e))
     }
 
-    fn seal_inner(&mut self, last: bool) -> Result<()> {
-        let (mut w, end) = self.cut(last)?;
+    fn seal_window(&mut self, last: bool) -> Result<()> {
+        let span = self.codec.layout().sealing(self.next, self.plain, last)?;
+        let end = span.ciphertext_len();
+        let cap = self.per_window * self.codec.layout().segment_size();
+        self.window
+            .reserve(end, cap)
+            .map_err(|e| Error::io("cannot encrypt", e))?;
+        // The stream outgrows its first window here (or ends, and the next is never filled).
+        let mut fresh = self
+            .spare
+            .take()
+            .unwrap_or_else(|| Window::new(self.codec.on_gpu()));
+        fresh.pin_from_now();
+        let mut w = mem::replace(&mut self.window, fresh);
+        (self.next, self.plain) = (span.end(), 0);
         if self.background && !last {
             let (tx, rx) = sync_channel(1);
-            let (gcm, prefix) = (self.gcm.clone(), self.prefix);
+            let codec = self.codec.clone();
             rayon::spawn(move || {
-                let r = seal_window(&gcm, &prefix, &mut w);
+                let r = seal(&codec, &span, &mut w);
                 // A dropped writer no longer waits: the window is dropped (and wiped) here.
                 let _ = tx.send((w, r));
             });
             self.in_flight = Some(rx);
         } else {
-            seal_window(&self.gcm, &self.prefix, &mut w)?;
-            self.out = 0..end;
-            self.sealed = Some(w);
+            seal(&self.codec, &span, &mut w)?;
+            self.out = Out::Window(w, 0..end);
         }
         Ok(())
     }
 
-    /// Takes the window being filled, its segments cut (the last of them the stream's last
-    /// when `last`), and puts a fresh one in its place; returns it with the end of its last
-    /// segment.
-    fn cut(&mut self, last: bool) -> Result<(Window, usize)> {
-        // The stream outgrows its first window here (or ends, and the next one is never
-        // filled).
-        let pin = self.window.pin;
-        let mut next = self
-            .spare
-            .take()
-            .unwrap_or_else(|| Window::with_pinning(pin));
-        pin_from_now(&mut next);
-        let mut w = std::mem::replace(&mut self.window, next);
-        w.segs.clear();
-        w.first_index = self.next_index;
-        let mut off = 0;
-        for j in 0..self.full {
-            let len = self.layout.plaintext_len(self.next_index + j as u64) + TAG_LEN;
-            w.segs.push(Seg {
-                off,
-                len,
-                last: false,
-            });
-            off += len;
-        }
-        // At the end, a partial segment, or an empty one when the stream is empty, is the
-        // last; a full segment ending the stream is itself the last, as Tink writes it.
-        if last && (self.fill > 0 || self.full == 0) {
-            let len = self.fill + TAG_LEN;
-            w.buf
-                .grow(off + len)
-                .map_err(|e| Error::io("cannot encrypt", e))?;
-            w.segs.push(Seg {
-                off,
-                len,
-                last: true,
-            });
-            off += len;
-        } else if let Some(s) = w.segs.last_mut() {
-            s.last = last;
-        }
-        let count = w.segs.len() as u64;
-        if self.next_index + count - 1 > u64::from(u32::MAX) {
-            return Err(Error::invalid(
-                "input too large: it needs more than 2^32 segments of this size",
-            ));
-        }
-        w.high_water = w.high_water.max(off);
-        self.next_index += count;
-        self.full = 0;
-        self.fill = 0;
-        self.fill_off = 0;
-        Ok((w, off))
-    }
-
-    /// How many bytes [`Sealer::absorb`] should take at most before [`Sealer::absorb_sealing`]
-    /// is tried again: the rest of a partly filled segment where the engine seals from the
-    /// caller's bytes (so that the whole segments after it can go that way), else any amount.
-    pub(crate) fn copy_limit(&self) -> usize {
-        if self.fill > 0 && self.gcm.has_serial() {
-            self.layout
-                .plaintext_len(self.next_index + self.full as u64)
-                - self.fill
-        } else {
-            usize::MAX
-        }
-    }
-
-    /// Seals the window's full segments together with the whole segments at the start of
-    /// `data` that follow them, each of those sealed from `data` straight into the window in the
-    /// task that seals it (nothing is copied): only at a segment boundary, with nothing
-    /// pending or in flight, on the CPU, and only segments that at least one more byte of
-    /// `data` follows (so none of them is the stream's last). Returns the bytes of `data`
-    /// taken: 0 when none of that applies (then [`Sealer::absorb`] copies).
-    pub(crate) fn absorb_sealing(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.check()?;
-        if self.fill != 0 || self.sealing() || !self.pending().is_empty() || !self.gcm.has_serial()
-        {
-            return Ok(0);
-        }
-        let (mut k, mut taken, mut end) = (0, 0, self.fill_off);
-        while self.full + k < self.per_window {
-            let index = self.next_index + (self.full + k) as u64;
-            let p = self.layout.plaintext_len(index);
-            if index > u64::from(u32::MAX) || taken + p >= data.len() {
-                break;
-            }
-            taken += p;
-            end += p + TAG_LEN;
-            k += 1;
-        }
-        // One segment alone would run on one core: let the window fill instead.
-        if k == 0 || (self.full + k < 2 && self.per_window > 1) {
-            return Ok(0);
-        }
-        let cap = self.per_window * self.layout.segment_size();
-        reserve_window(&mut self.window, end, cap)?;
-        let copied = self.full;
-        self.full += k;
-        let r = self.cut(false).and_then(|(mut w, end)| {
-            seal_window_from(&self.gcm, &self.prefix, &mut w, copied, &data[..taken])?;
-            self.out = 0..end;
-            self.sealed = Some(w);
-            Ok(())
-        });
-        if let Err(e) = r {
-            self.failed = Some(e.clone());
-            return Err(e.into());
-        }
-        Ok(taken)
-    }
-}
-
-impl Sealer {
     /// Seals the whole segments at the start of `data` that at least one more byte of `data`
-    /// follows and writes them to `out`, through [`relay`] (no barrier per window): only at a
-    /// segment boundary with an empty window, nothing pending or in flight, on the CPU, from a
-    /// thread outside rayon's pool, and for more than a window's worth of segments. Returns the
-    /// bytes of `data` taken: 0 when none of that applies. Sealed bytes that `out` did not
-    /// take become pending.
+    /// follows and writes them to `out` through [`relay`] (no copy, no barrier per window):
+    /// for two segments or more, at a segment boundary, with nothing pending or in flight, on
+    /// the CPU, from a thread outside rayon's pool. A window that holds whole segments only is
+    /// sealed first (it becomes pending; the caller writes it out and calls again). Returns the
+    /// bytes of `data` taken: 0 when none of that applies. Sealed bytes that `out` did not take
+    /// become pending.
     pub(crate) fn relay<W: Write + ?Sized>(
         &mut self,
         data: &[u8],
         out: &mut W,
     ) -> io::Result<usize> {
         self.check()?;
-        if self.fill != 0
-            || self.full != 0
-            || self.sealing()
+        if self.sealing()
             || !self.pending().is_empty()
-            || !self.gcm.has_serial()
+            || !self.codec.apart()
             || !relay::available()
         {
             return Ok(0);
         }
-        let (mut count, mut taken) = (0, 0);
-        loop {
-            let index = self.next_index + count as u64;
-            let p = self.layout.plaintext_len(index);
-            if index > u64::from(u32::MAX)
-                || taken + p >= data.len()
-                || count == relay::MAX_SEGMENTS
-            {
-                break;
-            }
-            taken += p;
-            count += 1;
-        }
-        if count <= self.per_window {
+        let layout = *self.codec.layout();
+        let full = self.full();
+        if self.plain != layout.plaintext_of(self.next, full) {
             return Ok(0);
         }
-        let group = (relay::GROUP_BYTES / self.layout.segment_size()).max(1);
-        let r = relay(
-            &self.gcm,
-            &self.prefix,
-            &self.layout,
-            self.next_index,
-            count,
+        // Not the last byte: the segment it ends is not known to be the stream's last.
+        let first = self.next + full as u64;
+        let count = layout.segments_in(first, data.len() - 1, relay::MAX_SEGMENTS);
+        if count < 2 {
+            return Ok(0);
+        }
+        if full > 0 {
+            self.seal(false)?;
+            return Ok(0);
+        }
+        let span = layout
+            .full(first, count, false, true)
+            .map_err(|e| self.fail(e))?;
+        // Groups of about [`relay::GROUP_BYTES`], a task per thread at least.
+        let threads = rayon::current_num_threads();
+        let group = (relay::GROUP_BYTES / layout.segment_size()).clamp(1, count.div_ceil(threads));
+        let slots = (RING_WINDOWS * self.per_window).div_ceil(group);
+        let taken = span.plaintext_len();
+        match relay::relay(
+            &self.codec,
+            &span,
             &data[..taken],
             &mut self.ring,
             group,
-            (RING_WINDOWS * self.per_window).div_ceil(group),
+            slots,
             out,
-        );
-        match r {
+        ) {
             Ok(done) => {
-                self.next_index += done.segments as u64;
+                self.next += done.segments as u64;
                 if !done.pending.is_empty() {
-                    let mut w = Window::new();
-                    w.buf = done.pending.into();
-                    w.high_water = w.buf.len();
-                    w.plain = false;
-                    w.segs.push(Seg {
-                        off: 0,
-                        len: w.buf.len(),
-                        last: false,
-                    });
-                    self.out = 0..w.buf.len();
-                    self.sealed = Some(w);
+                    self.out = Out::Bytes(done.pending, 0);
                 }
                 Ok(done.taken)
             }
-            Err(e) => {
-                self.failed = Some(e.clone());
-                Err(e.into())
-            }
+            Err(e) => Err(self.fail(e)),
         }
     }
 }
 
+/// Seals the window `w` of `span`: the end of its ciphertext. On failure the window holds no
+/// plaintext (it is wiped).
+fn seal(codec: &SegmentCodec, span: &Span, w: &mut Window) -> Result<usize> {
+    let end = span.ciphertext_len();
+    let r = codec.seal(span, w.get_mut(0..end));
+    match r {
+        Ok(()) => w.sealed(end),
+        Err(_) => w.wipe(),
+    }
+    r.map(|()| end)
+}
+
 /// Slots in the ring of [`Sealer::relay`], in windows: with one segment per core in a window,
 /// a ring of one window leaves no slot free while the oldest segment is still being sealed;
-/// two keep every core busy (measured with benches/adapters.rs: benches/gpu-notes.md).
+/// two keep every core busy (benches/gpu-notes.md, 2026-12-03).
 const RING_WINDOWS: usize = 2;
 
 impl<W: Write> EncryptingWriter<W> {
@@ -522,7 +416,7 @@ impl<W: Write> EncryptingWriter<W> {
             let w = self
                 .inner
                 .as_mut()
-                .ok_or_else(|| io::Error::other("finished"))?;
+                .ok_or_else(|| io::Error::other("the stream is finished"))?;
             match w.write(self.sealer.pending()) {
                 Ok(0) => {
                     return Err(io::Error::new(
@@ -555,9 +449,34 @@ impl<W: Write> EncryptingWriter<W> {
             .ok_or_else(|| io::Error::other("the stream is finished"))
     }
 
-    /// The inner writer.
-    pub fn get_ref(&self) -> Option<&W> {
-        self.inner.as_ref()
+    fn write_unpoisoned(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sealer.check()?;
+        self.inner()?;
+        let mut done = 0;
+        while done < buf.len() {
+            if let Err(e) = self.drain() {
+                // Bytes already taken stay taken; the error comes at the next call.
+                return if done > 0 { Ok(done) } else { Err(e) };
+            }
+            let rest = &buf[done..];
+            let inner = self
+                .inner
+                .as_mut()
+                .ok_or_else(|| io::Error::other("the stream is finished"))?;
+            done += match self.sealer.relay(rest, inner)? {
+                0 if self.sealer.pending().is_empty() => self.sealer.absorb(rest)?,
+                n => n,
+            };
+        }
+        Ok(done)
+    }
+
+    fn flush_unpoisoned(&mut self) -> io::Result<()> {
+        self.sealer.check()?;
+        self.drain()?;
+        self.sealer.collect()?;
+        self.drain()?;
+        self.inner()?.flush()
     }
 }
 
@@ -574,53 +493,6 @@ impl<W: Write> Write for EncryptingWriter<W> {
         let r = self.flush_unpoisoned();
         self.poison.leave();
         r
-    }
-}
-
-impl<W: Write> EncryptingWriter<W> {
-    fn write_unpoisoned(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.sealer.check()?;
-        self.inner()?;
-        let mut done = 0;
-        while done < buf.len() {
-            if let Err(e) = self.drain() {
-                // Bytes already taken stay taken; the error comes at the next call.
-                return if done > 0 { Ok(done) } else { Err(e) };
-            }
-            let rest = &buf[done..];
-            let inner = self
-                .inner
-                .as_mut()
-                .ok_or_else(|| io::Error::other("the stream is finished"))?;
-            let relayed = self.sealer.relay(rest, inner)?;
-            if relayed > 0 {
-                done += relayed;
-                continue;
-            }
-            done += match self.sealer.absorb_sealing(rest)? {
-                0 => self
-                    .sealer
-                    .absorb(&rest[..rest.len().min(self.sealer.copy_limit())])?,
-                n => n,
-            };
-        }
-        Ok(done)
-    }
-
-    fn flush_unpoisoned(&mut self) -> io::Result<()> {
-        self.sealer.check()?;
-        self.drain()?;
-        self.sealer.collect()?;
-        self.drain()?;
-        self.inner()?.flush()
-    }
-}
-
-impl<W: Write> Drop for EncryptingWriter<W> {
-    fn drop(&mut self) {
-        // The window wipes itself and the engine its key; the kernels' stack leftovers are
-        // wiped here.
-        wipe_stacks();
     }
 }
 

@@ -1,13 +1,15 @@
-//! The std::io adapters: round trips through every path (writer, reader, seekable reader and
-//! the bulk pipeline read each other's output), refusals of damaged streams, random access,
-//! and what a read costs.
+//! The std::io adapters: round trips through every path (writer, reader and seekable reader
+//! read each other's output; the CLI's tests check its pipeline against them), refusals of
+//! damaged streams, random access, and what a read costs.
 
 use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, SeekFrom, Write};
 
-use gcmx_stream::{Backend, ErrorKind, KeySize, Keyset, Options, StreamingKey, bulk};
+mod common;
+
+use gcmx_stream::{Backend, ErrorKind, KeySize, Keyset, Options, StreamingKey};
 
 fn keyset(dks: usize, seg: u32) -> Keyset {
-    Keyset::single(StreamingKey::new(1, &vec![7u8; dks], dks, seg).unwrap())
+    Keyset::from(StreamingKey::new(1, &vec![7u8; dks], dks, seg).unwrap())
 }
 
 fn data(n: usize, seed: u64) -> Vec<u8> {
@@ -30,7 +32,11 @@ fn seg_plain(ks: &Keyset) -> (usize, usize) {
 }
 
 fn encrypt_in_pieces(ks: &Keyset, aad: &[u8], pt: &[u8], piece: usize, opts: &Options) -> Vec<u8> {
-    let mut w = ks.encrypting_writer_with(Vec::new(), aad, opts).unwrap();
+    let mut w = ks
+        .clone()
+        .with_options(*opts)
+        .encrypting_writer(Vec::new(), aad)
+        .unwrap();
     for c in pt.chunks(piece.max(1)) {
         w.write_all(c).unwrap();
     }
@@ -39,7 +45,9 @@ fn encrypt_in_pieces(ks: &Keyset, aad: &[u8], pt: &[u8], piece: usize, opts: &Op
 
 fn read_all(ks: &Keyset, aad: &[u8], ct: &[u8], opts: &Options) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
-    ks.decrypting_reader_with(ct, aad, opts)
+    ks.clone()
+        .with_options(*opts)
+        .decrypting_reader(ct, aad)
         .map_err(io::Error::from)?
         .read_to_end(&mut out)?;
     Ok(out)
@@ -55,7 +63,9 @@ fn read_all_buffered(
     opts: &Options,
 ) -> io::Result<Vec<u8>> {
     let mut r = ks
-        .decrypting_reader_buffered_with(BufReader::with_capacity(cap, ct), aad, opts)
+        .clone()
+        .with_options(*opts)
+        .decrypting_buf_reader(BufReader::with_capacity(cap, ct), aad)
         .map_err(io::Error::from)?;
     let mut out = Vec::new();
     loop {
@@ -71,22 +81,12 @@ fn read_all_buffered(
 
 fn read_all_seekable(ks: &Keyset, aad: &[u8], ct: &[u8], opts: &Options) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
-    ks.seekable_reader_with(Cursor::new(ct), aad, opts)
+    ks.clone()
+        .with_options(*opts)
+        .seekable_reader(Cursor::new(ct), aad)
         .map_err(io::Error::from)?
         .read_to_end(&mut out)?;
     Ok(out)
-}
-
-fn bulk_decrypt(ks: &Keyset, aad: &[u8], ct: &[u8]) -> gcmx_stream::Result<Vec<u8>> {
-    let input = bulk::Input::reader(Cursor::new(ct.to_vec()));
-    bulk::decrypt(ks, aad, input, Vec::new(), &Options::new(), &|_| {}).map(|(v, _)| v)
-}
-
-fn bulk_encrypt(ks: &Keyset, aad: &[u8], pt: &[u8]) -> Vec<u8> {
-    let input = bulk::Input::reader(Cursor::new(pt.to_vec()));
-    bulk::encrypt(ks, aad, input, Vec::new(), &Options::new(), &|_| {})
-        .unwrap()
-        .0
 }
 
 #[test]
@@ -107,7 +107,7 @@ fn every_path_reads_every_other_paths_output() {
         ] {
             let pt = data(n, n as u64);
             for window in [1usize, 3 * seg as usize, 0] {
-                let opts = Options::new()
+                let opts = Options::default()
                     .with_window_bytes(window)
                     .with_backend(Backend::Auto);
                 for piece in [1usize, 7, p, n.max(1)] {
@@ -122,17 +122,9 @@ fn every_path_reads_every_other_paths_output() {
                     assert_eq!(read_all_buffered(&ks, b"aad", &ct, cap, &opts).unwrap(), pt);
                     if piece == 1 {
                         assert_eq!(read_all_seekable(&ks, b"aad", &ct, &opts).unwrap(), pt);
-                        assert_eq!(bulk_decrypt(&ks, b"aad", &ct).unwrap(), pt);
                     }
                 }
             }
-            let from_bulk = bulk_encrypt(&ks, b"aad", &pt);
-            let opts = Options::new();
-            assert_eq!(read_all(&ks, b"aad", &from_bulk, &opts).unwrap(), pt);
-            assert_eq!(
-                read_all_seekable(&ks, b"aad", &from_bulk, &opts).unwrap(),
-                pt
-            );
         }
     }
 }
@@ -142,10 +134,12 @@ fn backends_agree() {
     let ks = keyset(32, 4096);
     let pt = data(100_000, 3);
     for b in [Backend::Cpu, Backend::CpuParallel, Backend::Auto] {
-        let opts = Options::new().with_backend(b).with_window_bytes(5 * 4096);
+        let opts = Options::default()
+            .with_backend(b)
+            .with_window_bytes(5 * 4096);
         let ct = encrypt_in_pieces(&ks, b"", &pt, 1000, &opts);
         for r in [Backend::Cpu, Backend::CpuParallel, Backend::Auto] {
-            let ro = Options::new().with_backend(r);
+            let ro = Options::default().with_backend(r);
             assert_eq!(read_all(&ks, b"", &ct, &ro).unwrap(), pt);
         }
     }
@@ -161,10 +155,10 @@ fn refused(r: io::Result<Vec<u8>>) -> io::Error {
 /// Reads with both readers and checks that each fails with InvalidData, after handing out
 /// at most a prefix of the plaintext.
 fn assert_refused(ks: &Keyset, aad: &[u8], ct: &[u8], pt: &[u8], what: &str) -> Vec<ErrorKind> {
-    let opts = Options::new().with_window_bytes(3 * ks.primary().segment_size() as usize);
+    let opts = Options::default().with_window_bytes(3 * ks.primary().segment_size() as usize);
     let mut kinds = Vec::new();
     // The decrypting reader, read in small pieces, to see what comes out before the error.
-    match ks.decrypting_reader_with(ct, aad, &opts) {
+    match ks.clone().with_options(opts).decrypting_reader(ct, aad) {
         Err(e) => {
             assert_eq!(
                 io::Error::from(e.clone()).kind(),
@@ -215,10 +209,10 @@ fn damaged_streams_are_refused() {
     let ks = keyset(16, 64);
     let (p0, p) = seg_plain(&ks);
     let pt = data(p0 + 4 * p + 10, 9);
-    let ct = encrypt_in_pieces(&ks, b"a", &pt, 33, &Options::new());
+    let ct = encrypt_in_pieces(&ks, b"a", &pt, 33, &Options::default());
     let hl = 24;
     assert_refused(&ks, b"b", &ct, &pt, "wrong aad");
-    let other = Keyset::single(StreamingKey::new(1, &[9u8; 16], 16, 64).unwrap());
+    let other = Keyset::from(StreamingKey::new(1, &[9u8; 16], 16, 64).unwrap());
     assert_refused(&other, b"a", &ct, &pt, "wrong key");
     // truncation at each segment boundary and inside segments
     for cut in [0, 1, hl, hl + 10, 64, 64 + 64, 64 + 64 + 20, ct.len() - 1] {
@@ -269,9 +263,9 @@ fn several_keys_the_reader_finds_the_one_that_wrote() {
     let b = StreamingKey::new(12, &[2u8; 16], 16, 200).unwrap();
     let c = StreamingKey::new(13, &[3u8; 32], 32, 100).unwrap();
     let pt = data(700, 5);
-    let ct_a = encrypt_in_pieces(&Keyset::single(a.clone()), b"x", &pt, 50, &Options::new());
+    let ct_a = encrypt_in_pieces(&Keyset::from(a.clone()), b"x", &pt, 50, &Options::default());
     let ks = Keyset::new(1, vec![a, b, c]).unwrap();
-    let opts = Options::new();
+    let opts = Options::default();
     assert_eq!(read_all(&ks, b"x", &ct_a, &opts).unwrap(), pt);
     assert_eq!(read_all_seekable(&ks, b"x", &ct_a, &opts).unwrap(), pt);
     assert!(read_all(&ks, b"y", &ct_a, &opts).is_err());
@@ -281,13 +275,11 @@ fn several_keys_the_reader_finds_the_one_that_wrote() {
 fn seekable_reads_equal_the_plaintext_at_random_ranges() {
     let ks = keyset(16, 256);
     let pt = data(50_000, 4);
-    let ct = encrypt_in_pieces(&ks, b"", &pt, 4096, &Options::new());
+    let ct = encrypt_in_pieces(&ks, b"", &pt, 4096, &Options::default());
     let mut r = ks
-        .seekable_reader_with(
-            Cursor::new(&ct),
-            b"",
-            &Options::new().with_window_bytes(1024),
-        )
+        .clone()
+        .with_options(Options::default().with_window_bytes(1024))
+        .seekable_reader(Cursor::new(&ct), b"")
         .unwrap();
     assert_eq!(r.plaintext_len(), pt.len() as u64);
     let mut s: u64 = 12345;
@@ -332,7 +324,7 @@ fn seekable_reads_equal_the_plaintext_at_random_ranges() {
 fn seekable_rejects_a_stream_whose_last_segment_is_cut() {
     let ks = keyset(16, 64);
     let pt = data(1000, 2);
-    let ct = encrypt_in_pieces(&ks, b"", &pt, 1000, &Options::new());
+    let ct = encrypt_in_pieces(&ks, b"", &pt, 1000, &Options::default());
     // Cut at a segment boundary: the plaintext before the cut still opens (those segments
     // are not the last), but the new last segment fails and the end is never reached.
     let cut = &ct[..64 * 5];
@@ -471,16 +463,20 @@ fn large_reads_of_many_small_segments_from_a_trickling_reader_that_is_not_send()
             let full = if m == 0 { 0 } else { p0 + (m - 1) * p };
             for n in [full, full + 1] {
                 let pt = data(n, (m + n) as u64);
-                let ct = encrypt_in_pieces(&ks, b"t", &pt, n.max(1), &Options::new());
+                let ct = encrypt_in_pieces(&ks, b"t", &pt, n.max(1), &Options::default());
                 for window in [2 * seg as usize, 0] {
-                    let opts = Options::new().with_window_bytes(window);
+                    let opts = Options::default().with_window_bytes(window);
                     for piece in [pt.len() + 1, 3 * p + 1] {
                         let src = Trickle {
                             data: std::rc::Rc::new(ct.clone()),
                             pos: 0,
                             s: n as u64 + 1,
                         };
-                        let mut r = ks.decrypting_reader_with(src, b"t", &opts).unwrap();
+                        let mut r = ks
+                            .clone()
+                            .with_options(opts)
+                            .decrypting_reader(src, b"t")
+                            .unwrap();
                         let mut out = Vec::new();
                         let mut buf = vec![0u8; piece];
                         loop {
@@ -545,7 +541,7 @@ fn large_writes_into_a_failing_writer_lose_and_repeat_nothing() {
         (3, 10_000, 16 << 10),
         (5, 3000, 64 << 10),
     ] {
-        let opts = Options::new()
+        let opts = Options::default()
             .with_backend(Backend::CpuParallel)
             .with_window_bytes(window);
         let on = std::rc::Rc::new(std::cell::Cell::new(true));
@@ -558,7 +554,11 @@ fn large_writes_into_a_failing_writer_lose_and_repeat_nothing() {
             on: on.clone(),
             refused: refused.clone(),
         };
-        let mut w = ks.encrypting_writer_with(inner, b"aad", &opts).unwrap();
+        let mut w = ks
+            .clone()
+            .with_options(opts)
+            .encrypting_writer(inner, b"aad")
+            .unwrap();
         let mut done: usize = 0;
         for piece in [first + 40 * rest, 100 * rest + 5, usize::MAX] {
             let end = done.saturating_add(piece).min(pt.len());
@@ -574,7 +574,7 @@ fn large_writes_into_a_failing_writer_lose_and_repeat_nothing() {
         on.set(false);
         let inner = w.finish().unwrap();
         assert!(refused.get() > 0, "the inner writer refused nothing");
-        let back = read_all(&ks, b"aad", &inner.out, &Options::new()).unwrap();
+        let back = read_all(&ks, b"aad", &inner.out, &Options::default()).unwrap();
         assert!(back == pt, "every {every}, max {max}, window {window}");
     }
 }
@@ -586,7 +586,7 @@ fn large_writes_into_a_failing_writer_lose_and_repeat_nothing() {
 fn one_write_of_many_windows_round_trips_at_every_boundary() {
     let ks = keyset(16, 64);
     let (first, rest) = seg_plain(&ks);
-    let opts = Options::new()
+    let opts = Options::default()
         .with_backend(Backend::CpuParallel)
         .with_window_bytes(256);
     // 70,000 segments: more than one pass of the ring takes (once, it is slow unoptimized).
@@ -605,7 +605,9 @@ fn one_write_of_many_windows_round_trips_at_every_boundary() {
             let pt = data(n, k as u64);
             for &head in heads {
                 let mut w = ks
-                    .encrypting_writer_with(Vec::new(), b"ring", &opts)
+                    .clone()
+                    .with_options(opts)
+                    .encrypting_writer(Vec::new(), b"ring")
                     .unwrap();
                 w.write_all(&pt[..head]).unwrap();
                 w.write_all(&pt[head..]).unwrap();
@@ -621,7 +623,6 @@ fn one_write_of_many_windows_round_trips_at_every_boundary() {
                     "n {n}, head {head}"
                 );
                 assert!(read_all_seekable(&ks, b"ring", &ct, &opts).unwrap() == pt);
-                assert!(bulk_decrypt(&ks, b"ring", &ct).unwrap() == pt);
             }
         }
     }
@@ -645,7 +646,7 @@ fn a_read_too_large_to_stay_cached_is_the_plaintext_or_fails() {
             .unwrap();
         pool.install(|| {
             let mut out = vec![0u8; pt.len()];
-            let mut r = ks.decrypting_reader_buffered(&ct[..], b"big").unwrap();
+            let mut r = ks.decrypting_buf_reader(&ct[..], b"big").unwrap();
             r.read_exact(&mut out).unwrap();
             assert!(out == pt, "{threads} threads: the plaintext");
             assert_eq!(r.read(&mut [0u8; 1]).unwrap(), 0);
@@ -661,7 +662,7 @@ fn a_read_too_large_to_stay_cached_is_the_plaintext_or_fails() {
                 let mut bad = ct.clone();
                 bad[at] ^= 4;
                 out.fill(0);
-                let mut r = ks.decrypting_reader_buffered(&bad[..], b"big").unwrap();
+                let mut r = ks.decrypting_buf_reader(&bad[..], b"big").unwrap();
                 let e = r.read_exact(&mut out).unwrap_err();
                 assert_eq!(e.kind(), io::ErrorKind::InvalidData, "byte {at}");
                 // Each byte the failed read left is the plaintext's at that place, or zero.
@@ -684,11 +685,11 @@ fn a_large_read_after_the_key_search_takes_whole_groups_from_the_buffer() {
     let a = StreamingKey::new(21, &[4u8; 16], 16, 4096).unwrap();
     let b = StreamingKey::new(22, &[5u8; 16], 16, 4096).unwrap();
     let pt = data(3_000_000 + 77, 8);
-    let opts = Options::new();
-    let ct = encrypt_in_pieces(&Keyset::single(b.clone()), b"k", &pt, 1 << 20, &opts);
+    let opts = Options::default();
+    let ct = encrypt_in_pieces(&Keyset::from(b.clone()), b"k", &pt, 1 << 20, &opts);
     let ks = Keyset::new(0, vec![a, b]).unwrap();
     let mut out = vec![0u8; pt.len()];
-    let mut r = ks.decrypting_reader_buffered(&ct[..], b"k").unwrap();
+    let mut r = ks.decrypting_buf_reader(&ct[..], b"k").unwrap();
     r.read_exact(&mut out).unwrap();
     assert!(out == pt, "the plaintext");
     assert_eq!(r.read(&mut [0u8; 1]).unwrap(), 0);
@@ -696,10 +697,53 @@ fn a_large_read_after_the_key_search_takes_whole_groups_from_the_buffer() {
         let mut bad = ct.clone();
         bad[at] ^= 0x20;
         out.fill(0);
-        let mut r = ks.decrypting_reader_buffered(&bad[..], b"k").unwrap();
+        let mut r = ks.decrypting_buf_reader(&bad[..], b"k").unwrap();
         let e = r.read_exact(&mut out).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "byte {at}");
         let zero_or_plain = out.iter().zip(&pt).all(|(&o, &p)| o == p || o == 0);
         assert!(zero_or_plain, "byte {at}: plaintext left");
     }
+}
+
+/// A full segment followed by an empty last segment is valid in the format (Tink and gcmx write
+/// a full last segment instead): every reader accepts it, and without the empty last segment
+/// (segment 0 not marked last) refuses it.
+#[test]
+fn a_full_segment_then_an_empty_last_segment_is_accepted() {
+    let ks = keyset(16, 64);
+    let (p0, _) = seg_plain(&ks);
+    // header || segment 0 (full, not last) || segment 1 (empty, last), built by hand.
+    let (salt, prefix) = ([3u8; 16], [5u8; 7]);
+    let key = common::hkdf_sha256(&[7u8; 16], &salt, b"x", 16);
+    let gcm = gcmx::Gcm::new(&key).unwrap();
+    let nonce = |i: u32, last: bool| {
+        let mut n = [0u8; 12];
+        n[..7].copy_from_slice(&prefix);
+        n[7..11].copy_from_slice(&i.to_be_bytes());
+        n[11] = u8::from(last);
+        n
+    };
+    let pt = data(p0, 9);
+    let mut ct = vec![24u8];
+    ct.extend_from_slice(&salt);
+    ct.extend_from_slice(&prefix);
+    let (mut seg, mut tag) = (pt.clone(), [0u8; 16]);
+    gcm.encrypt_detached(&nonce(0, false), b"", &mut seg, &mut tag)
+        .unwrap();
+    ct.extend_from_slice(&seg);
+    ct.extend_from_slice(&tag);
+    gcm.encrypt_detached(&nonce(1, true), b"", &mut [], &mut tag)
+        .unwrap();
+    ct.extend_from_slice(&tag);
+    let opts = Options::default();
+    assert_eq!(read_all(&ks, b"x", &ct, &opts).unwrap(), pt);
+    assert_eq!(
+        read_all_buffered(&ks, b"x", &ct, ct.len() + 1, &opts).unwrap(),
+        pt
+    );
+    assert_eq!(read_all_seekable(&ks, b"x", &ct, &opts).unwrap(), pt);
+    let cut = &ct[..ct.len() - 16];
+    let e = read_all(&ks, b"x", cut, &opts).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    assert!(read_all_seekable(&ks, b"x", cut, &opts).is_err());
 }

@@ -8,7 +8,7 @@ use gcmx_stream::{Keyset, Options, StreamingKey};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn keyset(dks: usize, seg: u32) -> Keyset {
-    Keyset::single(StreamingKey::new(1, &vec![5u8; dks], dks, seg).unwrap())
+    Keyset::from(StreamingKey::new(1, &vec![5u8; dks], dks, seg).unwrap())
 }
 
 fn data(n: usize) -> Vec<u8> {
@@ -30,12 +30,14 @@ fn async_and_sync_adapters_read_each_other() {
             for n in [0usize, 1, 24, 25, 200, 5000, 20_001] {
                 let pt = data(n);
                 for window in [1usize, 3 * seg as usize, 0] {
-                    let opts = Options::new().with_window_bytes(window);
+                    let opts = Options::default().with_window_bytes(window);
                     // async writer -> sync reader, in small writes and in one (which seals
                     // whole segments straight from the caller's buffer)
                     for piece in [77usize, n.max(1)] {
                         let mut w = ks
-                            .encrypting_async_writer_with(Vec::new(), b"a", &opts)
+                            .clone()
+                            .with_options(opts)
+                            .encrypting_async_writer(Vec::new(), b"a")
                             .unwrap();
                         for c in pt.chunks(piece) {
                             w.write_all(c).await.unwrap();
@@ -54,11 +56,17 @@ fn async_and_sync_adapters_read_each_other() {
                         assert_eq!(back, pt);
                     }
                     // sync writer -> async reader
-                    let mut w = ks.encrypting_writer_with(Vec::new(), b"a", &opts).unwrap();
+                    let mut w = ks
+                        .clone()
+                        .with_options(opts)
+                        .encrypting_writer(Vec::new(), b"a")
+                        .unwrap();
                     w.write_all(&pt).unwrap();
                     let ct = w.finish().unwrap();
                     let mut r = ks
-                        .decrypting_async_reader_with(&ct[..], b"a", &opts)
+                        .clone()
+                        .with_options(opts)
+                        .decrypting_async_reader(&ct[..], b"a")
                         .unwrap();
                     let mut back = Vec::new();
                     r.read_to_end(&mut back).await.unwrap();
@@ -106,7 +114,7 @@ fn damage_is_refused_with_invalid_data() {
         let a = StreamingKey::new(11, &[1u8; 16], 16, 64).unwrap();
         let b = StreamingKey::new(12, &[2u8; 16], 16, 100).unwrap();
         let pt = data(1000);
-        let mut w = Keyset::single(a.clone())
+        let mut w = Keyset::from(a.clone())
             .encrypting_writer(Vec::new(), b"x")
             .unwrap();
         w.write_all(&pt).unwrap();
@@ -235,14 +243,18 @@ fn async_adapters_whose_inner_one_panicked_are_poisoned() {
     }));
     let ks = keyset(16, 100);
     let pt = data(5000);
-    let opts = Options::new().with_window_bytes(300);
+    let opts = Options::default().with_window_bytes(300);
     for panic_at in [1usize, 2, 3, 7, 20] {
         let inner = Panicking {
             inner: Vec::new(),
             polls: 0,
             panic_at,
         };
-        let mut w = ks.encrypting_async_writer_with(inner, b"a", &opts).unwrap();
+        let mut w = ks
+            .clone()
+            .with_options(opts)
+            .encrypting_async_writer(inner, b"a")
+            .unwrap();
         let first = catch_unwind(AssertUnwindSafe(|| run(w.write_all(&pt))));
         if first.is_ok() {
             let shut = catch_unwind(AssertUnwindSafe(|| run(w.shutdown())));
@@ -268,7 +280,11 @@ fn async_adapters_whose_inner_one_panicked_are_poisoned() {
         assert!(r.is_err(), "an unfinished stream was accepted");
         assert!(pt.starts_with(&back));
 
-        let mut w = ks.encrypting_writer_with(Vec::new(), b"a", &opts).unwrap();
+        let mut w = ks
+            .clone()
+            .with_options(opts)
+            .encrypting_writer(Vec::new(), b"a")
+            .unwrap();
         w.write_all(&pt).unwrap();
         let ct = w.finish().unwrap();
         let inner = Panicking {
@@ -276,7 +292,11 @@ fn async_adapters_whose_inner_one_panicked_are_poisoned() {
             polls: 0,
             panic_at,
         };
-        let mut r = ks.decrypting_async_reader_with(inner, b"a", &opts).unwrap();
+        let mut r = ks
+            .clone()
+            .with_options(opts)
+            .decrypting_async_reader(inner, b"a")
+            .unwrap();
         let mut out = vec![0u8; 64];
         let mut got = Vec::new();
         loop {

@@ -37,7 +37,9 @@ fn gpu_here(test: &str) -> bool {
 
 fn write_with(ks: &Keyset, pt: &[u8], opts: &Options, piece: usize) -> Vec<u8> {
     let mut w = ks
-        .encrypting_writer_with(Vec::new(), b"gpu", opts)
+        .clone()
+        .with_options(*opts)
+        .encrypting_writer(Vec::new(), b"gpu")
         .expect("writer");
     for c in pt.chunks(piece.max(1)) {
         w.write_all(c).expect("write");
@@ -56,7 +58,9 @@ fn read_every_way(
 ) -> Vec<Vec<u8>> {
     let mut outs = Vec::new();
     let mut v = Vec::new();
-    ks.decrypting_reader_with(ct, b"gpu", opts)
+    ks.clone()
+        .with_options(*opts)
+        .decrypting_reader(ct, b"gpu")
         .expect("reader")
         .read_to_end(&mut v)
         .expect("read_to_end");
@@ -66,19 +70,27 @@ fn read_every_way(
         let mut end = [0u8; 1];
         if buffered {
             let mut r = ks
-                .decrypting_reader_buffered_with(ct, b"gpu", opts)
+                .clone()
+                .with_options(*opts)
+                .decrypting_buf_reader(ct, b"gpu")
                 .expect("reader");
             r.read_exact(&mut v).expect("read_exact");
             assert_eq!(r.read(&mut end).expect("end"), 0);
         } else {
-            let mut r = ks.decrypting_reader_with(ct, b"gpu", opts).expect("reader");
+            let mut r = ks
+                .clone()
+                .with_options(*opts)
+                .decrypting_reader(ct, b"gpu")
+                .expect("reader");
             r.read_exact(&mut v).expect("read_exact");
             assert_eq!(r.read(&mut end).expect("end"), 0);
         }
         outs.push(v);
     }
     let mut r = ks
-        .decrypting_reader_buffered_with(ct, b"gpu", opts)
+        .clone()
+        .with_options(*opts)
+        .decrypting_buf_reader(ct, b"gpu")
         .expect("reader");
     let mut v = Vec::new();
     loop {
@@ -91,7 +103,11 @@ fn read_every_way(
         r.consume(n);
     }
     outs.push(v);
-    let mut r = ks.decrypting_reader_with(ct, b"gpu", opts).expect("reader");
+    let mut r = ks
+        .clone()
+        .with_options(*opts)
+        .decrypting_reader(ct, b"gpu")
+        .expect("reader");
     let mut v = Vec::new();
     let mut buf = vec![0u8; piece];
     loop {
@@ -116,10 +132,10 @@ fn gpu_and_cpu_adapters_read_each_other() {
         (4096, 64 << 10),
     ] {
         let ks = Keyset::generate(KeySize::Aes256, seg).expect("keyset");
-        let gpu = Options::new()
+        let gpu = Options::default()
             .with_backend(Backend::Cuda)
             .with_window_bytes(window);
-        let cpu = Options::new()
+        let cpu = Options::default()
             .with_backend(Backend::CpuParallel)
             .with_window_bytes(window);
         let s = seg as usize;
@@ -173,7 +189,7 @@ fn the_gpu_reader_refuses_damage_and_returns_only_a_prefix() {
     }
     let seg = 1u32 << 20;
     let ks = Keyset::generate(KeySize::Aes128, seg).expect("keyset");
-    let gpu = Options::new()
+    let gpu = Options::default()
         .with_backend(Backend::Cuda)
         .with_window_bytes(4 << 20);
     let pt = data(11 << 20, 3);
@@ -186,7 +202,10 @@ fn the_gpu_reader_refuses_damage_and_returns_only_a_prefix() {
             let mut got = 0;
             let r: io::Result<()> = (|| {
                 if buffered {
-                    let mut r = ks.decrypting_reader_buffered_with(&bad[..], b"gpu", &gpu)?;
+                    let mut r = ks
+                        .clone()
+                        .with_options(gpu)
+                        .decrypting_buf_reader(&bad[..], b"gpu")?;
                     loop {
                         let n = r.read(&mut out[got..])?;
                         if n == 0 {
@@ -195,7 +214,10 @@ fn the_gpu_reader_refuses_damage_and_returns_only_a_prefix() {
                         got += n;
                     }
                 } else {
-                    let mut r = ks.decrypting_reader_with(&bad[..], b"gpu", &gpu)?;
+                    let mut r = ks
+                        .clone()
+                        .with_options(gpu)
+                        .decrypting_reader(&bad[..], b"gpu")?;
                     r.read_exact(&mut out)?;
                     got = out.len();
                     Ok(())

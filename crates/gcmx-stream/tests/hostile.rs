@@ -179,7 +179,7 @@ mod random {
     }
 
     fn keyset(seg: u32) -> Keyset {
-        Keyset::single(StreamingKey::new(1, &[IKM; 16], 16, seg).unwrap())
+        Keyset::from(StreamingKey::new(1, &[IKM; 16], 16, seg).unwrap())
     }
 
     fn backend(cpu: bool) -> Backend {
@@ -237,13 +237,13 @@ mod random {
             let ks = keyset(seg);
             let pt = data(len, seed);
             let other = data(len + 100, !seed);
-            let opts = Options::new()
+            let opts = Options::default()
                 .with_backend(backend(cpu))
                 .with_window_bytes(segments_per_window * seg as usize);
             let audit = Rc::new(RefCell::new(Audit::default()));
             let fate = Rc::new(RefCell::new(Fate::new(m, seed)));
             let sink = Sink { audit: audit.clone(), fate: fate.clone() };
-            let mut w = match call(|| ks.encrypting_writer_with(sink, b"p", &opts)) {
+            let mut w = match call(|| ks.clone().with_options(opts).encrypting_writer(sink, b"p")) {
                 Some(Ok(w)) => w,
                 // The header's write failed or panicked: no writer.
                 Some(Err(e)) => {
@@ -334,16 +334,16 @@ mod random {
                 let i = hl + at % (ct.len() - hl);
                 ct[i] ^= x;
             }
-            let opts = Options::new()
+            let opts = Options::default()
                 .with_backend(backend(cpu))
                 .with_window_bytes(segments_per_window * seg as usize);
             let src = Source { data: &ct, pos: 0, fate: Fate::new(m, seed) };
             // The constructor reads the header: a failure or a panic there leaves no reader.
             let made = call(|| {
                 if buffered {
-                    ks.decrypting_reader_buffered_with(src, b"p", &opts).map(Reader::Buffered)
+                    ks.clone().with_options(opts).decrypting_buf_reader(src, b"p").map(Reader::Buffered)
                 } else {
-                    ks.decrypting_reader_with(src, b"p", &opts).map(Reader::Plain)
+                    ks.clone().with_options(opts).decrypting_reader(src, b"p").map(Reader::Plain)
                 }
             });
             let mut r = match made {

@@ -49,7 +49,7 @@ fn under_a_memory_limit() {
         return;
     }
     let big = |id, ikm| StreamingKey::new(id, &[ikm; 16], 16, MAX_SEGMENT_SIZE).unwrap();
-    let one = Keyset::single(big(1, 1));
+    let one = Keyset::from(big(1, 1));
     let two = Keyset::new(0, vec![big(1, 1), big(2, 2)]).unwrap();
     // The pool's threads and their stacks exist before the limit.
     rayon::broadcast(|_| std::hint::black_box(vec![1u8; 4096]));

@@ -46,26 +46,38 @@ fn a_drop_neither_waits_for_the_pool_nor_deadlocks() {
         .num_threads(THREADS)
         .build_global()
         .unwrap();
-    let ks = Keyset::single(StreamingKey::new(1, &[9u8; 16], 16, 1 << 16).unwrap());
-    let opts = Options::new()
+    let ks = Keyset::from(StreamingKey::new(1, &[9u8; 16], 16, 1 << 16).unwrap());
+    let opts = Options::default()
         .with_backend(Backend::CpuParallel)
         .with_window_bytes(16 << 20);
     let pt: Vec<u8> = (0..40u32 << 20).map(|i| (i % 251) as u8).collect();
     for blocked in [1, THREADS] {
         // Streams used while the pool is free: their segments ran on every pool thread.
-        let mut w = ks.encrypting_writer_with(Vec::new(), b"", &opts).unwrap();
+        let mut w = ks
+            .clone()
+            .with_options(opts)
+            .encrypting_writer(Vec::new(), b"")
+            .unwrap();
         w.write_all(&pt).unwrap();
         let ct = w.finish().unwrap();
-        let mut w = ks.encrypting_writer_with(Vec::new(), b"", &opts).unwrap();
+        let mut w = ks
+            .clone()
+            .with_options(opts)
+            .encrypting_writer(Vec::new(), b"")
+            .unwrap();
         w.write_all(&pt[..(20 << 20) + 7]).unwrap();
         let mut r = ks
-            .decrypting_reader_buffered_with(std::io::Cursor::new(ct.clone()), b"", &opts)
+            .clone()
+            .with_options(opts)
+            .decrypting_buf_reader(std::io::Cursor::new(ct.clone()), b"")
             .unwrap();
         let mut back = vec![0u8; 30 << 20];
         r.read_exact(&mut back).unwrap();
         assert!(back == pt[..30 << 20]);
         let mut s = ks
-            .seekable_reader_with(std::io::Cursor::new(ct), b"", &opts)
+            .clone()
+            .with_options(opts)
+            .seekable_reader(std::io::Cursor::new(ct), b"")
             .unwrap();
         s.read_exact(&mut back[..1000]).unwrap();
 

@@ -8,14 +8,18 @@ use gcmx_stream::{Backend, DecryptingReader, Keyset, Options, StreamingKey};
 use proptest::prelude::*;
 
 fn keyset(dks: usize, seg: u32) -> Keyset {
-    Keyset::single(StreamingKey::new(1, &vec![3u8; dks], dks, seg).unwrap())
+    Keyset::from(StreamingKey::new(1, &vec![3u8; dks], dks, seg).unwrap())
 }
 
 fn encrypt(ks: &Keyset, pt: &[u8], splits: &[usize], window: usize) -> Vec<u8> {
-    let opts = Options::new()
+    let opts = Options::default()
         .with_window_bytes(window)
         .with_backend(Backend::Cpu);
-    let mut w = ks.encrypting_writer_with(Vec::new(), b"p", &opts).unwrap();
+    let mut w = ks
+        .clone()
+        .with_options(opts)
+        .encrypting_writer(Vec::new(), b"p")
+        .unwrap();
     let mut rest = pt;
     let mut k = 0;
     while !rest.is_empty() {
@@ -35,14 +39,22 @@ fn encrypt(ks: &Keyset, pt: &[u8], splits: &[usize], window: usize) -> Vec<u8> {
 /// `consume`) until the end or an error, from a `Read` source (`cap` 0) or from a buffered
 /// source whose buffer holds `cap` bytes; returns what came out and whether it ended cleanly.
 fn read_stream(ks: &Keyset, ct: &[u8], piece: usize, window: usize, cap: usize) -> (Vec<u8>, bool) {
-    let opts = Options::new()
+    let opts = Options::default()
         .with_window_bytes(window)
         .with_backend(Backend::Cpu);
     if cap == 0 {
-        drain(ks.decrypting_reader_with(ct, b"p", &opts), piece)
+        drain(
+            ks.clone().with_options(opts).decrypting_reader(ct, b"p"),
+            piece,
+        )
     } else {
         let src = BufReader::with_capacity(cap, ct);
-        drain(ks.decrypting_reader_buffered_with(src, b"p", &opts), piece)
+        drain(
+            ks.clone()
+                .with_options(opts)
+                .decrypting_buf_reader(src, b"p"),
+            piece,
+        )
     }
 }
 
@@ -118,8 +130,8 @@ proptest! {
             prop_assert_eq!(&back, &pt);
         }
 
-        let opts = Options::new().with_window_bytes(window).with_backend(Backend::Cpu);
-        let mut r = ks.seekable_reader_with(Cursor::new(&ct), b"p", &opts).unwrap();
+        let opts = Options::default().with_window_bytes(window).with_backend(Backend::Cpu);
+        let mut r = ks.clone().with_options(opts).seekable_reader(Cursor::new(&ct), b"p").unwrap();
         let mut pos: u64 = 0;
         for op in ops {
             match op {
@@ -177,8 +189,8 @@ proptest! {
             prop_assert_eq!(clean, !changed, "a clean end must mean an unchanged stream");
         }
 
-        let opts = Options::new().with_window_bytes(window).with_backend(Backend::Cpu);
-        if let Ok(mut r) = ks.seekable_reader_with(Cursor::new(&ct), b"p", &opts) {
+        let opts = Options::default().with_window_bytes(window).with_backend(Backend::Cpu);
+        if let Ok(mut r) = ks.clone().with_options(opts).seekable_reader(Cursor::new(&ct), b"p") {
             for (at, n) in reads {
                 r.seek(SeekFrom::Start(at)).unwrap();
                 let mut buf = vec![0u8; n];

@@ -1,6 +1,6 @@
 //! The adapters against Google Tink's streaming AEAD (the PyPI package `tink`, driven by
 //! gcmx-cli's `tests/tink_helper.py`): streams written by Tink read through
-//! `decrypting_reader`, `decrypting_reader_buffered` and through `seekable_reader` at random
+//! `decrypting_reader`, `decrypting_buf_reader` and through `seekable_reader` at random
 //! ranges, and streams written by
 //! `encrypting_writer` read by Tink; key sizes 16 and 32, segments of 4 KiB to 8 MiB, AAD of
 //! several lengths, plaintexts from empty to several segments plus one byte.
@@ -224,7 +224,7 @@ fn interop(key_bytes: usize, segment: usize) {
             c.plain.len()
         );
         // The same stream as a buffered source, the plaintext through `fill_buf`.
-        let mut r = keyset.decrypting_reader_buffered(&ct[..], &c.aad).unwrap();
+        let mut r = keyset.decrypting_buf_reader(&ct[..], &c.aad).unwrap();
         let mut filled = Vec::new();
         loop {
             let p = r.fill_buf().unwrap();
@@ -237,7 +237,7 @@ fn interop(key_bytes: usize, segment: usize) {
         }
         assert!(
             filled == c.plain,
-            "Tink stream {i} ({} bytes) through decrypting_reader_buffered",
+            "Tink stream {i} ({} bytes) through decrypting_buf_reader",
             c.plain.len()
         );
         let reads = if multi.contains(&i) {
@@ -258,9 +258,11 @@ fn interop(key_bytes: usize, segment: usize) {
     let mut jobs = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let window = if i % 2 == 0 { 0 } else { 2 * segment };
-        let opts = Options::new().with_window_bytes(window);
+        let opts = Options::default().with_window_bytes(window);
         let mut w = keyset
-            .encrypting_writer_with(Vec::new(), &c.aad, &opts)
+            .clone()
+            .with_options(opts)
+            .encrypting_writer(Vec::new(), &c.aad)
             .unwrap();
         let mut rest = &c.plain[..];
         let mut k = 1usize;

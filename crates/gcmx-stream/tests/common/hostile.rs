@@ -80,7 +80,7 @@ pub(crate) fn a_writer_whose_inner_writer_panicked_refuses_every_later_call(back
     for piece in [usize::MAX, 3000, 1000, 100] {
         for (max, window) in [(usize::MAX, 4 * 256), (100, 4 * 256), (usize::MAX, 0)] {
             for panic_at in [1, 2, 3, 5, 8, 20] {
-                let opts = Options::new()
+                let opts = Options::default()
                     .with_backend(backend)
                     .with_window_bytes(window);
                 let audit = Rc::new(RefCell::new(Audit::default()));
@@ -92,7 +92,9 @@ pub(crate) fn a_writer_whose_inner_writer_panicked_refuses_every_later_call(back
                 };
                 let how = format!("writes of {piece}, inner takes {max}, panic at {panic_at}");
                 let made = panic::catch_unwind(AssertUnwindSafe(|| {
-                    ks.encrypting_writer_with(sink, b"aad", &opts)
+                    ks.clone()
+                        .with_options(opts)
+                        .encrypting_writer(sink, b"aad")
                 }));
                 let mut w = match made {
                     Ok(w) => w.unwrap(),
@@ -248,14 +250,16 @@ pub(crate) fn a_reader_whose_source_panicked_refuses_every_later_read(backend: B
                             "buffered {buffered}, in consume {in_consume}, pieces of {max}, \
                              {how:?} reads, panic at {panic_at}"
                         );
-                        let opts = Options::new()
+                        let opts = Options::default()
                             .with_backend(backend)
                             .with_window_bytes(6 * 256);
                         let made = panic::catch_unwind(AssertUnwindSafe(|| {
                             if buffered {
-                                ks.decrypting_reader_buffered_with(src, b"", &opts)
+                                ks.clone()
+                                    .with_options(opts)
+                                    .decrypting_buf_reader(src, b"")
                             } else {
-                                ks.decrypting_reader_with(src, b"", &opts)
+                                ks.clone().with_options(opts).decrypting_reader(src, b"")
                             }
                         }));
                         let mut r = match made {
@@ -399,13 +403,15 @@ pub(crate) fn transient_source_errors_are_retried_on_every_path(backend: Backend
                         max,
                         kind,
                     };
-                    let opts = Options::new()
+                    let opts = Options::default()
                         .with_backend(backend)
                         .with_window_bytes(6 * 256);
                     let mut r = if buffered {
-                        ks.decrypting_reader_buffered_with(src, b"", &opts)
+                        ks.clone()
+                            .with_options(opts)
+                            .decrypting_buf_reader(src, b"")
                     } else {
-                        ks.decrypting_reader_with(src, b"", &opts)
+                        ks.clone().with_options(opts).decrypting_reader(src, b"")
                     }
                     .unwrap();
                     let mut out = Vec::new();

@@ -18,7 +18,7 @@ pub(crate) const IKM: u8 = 7;
 
 /// A keyset of one key: `dks`-byte derived keys, `seg`-byte ciphertext segments.
 pub(crate) fn keyset(dks: usize, seg: u32) -> Keyset {
-    Keyset::single(StreamingKey::new(1, &vec![IKM; dks], dks, seg).unwrap())
+    Keyset::from(StreamingKey::new(1, &vec![IKM; dks], dks, seg).unwrap())
 }
 
 pub(crate) fn data(n: usize, seed: u64) -> Vec<u8> {

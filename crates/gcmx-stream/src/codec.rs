@@ -1,0 +1,240 @@
+//! The segment codec: one stream's engine, nonce prefix and layout, built once from its header.
+//! It seals and opens [`Span`]s of segments, in a window or from a source's buffer into the
+//! caller's, and names the segment that failed to authenticate.
+
+use std::io::Read;
+use std::mem;
+
+use zeroize::Zeroizing;
+
+use crate::engine::{Engine, OpenInto, OpenJob, SealJob};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::Header;
+use crate::keyset::Keyset;
+use crate::layout::{Layout, Seg, Span, TAG_LEN};
+use crate::nonce::{NONCE_LEN, Nonce};
+
+/// One stream's AES-GCM: its key's engine, its nonces and its segments' geometry.
+pub(crate) struct SegmentCodec {
+    engine: Engine,
+    prefix: [u8; 7],
+    layout: Layout,
+}
+
+/// Where a span's plaintext goes when it is opened from a source: each body at its segment's
+/// place in the ciphertext (a window), or the bodies back to back (the caller's buffer).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenTo {
+    Window,
+    Bodies,
+}
+
+impl SegmentCodec {
+    /// A codec for a new stream under the keyset's primary key, and the stream's header.
+    pub(crate) fn for_writing(keyset: &Keyset, aad: &[u8]) -> Result<(SegmentCodec, Vec<u8>)> {
+        let key = keyset.primary();
+        let layout = key.layout();
+        let header = Header::random(&layout)?;
+        let codec = SegmentCodec::new(keyset, key, &header, aad)?;
+        Ok((codec, header.to_bytes()))
+    }
+
+    /// Reads a stream's header from `input` and finds the key that wrote it
+    /// ([`crate::header::read_header`]): the codec, and the bytes read past the header.
+    pub(crate) fn for_reading(
+        keyset: &Keyset,
+        input: &mut impl Read,
+        aad: &[u8],
+    ) -> Result<(SegmentCodec, Vec<u8>)> {
+        let (key, header, head) = crate::header::read_header(input, keyset, aad)?;
+        let codec = SegmentCodec::new(keyset, key, &header, aad)?;
+        Ok((codec, head))
+    }
+
+    /// The codec of the stream with `header` under `key`, on the keyset's backend.
+    pub(crate) fn new(
+        keyset: &Keyset,
+        key: &crate::StreamingKey,
+        header: &Header,
+        aad: &[u8],
+    ) -> Result<SegmentCodec> {
+        let engine = Engine::new(&key.stream_key(header, aad)?, keyset.options().backend())?;
+        Ok(SegmentCodec {
+            engine,
+            prefix: header.nonce_prefix,
+            layout: key.layout(),
+        })
+    }
+
+    /// The stream's segments.
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Whether segments are sealed and opened from one buffer into another (the CPU's engine).
+    pub(crate) fn apart(&self) -> bool {
+        self.engine.apart()
+    }
+
+    /// Whether the engine is the GPU's.
+    pub(crate) fn on_gpu(&self) -> bool {
+        self.engine.on_gpu()
+    }
+
+    fn nonce(&self, s: &Seg) -> Result<[u8; NONCE_LEN]> {
+        Ok(Nonce::new(&self.prefix, s.index, s.last)?.bytes())
+    }
+
+    fn nonces(&self, span: &Span) -> Result<Vec<[u8; NONCE_LEN]>> {
+        span.segments().map(|s| self.nonce(&s)).collect()
+    }
+
+    /// Seals the segments of `span` in place, as one batch: `buf` holds their plaintexts at
+    /// their places in the span's ciphertext (each followed by room for its tag).
+    pub(crate) fn seal(&self, span: &Span, buf: &mut [u8]) -> Result<()> {
+        let nonces = self.nonces(span)?;
+        let mut jobs: Vec<SealJob<'_>> = cut(span, buf)?
+            .into_iter()
+            .zip(&nonces)
+            .map(|((buf, tag), nonce)| SealJob {
+                nonce,
+                aad: &[],
+                buf,
+                tag,
+            })
+            .collect();
+        self.engine.seal_batch(&mut jobs)
+    }
+
+    /// Seals segment `index` (not the stream's last) from `src` into `out` and `tag` on the
+    /// calling thread, in one pass. Only where [`SegmentCodec::apart`].
+    pub(crate) fn seal_into(
+        &self,
+        index: u64,
+        src: &[u8],
+        out: &mut [u8],
+        tag: &mut [u8],
+    ) -> Result<()> {
+        let nonce = Nonce::new(&self.prefix, index, false)?.bytes();
+        self.engine.seal_into(&nonce, src, out, tag)
+    }
+
+    /// Opens the segments of `span` in place, all or nothing: `buf` holds the span's ciphertext.
+    /// On failure no byte of `buf` is plaintext, and the error names the first segment that did
+    /// not authenticate.
+    pub(crate) fn open(&self, span: &Span, buf: &mut [u8]) -> Result<()> {
+        let parts = cut(span, buf)?;
+        let (bodies, tags): (Vec<&mut [u8]>, Vec<&mut [u8]>) = parts.into_iter().unzip();
+        let tags: Vec<&[u8]> = tags.into_iter().map(|t| &*t).collect();
+        self.open_apart(span, bodies, &tags)
+    }
+
+    /// [`SegmentCodec::open`] with the bodies and tags apart: each body in place in `bodies`.
+    pub(crate) fn open_apart(
+        &self,
+        span: &Span,
+        mut bodies: Vec<&mut [u8]>,
+        tags: &[&[u8]],
+    ) -> Result<()> {
+        let nonces = self.nonces(span)?;
+        let mut jobs: Vec<OpenJob<'_>> = bodies
+            .iter_mut()
+            .zip(tags)
+            .zip(&nonces)
+            .map(|((buf, tag), nonce)| OpenJob {
+                nonce,
+                aad: &[],
+                buf,
+                tag,
+            })
+            .collect();
+        if self.engine.open_batch(&mut jobs)? {
+            return Ok(());
+        }
+        drop(jobs);
+        // Every buffer holds its ciphertext again: each segment is opened again alone, from a
+        // copy (so that the buffers keep no plaintext), to name the one that failed. The copy's
+        // room is reserved once: a reallocation would free plaintext unwiped.
+        let most = bodies.iter().map(|b| b.len()).max().unwrap_or(0);
+        let mut scratch = Zeroizing::new(Vec::with_capacity(most));
+        for ((body, tag), (nonce, s)) in bodies
+            .iter()
+            .zip(tags)
+            .zip(nonces.iter().zip(span.segments()))
+        {
+            scratch.clear();
+            scratch.extend_from_slice(body);
+            if !self.engine.open(nonce, &mut scratch, tag)? {
+                return Err(Error::authentication(s.index, 1));
+            }
+        }
+        Err(Error::authentication(span.first(), span.count() as u64))
+    }
+
+    /// Opens the segments of `span`, none of them the stream's last, from `src` (their
+    /// ciphertext back to back but for the first `pre` bytes, which are at the start of `out`
+    /// already) into `out` (laid out as `to` says), each by the task that opens it on rayon's
+    /// pool, in one pass (past the caches with `uncached`). Only where [`SegmentCodec::apart`].
+    /// The error names the first segment that did not authenticate; on failure `out` is wiped.
+    pub(crate) fn open_into(
+        &self,
+        span: &Span,
+        src: &[u8],
+        pre: usize,
+        out: &mut [u8],
+        to: OpenTo,
+        uncached: bool,
+    ) -> Result<()> {
+        let short = || Error::new(ErrorKind::Crypto, "a source is shorter than its segments");
+        let nonces = self.nonces(span)?;
+        let mut jobs = Vec::with_capacity(span.count());
+        let (mut rest, mut from) = (&mut out[..], 0);
+        for (s, nonce) in span.segments().zip(nonces) {
+            let skip = if s.index == span.first() { pre } else { 0 };
+            let (body, tail) = mem::take(&mut rest)
+                .split_at_mut_checked(s.body())
+                .ok_or_else(short)?;
+            rest = match to {
+                OpenTo::Window => tail.get_mut(TAG_LEN.min(tail.len())..).unwrap_or_default(),
+                OpenTo::Bodies => tail,
+            };
+            let body_end = (from + s.body()).checked_sub(skip).ok_or_else(short)?;
+            jobs.push(OpenInto {
+                nonce,
+                src: src.get(from..body_end).ok_or_else(short)?,
+                out: body,
+                tag: src.get(body_end..body_end + TAG_LEN).ok_or_else(short)?,
+            });
+            from = body_end + TAG_LEN;
+        }
+        let r = match self.engine.open_into(&mut jobs, uncached) {
+            Ok(None) => Ok(()),
+            Ok(Some(j)) => Err(Error::authentication(span.first() + j as u64, 1)),
+            Err(e) => Err(e),
+        };
+        drop(jobs);
+        if r.is_err() {
+            let used = match to {
+                OpenTo::Window => span.ciphertext_len(),
+                OpenTo::Bodies => span.plaintext_len(),
+            };
+            let used = used.min(out.len());
+            crate::wipe::wipe(&mut out[..used]);
+        }
+        r
+    }
+}
+
+/// Cuts `buf` (a span's ciphertext) into each segment's body and tag.
+fn cut<'a>(span: &Span, buf: &'a mut [u8]) -> Result<Vec<(&'a mut [u8], &'a mut [u8])>> {
+    let mut rest = buf
+        .get_mut(..span.ciphertext_len())
+        .ok_or_else(|| Error::new(ErrorKind::Crypto, "a window is shorter than its segments"))?;
+    let mut parts = Vec::with_capacity(span.count());
+    for s in span.segments() {
+        let (seg, tail) = mem::take(&mut rest).split_at_mut(s.len);
+        rest = tail;
+        parts.push(seg.split_at_mut(s.body()));
+    }
+    Ok(parts)
+}

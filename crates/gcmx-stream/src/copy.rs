@@ -1,0 +1,120 @@
+//! Copies between the caller's buffers and windows, split over rayon's threads when they are
+//! large: one thread copies at a fraction of the memory's bandwidth, and these copies are what a
+//! copying adapter waits for (the writer's small writes on a 16-core host: benches/results.md,
+//! "gcmx-stream restructured").
+
+use std::mem;
+
+/// Bytes a task of a copy on rayon's pool copies at most ([`copy`], [`copy_runs`]).
+const COPY_PIECE: usize = 128 << 10;
+
+/// Copies `src` into `dst` (of the same length), on rayon's pool when it is large: one thread
+/// copies at a fraction of the memory's bandwidth, and the adapters' copies between the
+/// caller's buffers and their windows are what a copying adapter waits for.
+pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
+    use rayon::prelude::*;
+    if src.len() >= 4 * COPY_PIECE && rayon::current_num_threads() > 1 {
+        dst.par_chunks_mut(COPY_PIECE)
+            .zip(src.par_chunks(COPY_PIECE))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    } else {
+        dst.copy_from_slice(src);
+    }
+}
+
+/// A piece of a copy: `len` bytes from offset `from` of the source to offset `to` of the
+/// destination.
+pub(crate) struct Run {
+    pub(crate) to: usize,
+    pub(crate) from: usize,
+    pub(crate) len: usize,
+}
+
+/// Copies the `runs` (in increasing, disjoint order on both sides) from `src` into `dst`, all
+/// in one call on rayon's pool: a copy of many segments, which one [`copy`] each would hand to
+/// the pool one at a time. Runs out of either's bounds are cut to them. A small copy stays on
+/// this thread and allocates nothing.
+pub(crate) fn copy_runs(dst: &mut [u8], src: &[u8], runs: &[Run]) {
+    use rayon::prelude::*;
+    let total: usize = runs.iter().map(|r| r.len).sum();
+    if total < 4 * COPY_PIECE || rayon::current_num_threads() < 2 {
+        run_pairs(dst, src, runs).for_each(|(d, s)| d.copy_from_slice(s));
+        return;
+    }
+    // Pieces of at most `COPY_PIECE` bytes, so that a few large runs spread as far as many small
+    // ones.
+    let pieces: Vec<(&mut [u8], &[u8])> = run_pairs(dst, src, runs)
+        .flat_map(|(d, s)| d.chunks_mut(COPY_PIECE).zip(s.chunks(COPY_PIECE)))
+        .collect();
+    pieces
+        .into_par_iter()
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// The destination and source slices of `runs`, cut to both buffers; ends at the first run
+/// that is out of order or out of bounds.
+fn run_pairs<'d, 's>(
+    dst: &'d mut [u8],
+    src: &'s [u8],
+    runs: &[Run],
+) -> impl Iterator<Item = (&'d mut [u8], &'s [u8])> {
+    let (mut rest, mut at, mut runs) = (dst, 0, runs.iter());
+    std::iter::from_fn(move || {
+        let r = runs.next()?;
+        let tail = mem::take(&mut rest);
+        let tail = tail.get_mut(r.to.checked_sub(at)?..)?;
+        let n = r.len.min(tail.len());
+        let s = src.get(r.from..r.from + n)?;
+        let (d, tail) = tail.split_at_mut(n);
+        rest = tail;
+        at = r.to + n;
+        Some((d, s))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Run, copy_runs};
+
+    /// Runs land where they are planned, the gaps between them untouched, one run or many,
+    /// small or split over the pool; runs past either buffer are cut, not a panic.
+    #[test]
+    fn copy_runs_copies_each_run_and_nothing_else() {
+        let src: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        for (seg, gap) in [(7usize, 3usize), (4096, 16), (1 << 20, 16)] {
+            let mut runs = Vec::new();
+            let (mut to, mut from) = (5, 0);
+            while from + seg <= src.len().min(3 * seg) {
+                runs.push(Run { to, from, len: seg });
+                (to, from) = (to + seg + gap, from + seg);
+            }
+            let mut dst = vec![0xEEu8; to + 9];
+            copy_runs(&mut dst, &src, &runs);
+            let mut want = vec![0xEEu8; to + 9];
+            for r in &runs {
+                want[r.to..r.to + r.len].copy_from_slice(&src[r.from..r.from + r.len]);
+            }
+            assert!(dst == want, "segments of {seg}");
+        }
+        let mut small = [0u8; 10];
+        let runs = [
+            Run {
+                to: 2,
+                from: 0,
+                len: 4,
+            },
+            Run {
+                to: 8,
+                from: 4,
+                len: 9,
+            },
+            Run {
+                to: 20,
+                from: 0,
+                len: 1,
+            },
+        ];
+        copy_runs(&mut small, &src[..6], &runs);
+        assert_eq!(small, [0, 0, 0, 1, 2, 3, 0, 0, 4, 5]);
+    }
+}

@@ -1,0 +1,609 @@
+//! The reader core: one stream's read position and its window, under every reader (the std::io
+//! one, the seekable one and the async one).
+//!
+//! The core owns where the stream is (the next segment to fetch, the ciphertext in the window,
+//! the byte of look-ahead carried over, the plaintext handed out) and decides, for each read, how
+//! the next segments come ([`ReadCore::plan`]): out of the window, read into it, opened from a
+//! source's buffer into it or straight into the caller's buffer. The readers run the plan with
+//! their source and report back what came; only the core moves the position.
+//!
+//! The end of a stream is known in one of two ways: by reading one byte past each window (a
+//! stream read once, front to back), or from the ciphertext's length (a seekable stream, whose
+//! reads fetch only the segments they cover).
+
+use std::io;
+
+use crate::codec::{OpenTo, SegmentCodec};
+use crate::copy::{Run, copy_runs};
+use crate::error::Error;
+use crate::layout::{Layout, Span};
+use crate::window::Window;
+use crate::wipe::wipe_stacks;
+
+/// Most segments that one read straight into the caller's buffer takes (a few words of
+/// bookkeeping each).
+const DIRECT_MAX_SEGMENTS: usize = 1 << 16;
+
+/// Reads into a caller's buffer of at least this many bytes, opened from a buffered source,
+/// write their plaintext past the caches (where the engine does that, on many threads): beyond
+/// the last-level cache of most CPUs, its first lines are evicted before the read returns.
+const UNCACHED_READ: usize = 64 << 20;
+
+/// How the stream's end is known.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum End {
+    /// By reading a byte past each window: the look-ahead tells whether its last segment is
+    /// the stream's last.
+    LookAhead,
+    /// From the ciphertext's length: `segments` segments, the last `last_len` bytes long.
+    Known { segments: u64, last_len: usize },
+}
+
+#[derive(Debug)]
+enum State {
+    /// Reading ciphertext into the window.
+    Filling,
+    /// Handing out the opened window's plaintext: segment `seg` of `span`, from byte `pos`.
+    Serving { span: Span, seg: usize, pos: usize },
+    /// Every segment was handed out (or, seeking, the last one authenticated).
+    Done,
+    /// The stream cannot be read further.
+    Failed(Error),
+}
+
+/// What a read does next.
+#[derive(Debug)]
+pub(crate) enum Plan {
+    /// Plaintext is ready: [`ReadCore::plaintext`], [`ReadCore::read_plaintext`].
+    Serve,
+    /// The stream has ended.
+    End,
+    /// Ciphertext is to be read into [`ReadCore::fill_buf`], then [`ReadCore::filled`].
+    Fill,
+    /// The window's segments open from the source's buffer into the window
+    /// ([`ReadCore::open_window_from`]).
+    Window(Span),
+    /// These whole segments, none the stream's last, go straight into the caller's buffer; the
+    /// first [`ReadCore::head`] bytes of their ciphertext are in the window already.
+    Direct(Span),
+    /// These windows go through two windows in turn (the GPU's, [`crate::piped`]).
+    Piped(Vec<Span>),
+}
+
+/// The read position of one stream and its window.
+pub(crate) struct ReadCore {
+    codec: SegmentCodec,
+    per_window: usize,
+    window: Window,
+    /// The next segment to fetch (the window's first while filling).
+    next: u64,
+    /// Ciphertext bytes in the window, and how many the window takes.
+    got: usize,
+    target: usize,
+    /// The segments the window is being filled with (their end known from the length).
+    planned: Option<Span>,
+    /// The byte of look-ahead past the last window: the next window's first.
+    carry: Option<u8>,
+    /// Plaintext bytes of the next window's first segment to pass over (a seek).
+    skip: usize,
+    end: End,
+    /// Whether the stream's last segment has authenticated.
+    last_seen: bool,
+    /// Whether the stream has moved past its first window (a GPU stream's windows are
+    /// page-locked from then on).
+    outgrown: bool,
+    state: State,
+}
+
+impl ReadCore {
+    /// A core at the start of the stream that `codec` opens, `per_window` segments a window.
+    pub(crate) fn new(codec: SegmentCodec, per_window: usize, end: End) -> ReadCore {
+        let window = Window::new(codec.on_gpu());
+        ReadCore {
+            codec,
+            per_window,
+            window,
+            next: 0,
+            got: 0,
+            target: 0,
+            planned: None,
+            carry: None,
+            skip: 0,
+            end,
+            last_seen: false,
+            outgrown: false,
+            state: State::Filling,
+        }
+    }
+
+    pub(crate) fn codec(&self) -> &SegmentCodec {
+        &self.codec
+    }
+
+    fn layout(&self) -> &Layout {
+        self.codec.layout()
+    }
+
+    /// Segments fetched so far.
+    pub(crate) fn segments_read(&self) -> u64 {
+        self.next
+    }
+
+    /// The failure that ended the stream, if any.
+    pub(crate) fn check(&self) -> io::Result<()> {
+        match &self.state {
+            State::Failed(e) => Err(e.clone().into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The stream fails for good with `e`; what the window holds is wiped.
+    pub(crate) fn fail(&mut self, e: Error) -> io::Error {
+        self.window.wipe();
+        self.state = State::Failed(e.clone());
+        e.into()
+    }
+
+    /// A failure of the segments being fetched: final for a stream read once, while a seekable
+    /// stream forgets the window and may read other ranges (this one fails again).
+    fn failed(&mut self, e: Error) -> io::Error {
+        if let End::LookAhead = self.end {
+            return self.fail(e);
+        }
+        self.window.wipe();
+        (self.got, self.planned, self.state) = (0, None, State::Filling);
+        e.into()
+    }
+
+    /// Whether the window's ciphertext is at its start: nothing fetched but the carried byte.
+    fn at_window_start(&self) -> bool {
+        matches!(self.state, State::Filling) && self.got <= 1 && self.skip == 0
+    }
+
+    /// Whether the next plan depends on what a buffered source's buffer holds: between windows
+    /// of a stream read once, where segments can be opened from that buffer.
+    pub(crate) fn wants_source(&self) -> bool {
+        self.at_window_start()
+            && matches!(self.end, End::LookAhead)
+            && (self.window.for_gpu() || self.codec.apart())
+    }
+
+    /// The ciphertext of the next segments already in the window (their first byte at most,
+    /// when a plan other than [`Plan::Fill`] is made).
+    pub(crate) fn head(&self) -> &[u8] {
+        self.window.get(0..self.got.min(1))
+    }
+
+    /// How the next bytes of a read into a buffer of `len` bytes come. `source`: the bytes ready
+    /// in a buffered source's buffer (for a plan between windows; `None` for a `Read` source).
+    pub(crate) fn plan(&self, len: usize, source: Option<usize>) -> Plan {
+        match &self.state {
+            State::Failed(_) => return Plan::Fill,
+            State::Done => return Plan::End,
+            State::Serving { .. } => return Plan::Serve,
+            State::Filling => {}
+        }
+        if !self.at_window_start() || !matches!(self.end, End::LookAhead) {
+            return Plan::Fill;
+        }
+        let layout = *self.layout();
+        // Ciphertext at hand: the window's byte and the source's buffer; its segments count
+        // only with a byte after them (so that none is the stream's last).
+        let at_hand = source.map(|src| (self.got + src).saturating_sub(1));
+        if self.window.for_gpu() {
+            // The GPU's windows are page-locked and opened in place: a large read from a
+            // buffered source goes through two of them in turn (segments in the caller's buffer
+            // would be copied through staging).
+            let spans = at_hand.map_or_else(Vec::new, |bytes| self.windows_within(bytes, len));
+            return if spans.len() >= 2 {
+                Plan::Piped(spans)
+            } else {
+                Plan::Fill
+            };
+        }
+        if !self.codec.apart() {
+            return Plan::Fill;
+        }
+        // The whole segments that a read of `len` bytes takes, between windows; from a
+        // buffered source as many as its buffer holds.
+        let most = DIRECT_MAX_SEGMENTS.max(self.per_window);
+        let mut k = layout.segments_in(self.next, len, most);
+        if let Some(bytes) = at_hand {
+            let held = layout.segments_in_ciphertext(self.next, bytes, most);
+            k = k.min(held);
+            if k == 0 && held >= self.per_window {
+                // A small read: the window is opened from the buffer.
+                return match layout.full(self.next, self.per_window, false, false) {
+                    Ok(span) => Plan::Window(span),
+                    Err(_) => Plan::Fill,
+                };
+            }
+        }
+        match layout.full(self.next, k, false, false) {
+            Ok(span) if k > 0 => Plan::Direct(span),
+            _ => Plan::Fill,
+        }
+    }
+
+    /// The full windows from the next segment whose ciphertext `bytes` hold, and whose
+    /// plaintext fits in `len` bytes.
+    fn windows_within(&self, bytes: usize, len: usize) -> Vec<Span> {
+        let layout = self.layout();
+        let (mut spans, mut used, mut filled, mut first) = (Vec::new(), 0, 0, self.next);
+        while let Ok(span) = layout.full(first, self.per_window, false, false) {
+            used += span.ciphertext_len();
+            filled += span.plaintext_len();
+            if used > bytes || filled > len {
+                break;
+            }
+            first = span.end();
+            spans.push(span);
+        }
+        spans
+    }
+
+    /// Where to read the next ciphertext bytes into, for a read of `want` bytes of plaintext
+    /// (a seekable stream fetches only the segments a read covers); `None` unless filling.
+    pub(crate) fn fill_buf(&mut self, want: usize) -> io::Result<Option<&mut [u8]>> {
+        if !matches!(self.state, State::Filling) {
+            return Ok(None);
+        }
+        if self.planned.is_none() {
+            self.plan_window(want)?;
+        }
+        let cap = self.per_window * self.layout().segment_size() + 1;
+        if self.window.len() <= self.got
+            && let Err(e) = self.window.reserve(self.got + 1, cap)
+        {
+            return Err(self.fail(Error::io("cannot read input", e)));
+        }
+        let end = self.window.len().min(self.target);
+        Ok(Some(self.window.input_mut(self.got..end)))
+    }
+
+    /// Sets the segments of the window about to be filled, and how many bytes it takes.
+    fn plan_window(&mut self, want: usize) -> io::Result<()> {
+        let layout = *self.layout();
+        let span = match self.end {
+            // A full window and a byte: the input's end may cut it shorter.
+            End::LookAhead => layout.full(self.next, self.per_window, false, false),
+            // The segments that the read covers, a window at most.
+            End::Known { segments, last_len } => {
+                let upto = layout.plaintext_start(self.next) + (self.skip + want.max(1)) as u64;
+                let end = (layout.segment_of(upto - 1) + 1)
+                    .min(self.next + self.per_window as u64)
+                    .clamp(self.next + 1, segments);
+                let count = (end - self.next) as usize;
+                if end < segments {
+                    layout.full(self.next, count, false, false)
+                } else {
+                    let bytes = layout.ciphertext_of(self.next, count - 1) + last_len;
+                    layout.cut(self.next, bytes, true)
+                }
+            }
+        };
+        match span {
+            Ok(span) => {
+                let look_ahead = matches!(self.end, End::LookAhead);
+                self.target = span.ciphertext_len() + usize::from(look_ahead);
+                self.planned = Some(span);
+                Ok(())
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// `n` bytes were read into [`ReadCore::fill_buf`]'s buffer; 0 is the end of the input.
+    pub(crate) fn filled(&mut self, n: usize) -> io::Result<()> {
+        self.got += n;
+        if n > 0 && self.got < self.target {
+            return Ok(());
+        }
+        let eof = n == 0;
+        let span = match (self.end, self.planned) {
+            (End::LookAhead, _) => {
+                let body = if eof { self.got } else { self.got - 1 };
+                self.carry = (!eof).then(|| self.window.get(body..body + 1)[0]);
+                self.layout().cut(self.next, body, eof)
+            }
+            (End::Known { .. }, Some(span)) if !eof => Ok(span),
+            (End::Known { .. }, _) => Err(Error::format(
+                "ciphertext is shorter than when it was opened",
+            )),
+        };
+        let r = span.and_then(|span| {
+            let len = span.ciphertext_len();
+            self.codec
+                .open(&span, self.window.get_mut(0..len))
+                .map(|()| span)
+        });
+        match r {
+            Ok(span) => {
+                self.opened(span, self.skip);
+                Ok(())
+            }
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+
+    /// Opens the window `span` (none of it the stream's last) from `src`, a source's buffer that
+    /// holds its ciphertext but for the [`ReadCore::head`] bytes, and a byte more: each segment
+    /// opened from it into the window by its own task. The bytes of `src` used.
+    pub(crate) fn open_window_from(&mut self, span: Span, src: &[u8]) -> io::Result<usize> {
+        let (pre, len) = (self.got, span.ciphertext_len());
+        let cap = self.per_window * self.layout().segment_size() + 1;
+        if let Err(e) = self.window.reserve(len, cap) {
+            return Err(self.fail(Error::io("cannot read input", e)));
+        }
+        let out = self.window.get_mut(0..len);
+        if let Err(e) = self
+            .codec
+            .open_into(&span, src, pre, out, OpenTo::Window, false)
+        {
+            return Err(self.fail(e));
+        }
+        self.carry = None;
+        self.opened(span, 0);
+        Ok(len - pre)
+    }
+
+    /// Opens `span` (whole segments, none the stream's last) from `src`, a source's buffer that
+    /// holds their ciphertext but for the [`ReadCore::head`] bytes, and a byte more, straight
+    /// into `out`: the plaintext bytes and the bytes of `src` used. On failure the stream fails
+    /// and `out` holds no plaintext.
+    pub(crate) fn open_direct_from(
+        &mut self,
+        span: Span,
+        src: &[u8],
+        out: &mut [u8],
+    ) -> io::Result<(usize, usize)> {
+        let (pre, total) = (self.got, span.plaintext_len());
+        let out = &mut out[..total];
+        if pre == 1 {
+            out[0] = self.head()[0];
+        }
+        let uncached = out.len() >= UNCACHED_READ;
+        if let Err(e) = self
+            .codec
+            .open_into(&span, src, pre, out, OpenTo::Bodies, uncached)
+        {
+            return Err(self.fail(e));
+        }
+        self.passed(span, None);
+        Ok((total, span.ciphertext_len() - pre))
+    }
+
+    /// The position moves past `span`, whose plaintext went to the caller, with `carry` (the
+    /// first byte of what follows, if it was read).
+    pub(crate) fn passed(&mut self, span: Span, carry: Option<u8>) {
+        self.next = span.end();
+        self.outgrown = true;
+        self.start_window(carry);
+    }
+
+    /// Keeps `bytes`, the ciphertext from segment `first` on that a read took but could not
+    /// open, in the window, where the next reads go on from them.
+    pub(crate) fn keep(&mut self, first: u64, bytes: &[&[u8]]) -> io::Result<()> {
+        let len: usize = bytes.iter().map(|b| b.len()).sum();
+        let cap = self.per_window * self.layout().segment_size() + 1;
+        if let Err(e) = self.window.reserve(len.max(1), cap) {
+            return Err(self.fail(Error::io("cannot read input", e)));
+        }
+        let mut at = 0;
+        for b in bytes {
+            self.window.get_mut(at..at + b.len()).copy_from_slice(b);
+            at += b.len();
+        }
+        (self.next, self.got, self.carry, self.planned) = (first, len, None, None);
+        self.state = State::Filling;
+        Ok(())
+    }
+
+    /// The window `span` was opened: its plaintext is handed out from `skip` bytes on.
+    fn opened(&mut self, span: Span, skip: usize) {
+        self.next = span.end();
+        self.last_seen |= span.ends_stream();
+        (self.got, self.skip, self.planned) = (0, 0, None);
+        self.state = State::Serving {
+            span,
+            seg: 0,
+            pos: skip,
+        };
+        self.skip_empty();
+    }
+
+    /// Starts filling the next window, with `carry` as its first byte.
+    fn start_window(&mut self, carry: Option<u8>) {
+        if self.outgrown {
+            self.window.pin_from_now();
+        }
+        (self.got, self.carry, self.planned) = (0, None, None);
+        self.state = State::Filling;
+        if let Some(b) = carry {
+            let cap = self.per_window * self.layout().segment_size() + 1;
+            match self.window.reserve(1, cap) {
+                Ok(()) => {
+                    self.window.get_mut(0..1)[0] = b;
+                    self.got = 1;
+                }
+                Err(e) => {
+                    self.fail(Error::io("cannot read input", e));
+                }
+            }
+        }
+    }
+
+    /// Moves past segments that are fully handed out.
+    fn skip_empty(&mut self) {
+        while let State::Serving { span, seg, pos } = self.state {
+            let s = span.seg(seg);
+            if pos < s.body() {
+                return;
+            }
+            if seg + 1 < span.count() {
+                self.state = State::Serving {
+                    span,
+                    seg: seg + 1,
+                    pos: pos - s.body(),
+                };
+            } else if span.ends_stream() {
+                self.state = State::Done;
+            } else {
+                self.outgrown = true;
+                let carry = self.carry.take();
+                self.start_window(carry);
+            }
+        }
+    }
+
+    /// The authenticated plaintext ready to be handed out (empty when a read is needed, at the
+    /// end, or after a failure).
+    pub(crate) fn plaintext(&self) -> &[u8] {
+        match self.state {
+            State::Serving { span, seg, pos } => {
+                let s = span.seg(seg);
+                self.window.get(s.at + pos..s.at + s.body())
+            }
+            _ => &[],
+        }
+    }
+
+    /// `n` bytes of [`ReadCore::plaintext`] were handed out.
+    pub(crate) fn consume(&mut self, n: usize) {
+        if let State::Serving { span, seg, pos } = self.state {
+            let body = span.seg(seg).body();
+            self.state = State::Serving {
+                span,
+                seg,
+                pos: (pos + n).min(body),
+            };
+            self.skip_empty();
+        }
+    }
+
+    /// Copies ready plaintext into `out`: the rest of the current segment and, when `out` has
+    /// room, of the window's segments after it, in one copy (on rayon's pool when large); the
+    /// bytes copied, handed out.
+    pub(crate) fn read_plaintext(&mut self, out: &mut [u8]) -> usize {
+        let State::Serving { span, seg, pos } = self.state else {
+            return 0;
+        };
+        let mut runs = Vec::new();
+        let (mut to, mut pos) = (0, pos);
+        for s in span.segments().skip(seg) {
+            let n = (s.body() - pos).min(out.len() - to);
+            runs.push(Run {
+                to,
+                from: s.at + pos,
+                len: n,
+            });
+            to += n;
+            pos = 0;
+            if to == out.len() {
+                break;
+            }
+        }
+        copy_runs(out, self.window.get(0..span.ciphertext_len()), &runs);
+        // Segment by segment, in order: each consume moves on to the next segment once one is
+        // handed out, and past the window's end as a read of the rest would.
+        for r in &runs {
+            self.consume(r.len);
+        }
+        to
+    }
+
+    /// Seeking (a stream whose end is known): the next plaintext byte to hand out is at `pos`.
+    pub(crate) fn seek(&mut self, pos: u64) {
+        let layout = *self.layout();
+        let segments = match self.end {
+            End::Known { segments, .. } => segments,
+            End::LookAhead => u64::MAX,
+        };
+        let seg = layout.segment_of(pos).min(segments - 1);
+        let off = (pos - layout.plaintext_start(seg).min(pos)) as usize;
+        match self.state {
+            State::Serving { span, .. } if (span.first()..span.end()).contains(&seg) => {
+                let j = (seg - span.first()) as usize;
+                self.state = State::Serving {
+                    span,
+                    seg: j,
+                    pos: off,
+                };
+                self.skip_empty();
+            }
+            State::Failed(_) => {}
+            _ => {
+                (self.next, self.got, self.skip) = (seg, 0, off);
+                (self.carry, self.planned) = (None, None);
+                self.state = State::Filling;
+            }
+        }
+    }
+
+    /// Where in the stream the next ciphertext byte is to be read from.
+    pub(crate) fn fetch_at(&self) -> u64 {
+        self.layout().ciphertext_start(self.next) + self.got as u64
+    }
+
+    /// Whether a seekable stream's last segment has authenticated.
+    pub(crate) fn last_seen(&self) -> bool {
+        self.last_seen
+    }
+
+    /// Whether the stream has ended (every segment handed out).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn is_done(&self) -> bool {
+        matches!(self.state, State::Done)
+    }
+
+    /// Reads the windows `spans` (the first of them beginning with the [`ReadCore::head`]
+    /// bytes, the rest of their ciphertext and a byte more in `src`) through two page-locked
+    /// windows in turn ([`crate::piped`]): the plaintext bytes written to `out`, all
+    /// authenticated, and the bytes of `src` used. When a window fails, the plaintext of those
+    /// before it is returned and the stream fails (the next read reports it).
+    pub(crate) fn read_piped(
+        &mut self,
+        spans: &[Span],
+        src: &[u8],
+        out: &mut [u8],
+    ) -> (usize, io::Result<usize>) {
+        let pre = self.got;
+        let carried = self.head().first().copied();
+        let cap = self.per_window * self.layout().segment_size() + 1;
+        // The stream outgrows a window: its windows are page-locked from here on (the byte of
+        // the window that is there already kept).
+        self.window.pin_from_now();
+        if let Some(c) = carried {
+            if let Err(e) = self.window.reserve(1, cap) {
+                return (0, Err(self.fail(Error::io("cannot read input", e))));
+            }
+            self.window.get_mut(0..1)[0] = c;
+        }
+        let (n, r) =
+            crate::piped::read_piped(&self.codec, &mut self.window, pre, src, out, spans, cap);
+        match (r, spans.last()) {
+            (Ok(()), Some(&last)) => {
+                let used = spans.iter().map(Span::ciphertext_len).sum::<usize>() - pre;
+                self.passed(last, None);
+                (n, Ok(used))
+            }
+            (Ok(()), None) => (n, Ok(0)),
+            (Err(e), _) => (n, Err(self.fail(e))),
+        }
+    }
+}
+
+impl Drop for ReadCore {
+    /// The window wipes itself and the engine its key; the kernels' stack leftovers go here.
+    fn drop(&mut self) {
+        wipe_stacks();
+    }
+}
+
+#[cfg(test)]
+impl ReadCore {
+    /// Marks the window page-locked for the GPU: a test drives the GPU's read paths on the CPU.
+    pub(crate) fn pretend_gpu(&mut self) {
+        self.window.pretend_gpu();
+    }
+}
