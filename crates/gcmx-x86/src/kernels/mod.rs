@@ -72,20 +72,26 @@ impl Level {
     }
 }
 
+/// Entries of the key's table: the powers, then their Karatsuba halves (`NQ + 4` each).
+const NT: usize = 2 * (NQ + 4);
+
 /// Expanded key material. Built only by [`Keys::new`], for a level the CPU has; lives on the
-/// heap (moving a key moves a pointer) and is wiped on drop. Aligned to a cache line, so
-/// that a 512-bit register of powers is one line.
-#[derive(Clone)]
-#[repr(align(64))]
+/// heap (moving a key moves a pointer) and is wiped on drop.
+///
+/// The table of powers starts on a cache line, so that a 512-bit register of powers is one
+/// line: not by the type's alignment (an allocation aligned past 16 bytes goes through the
+/// system allocator's aligned path, which took about as long as the rest of the key set-up) but
+/// by where in `t` the table starts, chosen once the key's address is known.
 pub(crate) struct Keys {
-    /// The powers of `H` in step order: `p[i]` = `Q_(NQ − i)`, the Montgomery form of
-    /// `h^(NQ − i)` (`Q_1 = H' = mulX(H)`), so that block `i` of a run of `n` blocks is
-    /// multiplied by `p[NQ − n + i]`. The four entries after them are zero: the lanes past the
-    /// end of a run in a 512-bit register.
-    p: [u128; NQ + 4],
-    /// `pk[i]`: the two 64-bit halves of `p[i]` XORed, in both halves (Karatsuba's middle
-    /// operand).
-    pk: [u128; NQ + 4],
+    /// The table at `t[o..o + NT]`: first the powers of `H` in step order, `p[i]` =
+    /// `Q_(NQ − i)`, the Montgomery form of `h^(NQ − i)` (`Q_1 = H' = mulX(H)`), so that block
+    /// `i` of a run of `n` blocks is multiplied by `p[NQ − n + i]`, the four entries after them
+    /// zero (the lanes past the end of a run in a 512-bit register); then `pk[i]`, the two
+    /// 64-bit halves of `p[i]` XORed, in both halves (Karatsuba's middle operand). See
+    /// [`Keys::p`] and [`Keys::pk`].
+    t: [u128; NT + 3],
+    /// Where the table starts in `t` (0 to 3): the first entry on a cache line.
+    o: usize,
     /// Round keys `0..=nr`, each the 16 round-key bytes read little-endian (so a cast to
     /// `__m128i` gives the bytes in memory order).
     rk: [u128; 15],
@@ -97,9 +103,10 @@ pub(crate) struct Keys {
 
 impl Drop for Keys {
     fn drop(&mut self) {
-        self.p.zeroize();
-        self.pk.zeroize();
-        self.rk.zeroize();
+        // As slices: one bulk fill each behind an optimization barrier (an array is wiped
+        // element by element with volatile 8-byte stores, several times slower).
+        self.t[..].zeroize();
+        self.rk[..].zeroize();
     }
 }
 
@@ -110,15 +117,7 @@ impl Keys {
             return None;
         }
         let level = Level::detect()?.min(max);
-        // Built in place on the heap: moving the key moves a pointer and leaves no copies of
-        // the round keys or powers behind.
-        let mut keys = Box::new(Keys {
-            p: [0; NQ + 4],
-            pk: [0; NQ + 4],
-            rk: [0; 15],
-            nr: 0,
-            level,
-        });
+        let mut keys = Keys::zeroed(level);
         if level == Level::Zmm {
             #[allow(unsafe_code)]
             // SAFETY: `level` is Zmm only if `Level::detect()` found the 512-bit features.
@@ -135,13 +134,66 @@ impl Keys {
         Some(keys)
     }
 
-    /// `Q_k`, for `1 <= k <= NQ`.
-    fn q(&self, k: usize) -> u128 {
-        self.p[NQ - k]
+    /// An all-zero key for `level` on the heap, its table placed on a cache line. Built in place
+    /// on the heap: moving the key moves a pointer and leaves no copies of the round keys or
+    /// powers behind.
+    fn zeroed(level: Level) -> Box<Keys> {
+        let mut keys = Box::new(Keys {
+            t: [0; NT + 3],
+            o: 0,
+            rk: [0; 15],
+            nr: 0,
+            level,
+        });
+        // `t` is 16-byte aligned: 0 to 3 entries to the next multiple of 64 bytes.
+        let at = keys.t.as_ptr() as usize;
+        keys.o = (at.wrapping_neg() % 64) / 16;
+        keys
     }
 
-    fn set_q(&mut self, k: usize, v: u128) {
-        self.p[NQ - k] = v;
+    /// A copy on the heap, its table placed on a cache line of its own allocation.
+    pub(crate) fn boxed_clone(&self) -> Box<Keys> {
+        let mut k = Keys::zeroed(self.level);
+        k.table_mut().copy_from_slice(self.table());
+        k.rk = self.rk;
+        k.nr = self.nr;
+        k
+    }
+
+    /// The table: powers, then Karatsuba halves.
+    #[inline(always)]
+    fn table(&self) -> &[u128; NT] {
+        // `o` is at most 3 (the mask lets the compiler see it, so no check remains)
+        let o = self.o & 3;
+        self.t[o..].first_chunk().unwrap_or(&[0; NT])
+    }
+
+    #[inline(always)]
+    fn table_mut(&mut self) -> &mut [u128; NT] {
+        let o = self.o & 3;
+        let t = &mut self.t[o..];
+        match t.first_chunk_mut() {
+            Some(t) => t,
+            None => unreachable!("o <= 3"),
+        }
+    }
+
+    /// The powers in step order, `p[i] = Q_(NQ − i)`, and four zero entries.
+    #[inline(always)]
+    pub(crate) fn p(&self) -> &[u128; NQ + 4] {
+        self.table().first_chunk().unwrap_or(&[0; NQ + 4])
+    }
+
+    /// Karatsuba's middle operands of [`Keys::p`]'s entries.
+    #[inline(always)]
+    pub(crate) fn pk(&self) -> &[u128; NQ + 4] {
+        self.table().last_chunk().unwrap_or(&[0; NQ + 4])
+    }
+
+    /// `Q_k`, for `1 <= k <= NQ`.
+    #[inline(always)]
+    fn q(&self, k: usize) -> u128 {
+        self.p()[NQ - k]
     }
 
     pub(crate) fn key_len(&self) -> usize {
