@@ -168,10 +168,17 @@ where
     /// their AES agrees with `cipher` on two test blocks, so a cipher that is not AES under
     /// `key` keeps the generic path.
     pub(crate) fn with_key(cipher: C, key: &[u8]) -> Self {
-        match StitchedKey::new(key) {
-            Some(k) if agrees(&cipher, &k) => Self::from_stitched(k),
-            _ => Self::new(cipher),
+        if let Some(k) = StitchedKey::new(key) {
+            let mut h = [0u8; 16];
+            k.encrypt_block(&mut h);
+            let same = agrees(&cipher, &k, &h);
+            let c = same.then(|| Self::from_stitched(k, &h));
+            h.zeroize();
+            if let Some(c) = c {
+                return c;
+            }
         }
+        Self::new(cipher)
     }
 
     /// AES under its raw key `key` on the stitched kernels, the block cipher never made (no
@@ -184,15 +191,17 @@ where
         if key.len() != C::KEY_LEN {
             return None;
         }
-        StitchedKey::new(key).map(Self::from_stitched)
-    }
-
-    /// The stitched kernels' cipher: `H` from the kernels' AES.
-    fn from_stitched(k: StitchedKey) -> Self {
+        let k = StitchedKey::new(key)?;
         let mut h = [0u8; 16];
         k.encrypt_block(&mut h);
-        let hk = HashKey::new(h);
+        let c = Self::from_stitched(k, &h);
         h.zeroize();
+        Some(c)
+    }
+
+    /// The stitched kernels' cipher, `h` its AES of the zero block.
+    fn from_stitched(k: StitchedKey, h: &[u8; 16]) -> Self {
+        let hk = HashKey::new(*h);
         Cipher {
             hk,
             path: Path::Stitched(k),
@@ -603,17 +612,15 @@ where
     }
 }
 
-/// Whether the stitched kernels' AES equals `cipher` on two blocks, `0^128` and `1^128` (both
-/// through `cipher` in one call: a call can cost more than a block, as where the `aes` crate
-/// first broadcasts its round keys into 512-bit registers). Compared in constant time;
-/// temporaries wiped.
-fn agrees<C>(cipher: &C, k: &StitchedKey) -> bool
+/// Whether the stitched kernels' AES equals `cipher` on two blocks, `0^128` (whose image `h`
+/// under the kernels the caller has) and `1^128`, both through `cipher` in one call (a call can
+/// cost more than a block, as where the `aes` crate first broadcasts its round keys into 512-bit
+/// registers). Compared in constant time; temporaries wiped.
+fn agrees<C>(cipher: &C, k: &StitchedKey, h: &[u8; 16]) -> bool
 where
     C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16>,
 {
     use subtle::ConstantTimeEq;
-    let mut a = [0u8; 16];
-    k.encrypt_block(&mut a);
     let mut c = [0xFFu8; 16];
     k.encrypt_block(&mut c);
     let mut b = [Block::<C>::from([0; 16]), Block::<C>::from([0xFF; 16])];
@@ -624,10 +631,9 @@ where
     for (x, y) in bb.iter_mut().zip(b.iter()) {
         x.copy_from_slice(y);
     }
-    let d = (u128::from_ne_bytes(a) ^ u128::from_ne_bytes(bb[0]))
+    let d = (u128::from_ne_bytes(*h) ^ u128::from_ne_bytes(bb[0]))
         | (u128::from_ne_bytes(c) ^ u128::from_ne_bytes(bb[1]));
     let same = ((d as u64) | (d >> 64) as u64).ct_eq(&0);
-    a.zeroize();
     c.zeroize();
     bb.zeroize();
     for x in b.iter_mut() {
