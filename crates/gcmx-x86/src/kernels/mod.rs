@@ -76,22 +76,23 @@ impl Level {
 const NT: usize = 2 * (NQ + 4);
 
 /// Expanded key material. Built only by [`Keys::new`], for a level the CPU has; lives on the
-/// heap (moving a key moves a pointer) and is wiped on drop.
+/// heap (moving a key moves a pointer) and is wiped on drop. Aligned to a cache line, so that a
+/// 512-bit register of powers is one line.
 ///
-/// The table of powers starts on a cache line, so that a 512-bit register of powers is one
-/// line: not by the type's alignment (an allocation aligned past 16 bytes goes through the
-/// system allocator's aligned path, which took about as long as the rest of the key set-up) but
-/// by where in `t` the table starts, chosen once the key's address is known.
+/// (The alignment costs the key set-up an aligned allocation, which the system allocator serves
+/// several times slower than an ordinary one. Placing the table on a line by an index into a
+/// 16-byte-aligned key, chosen once its address is known, saved that at set-up but cost
+/// messages of 64 B to 1.5 KiB up to 10 %: the table's address is then not the key's plus a
+/// constant, and the short paths spill registers.)
+#[repr(align(64))]
 pub(crate) struct Keys {
-    /// The table at `t[o..o + NT]`: first the powers of `H` in step order, `p[i]` =
+    /// The table: first the powers of `H` in step order, `p[i]` =
     /// `Q_(NQ − i)`, the Montgomery form of `h^(NQ − i)` (`Q_1 = H' = mulX(H)`), so that block
     /// `i` of a run of `n` blocks is multiplied by `p[NQ − n + i]`, the four entries after them
     /// zero (the lanes past the end of a run in a 512-bit register); then `pk[i]`, the two
     /// 64-bit halves of `p[i]` XORed, in both halves (Karatsuba's middle operand). See
     /// [`Keys::p`] and [`Keys::pk`].
-    t: [u128; NT + 3],
-    /// Where the table starts in `t` (0 to 3): the first entry on a cache line.
-    o: usize,
+    t: [u128; NT],
     /// Round keys `0..=nr`, each the 16 round-key bytes read little-endian (so a cast to
     /// `__m128i` gives the bytes in memory order).
     rk: [u128; 15],
@@ -134,24 +135,18 @@ impl Keys {
         Some(keys)
     }
 
-    /// An all-zero key for `level` on the heap, its table placed on a cache line. Built in place
-    /// on the heap: moving the key moves a pointer and leaves no copies of the round keys or
-    /// powers behind.
+    /// An all-zero key for `level` on the heap. Built in place on the heap: moving the key moves
+    /// a pointer and leaves no copies of the round keys or powers behind.
     fn zeroed(level: Level) -> Box<Keys> {
-        let mut keys = Box::new(Keys {
-            t: [0; NT + 3],
-            o: 0,
+        Box::new(Keys {
+            t: [0; NT],
             rk: [0; 15],
             nr: 0,
             level,
-        });
-        // `t` is 16-byte aligned: 0 to 3 entries to the next multiple of 64 bytes.
-        let at = keys.t.as_ptr() as usize;
-        keys.o = (at.wrapping_neg() % 64) / 16;
-        keys
+        })
     }
 
-    /// A copy on the heap, its table placed on a cache line of its own allocation.
+    /// A copy on the heap, built there as [`Keys::zeroed`] builds a key.
     pub(crate) fn boxed_clone(&self) -> Box<Keys> {
         let mut k = Keys::zeroed(self.level);
         k.table_mut().copy_from_slice(self.table());
@@ -163,19 +158,12 @@ impl Keys {
     /// The table: powers, then Karatsuba halves.
     #[inline(always)]
     fn table(&self) -> &[u128; NT] {
-        // `o` is at most 3 (the mask lets the compiler see it, so no check remains)
-        let o = self.o & 3;
-        self.t[o..].first_chunk().unwrap_or(&[0; NT])
+        &self.t
     }
 
     #[inline(always)]
     fn table_mut(&mut self) -> &mut [u128; NT] {
-        let o = self.o & 3;
-        let t = &mut self.t[o..];
-        match t.first_chunk_mut() {
-            Some(t) => t,
-            None => unreachable!("o <= 3"),
-        }
+        &mut self.t
     }
 
     /// The powers in step order, `p[i] = Q_(NQ − i)`, and four zero entries.
