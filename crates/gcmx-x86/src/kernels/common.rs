@@ -184,7 +184,7 @@ pub(super) fn hash_key(key: &[u8], keys: &mut Keys) -> u128 {
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn power_tree(keys: &mut Keys, q1: u128, mul4: impl Fn(&[u128], u128) -> [u128; 4]) {
-    let (p, pk) = keys.table_mut().split_at_mut(NQ + 4);
+    let (p, pk) = keys.tables_mut();
     let q1v: __m128i = cast(q1);
     let q2 = dot(q1v, q1v);
     // `Q_k` is `p[NQ - k]`

@@ -72,9 +72,6 @@ impl Level {
     }
 }
 
-/// Entries of the key's table: the powers, then their Karatsuba halves (`NQ + 4` each).
-const NT: usize = 2 * (NQ + 4);
-
 /// Expanded key material. Built only by [`Keys::new`], for a level the CPU has; lives on the
 /// heap (moving a key moves a pointer) and is wiped on drop. Aligned to a cache line, so that a
 /// 512-bit register of powers is one line.
@@ -86,13 +83,13 @@ const NT: usize = 2 * (NQ + 4);
 /// constant, and the short paths spill registers.)
 #[repr(align(64))]
 pub(crate) struct Keys {
-    /// The table: first the powers of `H` in step order, `p[i]` =
-    /// `Q_(NQ − i)`, the Montgomery form of `h^(NQ − i)` (`Q_1 = H' = mulX(H)`), so that block
-    /// `i` of a run of `n` blocks is multiplied by `p[NQ − n + i]`, the four entries after them
-    /// zero (the lanes past the end of a run in a 512-bit register); then `pk[i]`, the two
-    /// 64-bit halves of `p[i]` XORed, in both halves (Karatsuba's middle operand). See
-    /// [`Keys::p`] and [`Keys::pk`].
-    t: [u128; NT],
+    /// The table, `[p, pk]`: `p[i]` = `Q_(NQ − i)`, the powers of `H` in step order (the
+    /// Montgomery form of `h^(NQ − i)`, `Q_1 = H' = mulX(H)`), so that block `i` of a run of
+    /// `n` blocks is multiplied by `p[NQ − n + i]`, the four entries after them zero (the lanes
+    /// past the end of a run in a 512-bit register); `pk[i]`, the two 64-bit halves of `p[i]`
+    /// XORed, in both halves (Karatsuba's middle operand). One array, so that set-up writes
+    /// and drop wipes it as one.
+    t: [[u128; NQ + 4]; 2],
     /// Round keys `0..=nr`, each the 16 round-key bytes read little-endian (so a cast to
     /// `__m128i` gives the bytes in memory order).
     rk: [u128; 15],
@@ -106,7 +103,7 @@ impl Drop for Keys {
     fn drop(&mut self) {
         // As slices: one bulk fill each behind an optimization barrier (an array is wiped
         // element by element with volatile 8-byte stores, several times slower).
-        self.t[..].zeroize();
+        self.t.as_flattened_mut().zeroize();
         self.rk[..].zeroize();
     }
 }
@@ -139,7 +136,7 @@ impl Keys {
     /// a pointer and leaves no copies of the round keys or powers behind.
     fn zeroed(level: Level) -> Box<Keys> {
         Box::new(Keys {
-            t: [0; NT],
+            t: [[0; NQ + 4]; 2],
             rk: [0; 15],
             nr: 0,
             level,
@@ -149,33 +146,29 @@ impl Keys {
     /// A copy on the heap, built there as [`Keys::zeroed`] builds a key.
     pub(crate) fn boxed_clone(&self) -> Box<Keys> {
         let mut k = Keys::zeroed(self.level);
-        k.table_mut().copy_from_slice(self.table());
+        k.t = self.t;
         k.rk = self.rk;
         k.nr = self.nr;
         k
     }
 
-    /// The table: powers, then Karatsuba halves.
+    /// The powers and their Karatsuba halves, to be written (key set-up).
     #[inline(always)]
-    fn table(&self) -> &[u128; NT] {
-        &self.t
-    }
-
-    #[inline(always)]
-    fn table_mut(&mut self) -> &mut [u128; NT] {
-        &mut self.t
+    fn tables_mut(&mut self) -> (&mut [u128; NQ + 4], &mut [u128; NQ + 4]) {
+        let [p, pk] = &mut self.t;
+        (p, pk)
     }
 
     /// The powers in step order, `p[i] = Q_(NQ − i)`, and four zero entries.
     #[inline(always)]
     pub(crate) fn p(&self) -> &[u128; NQ + 4] {
-        self.table().first_chunk().unwrap_or(&[0; NQ + 4])
+        &self.t[0]
     }
 
     /// Karatsuba's middle operands of [`Keys::p`]'s entries.
     #[inline(always)]
     pub(crate) fn pk(&self) -> &[u128; NQ + 4] {
-        self.table().last_chunk().unwrap_or(&[0; NQ + 4])
+        &self.t[1]
     }
 
     /// `Q_k`, for `1 <= k <= NQ`.

@@ -75,7 +75,7 @@ pub(super) fn setup(key: &[u8], keys: &mut Keys) {
         r1,
         r0,
     ];
-    let (p, pk) = keys.table_mut().split_at_mut(NB + 4);
+    let (p, pk) = keys.tables_mut();
     for (j, r) in regs.into_iter().enumerate() {
         let k = _mm512_xor_si512(r, _mm512_shuffle_epi32::<0x4E>(r));
         p[4 * j..4 * j + 4].copy_from_slice(&cast::<__m512i, [u128; 4]>(r));
