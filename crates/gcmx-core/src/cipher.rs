@@ -60,28 +60,56 @@ pub fn stitched_supported() -> bool {
     StitchedKey::cpu_supported()
 }
 
-/// A block cipher keyed once, with `H = E_K(0)` in two forms: the `ghash` crate's fast hasher
-/// and the POLYVAL-domain [`HashKey`] that joins partial hashes; for AES keyed through
-/// [`Cipher::with_key`], also the stitched x86-64 kernels.
+/// A block cipher keyed once, with `H = E_K(0)` as the POLYVAL-domain [`HashKey`] that joins
+/// partial hashes, and the loops of one of two paths: the stitched kernels (AES keyed from its
+/// raw bytes, [`Cipher::with_key`] and [`Cipher::aes`]), or the block cipher itself with the
+/// `ghash` crate's hasher.
 ///
 /// Private to gcmx-core: it encrypts raw blocks and opens without checking the tag, which only
 /// the typed API and the engines, behind the framing, may do.
 #[derive(Clone)]
 pub(crate) struct Cipher<C> {
-    cipher: C,
     hk: HashKey,
-    path: Path,
+    path: Path<C>,
 }
 
-/// Which loops a [`Cipher`] runs, with the hash key that path needs: the `ghash` crate's is set
-/// up only for the generic path. Its state is boxed so that the enum is two words: held inline,
-/// the stitched variant would leave most of the enum as uninitialized bytes, which every move of
-/// a cipher (into a `Box`, a clone) copies as they are, and those bytes come from stack that the
-/// key's expansion has just used (round keys were found in a freed `Box` of a typed key).
+/// Which loops a [`Cipher`] runs, with what that path needs: the stitched kernels' key alone
+/// (the block cipher is not kept: the kernels do all it would), or the block cipher and the
+/// `ghash` crate's hasher. The generic path's part is boxed so that the enum is two words: held
+/// inline, the stitched variant would leave most of the enum as uninitialized bytes, which every
+/// move of a cipher (into a `Box`, a clone) copies as they are, and those bytes come from stack
+/// that the key's expansion has just used (round keys were found in a freed `Box` of a typed
+/// key).
 #[derive(Clone)]
-enum Path {
+enum Path<C> {
     Stitched(StitchedKey),
-    Generic(Box<GHash>),
+    Generic(Box<Generic<C>>),
+}
+
+/// The generic path's block cipher and hasher.
+#[derive(Clone)]
+struct Generic<C> {
+    cipher: C,
+    ghash: GHash,
+}
+
+/// The `aes` crate's AES types, which [`Cipher::aes`] keys on the stitched kernels without
+/// making them: the kernels compute the same AES (the tests compare them on every path).
+pub(crate) trait KnownAes {
+    /// The key length in bytes.
+    const KEY_LEN: usize;
+}
+
+impl KnownAes for aes::Aes128 {
+    const KEY_LEN: usize = 16;
+}
+
+impl KnownAes for aes::Aes192 {
+    const KEY_LEN: usize = 24;
+}
+
+impl KnownAes for aes::Aes256 {
+    const KEY_LEN: usize = 32;
 }
 
 /// A running GHASH state on one of the two paths ([`Cipher::hasher`] picks which).
@@ -117,33 +145,67 @@ impl<C> Cipher<C>
 where
     C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16>,
 {
-    /// Derive `H = E_K(0^128)` and set up both hashers. This cipher runs the generic path only
-    /// (the raw key is not known here); [`Cipher::with_key`] can also use the stitched kernels.
+    /// Derive `H = E_K(0^128)` and set up the hasher: the generic path (the raw key is not
+    /// known here); [`Cipher::with_key`] can use the stitched kernels.
     pub(crate) fn new(cipher: C) -> Self {
-        Self::build(cipher, None)
-    }
-
-    /// Like [`Cipher::new`], and where the CPU has AES-NI and PCLMULQDQ and `key` is the AES
-    /// key `cipher` was made from (16, 24 or 32 bytes), the stitched x86-64 kernels too (see
-    /// `gcmx_x86::StitchedKey::new`). The kernels are used only if their AES agrees with
-    /// `cipher` on two test blocks, so a cipher that is not AES under `key` keeps the generic path.
-    pub(crate) fn with_key(cipher: C, key: &[u8]) -> Self {
-        Self::build(cipher, StitchedKey::new(key))
-    }
-
-    fn build(cipher: C, stitched: Option<StitchedKey>) -> Self {
         let mut h = Block::<C>::default();
         cipher.encrypt_block(&mut h);
         let mut hb = [0u8; 16];
         hb.copy_from_slice(&h);
         h.as_mut_slice().zeroize();
         let hk = HashKey::new(hb);
-        let path = match stitched.filter(|k| agrees(&cipher, k, &hb)) {
-            Some(k) => Path::Stitched(k),
-            None => Path::Generic(Box::new(GHash::new(&hb.into()))),
-        };
+        let ghash = GHash::new(&hb.into());
         hb.zeroize();
-        Cipher { cipher, hk, path }
+        Cipher {
+            hk,
+            path: Path::Generic(Box::new(Generic { cipher, ghash })),
+        }
+    }
+
+    /// Like [`Cipher::new`], but where the CPU has AES-NI and PCLMULQDQ and `key` is the AES
+    /// key `cipher` was made from (16, 24 or 32 bytes), the stitched x86-64 kernels (see
+    /// `gcmx_x86::StitchedKey::new`), and `cipher` is dropped. The kernels are used only if
+    /// their AES agrees with `cipher` on two test blocks, so a cipher that is not AES under
+    /// `key` keeps the generic path.
+    pub(crate) fn with_key(cipher: C, key: &[u8]) -> Self {
+        if let Some(k) = StitchedKey::new(key) {
+            let mut h = [0u8; 16];
+            k.encrypt_block(&mut h);
+            let same = agrees(&cipher, &k, &h);
+            let c = same.then(|| Self::from_stitched(k, &h));
+            h.zeroize();
+            if let Some(c) = c {
+                return c;
+            }
+        }
+        Self::new(cipher)
+    }
+
+    /// AES under its raw key `key` on the stitched kernels, the block cipher never made (no
+    /// check needed: `C` is one of the `aes` crate's AES types and `key` its length); `None`
+    /// where the CPU lacks the kernels or `key` is not `C`'s length.
+    pub(crate) fn aes(key: &[u8]) -> Option<Self>
+    where
+        C: KnownAes,
+    {
+        if key.len() != C::KEY_LEN {
+            return None;
+        }
+        let k = StitchedKey::new(key)?;
+        let mut h = [0u8; 16];
+        k.encrypt_block(&mut h);
+        let c = Self::from_stitched(k, &h);
+        h.zeroize();
+        Some(c)
+    }
+
+    /// The stitched kernels' cipher, `h` its AES of the zero block.
+    fn from_stitched(k: StitchedKey, h: &[u8; 16]) -> Self {
+        let hk = HashKey::new(*h);
+        Cipher {
+            hk,
+            path: Path::Stitched(k),
+        }
     }
 
     /// Whether this cipher runs the stitched x86-64 kernels (else the generic path).
@@ -160,12 +222,21 @@ where
         }
     }
 
+    /// The generic path's block cipher and hasher, where this cipher runs it.
+    #[inline(always)]
+    fn generic(&self) -> Option<&Generic<C>> {
+        match &self.path {
+            Path::Stitched(_) => None,
+            Path::Generic(g) => Some(g),
+        }
+    }
+
     /// A GHASH state at zero on this cipher's path: the one place the path is chosen.
     #[inline]
     fn hasher(&self) -> Hasher<'_> {
         match &self.path {
             Path::Stitched(k) => Hasher::Stitched(k, 0),
-            Path::Generic(g) => Hasher::Generic(GHash::clone(g)),
+            Path::Generic(g) => Hasher::Generic(g.ghash.clone()),
         }
     }
 
@@ -176,9 +247,15 @@ where
 
     /// `E_K(block)` in place.
     pub(crate) fn encrypt_block(&self, block: &mut [u8; 16]) {
-        let mut b = Block::<C>::from(*block);
-        self.cipher.encrypt_block(&mut b);
-        *block = b.into();
+        match &self.path {
+            Path::Stitched(k) => k.encrypt_block(block),
+            Path::Generic(g) => {
+                let mut b = Block::<C>::from(*block);
+                g.cipher.encrypt_block(&mut b);
+                *block = b.into();
+                b.as_mut_slice().zeroize();
+            }
+        }
     }
 
     /// The pre-counter block J0 of SP 800-38D 7.1: `IV ‖ 0^31 ‖ 1` for 12-byte nonces, else
@@ -305,7 +382,17 @@ where
     /// (no hash): the `hazmat` feature's `apply_keystream`.
     #[cfg(feature = "hazmat")]
     pub(crate) fn apply_keystream(&self, j0: &[u8; 16], first: u64, buf: &mut [u8]) {
-        apply_keystream(&self.cipher, j0, first, buf);
+        match &self.path {
+            Path::Stitched(k) => {
+                // The kernels' sealing pass is this keystream XORed in; its hash is dropped.
+                let mut ctr = crate::counter::Counter::block(j0, first);
+                let mut y = 0u128;
+                k.seal(&ctr, &mut y, buf);
+                y.zeroize();
+                ctr.zeroize();
+            }
+            Path::Generic(g) => apply_keystream(&g.cipher, j0, first, buf),
+        }
     }
 
     /// The full tag of ciphertext `ct` under `j0` and `aad`, without decrypting: what an open
@@ -330,8 +417,8 @@ where
         buf: InOutBuf<'_, '_, u8>,
         dir: Direction,
     ) {
-        let g = match g {
-            Hasher::Stitched(k, y) => {
+        let (g, cipher) = match (g, self.generic()) {
+            (Hasher::Stitched(k, y), _) => {
                 let mut ctr = crate::counter::Counter::block(j0, first);
                 match dir {
                     Direction::Seal => k.seal(&ctr, y, buf),
@@ -340,19 +427,21 @@ where
                 ctr.zeroize();
                 return;
             }
-            Hasher::Generic(g) => g,
+            (Hasher::Generic(g), Some(p)) => (g, &p.cipher),
+            // a generic hasher comes only from a generic path
+            (Hasher::Generic(_), None) => return,
         };
         let buf = buf.into_out_with_copied_in();
         let mut block = first;
         for chunk in buf.chunks_mut(SERIAL_CHUNK) {
             match dir {
                 Direction::Seal => {
-                    apply_keystream(&self.cipher, j0, block, chunk);
+                    apply_keystream(cipher, j0, block, chunk);
                     g.update_padded(chunk);
                 }
                 Direction::Open => {
                     g.update_padded(chunk);
-                    apply_keystream(&self.cipher, j0, block, chunk);
+                    apply_keystream(cipher, j0, block, chunk);
                 }
             }
             block += (SERIAL_CHUNK / 16) as u64;
@@ -390,10 +479,7 @@ where
     /// Tag = S XOR E_K(J0).
     fn mask(&self, j0: &[u8; 16], s: u128) -> [u8; 16] {
         let mut m = *j0;
-        match self.stitched() {
-            Some(k) => k.encrypt_block(&mut m),
-            None => self.encrypt_block(&mut m),
-        }
+        self.encrypt_block(&mut m);
         let tag = (s ^ u128::from_be_bytes(m)).to_be_bytes();
         m.zeroize();
         tag
@@ -526,30 +612,33 @@ where
     }
 }
 
-/// Whether the stitched kernels' AES equals `cipher` on two blocks: `0^128` (whose image `h`
-/// the caller already has) and `1^128`. Compared in constant time; temporaries wiped.
+/// Whether the stitched kernels' AES equals `cipher` on two blocks, `0^128` (whose image `h`
+/// under the kernels the caller has) and `1^128`, both through `cipher` in one call (a call can
+/// cost more than a block, as where the `aes` crate first broadcasts its round keys into 512-bit
+/// registers). Compared in constant time; temporaries wiped.
 fn agrees<C>(cipher: &C, k: &StitchedKey, h: &[u8; 16]) -> bool
 where
     C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16>,
 {
     use subtle::ConstantTimeEq;
-    let mut a = [0u8; 16];
-    k.encrypt_block(&mut a);
-    let mut b = Block::<C>::from([0xFF; 16]);
-    cipher.encrypt_block(&mut b);
     let mut c = [0xFFu8; 16];
     k.encrypt_block(&mut c);
+    let mut b = [Block::<C>::from([0; 16]), Block::<C>::from([0xFF; 16])];
+    cipher.encrypt_blocks(&mut b);
     // both differences at once, folded to one word and tested for zero without a branch (byte by
     // byte, `subtle` puts each of 32 bytes through an optimisation barrier)
-    let mut bb = [0u8; 16];
-    bb.copy_from_slice(&b);
-    let d = (u128::from_ne_bytes(a) ^ u128::from_ne_bytes(*h))
-        | (u128::from_ne_bytes(c) ^ u128::from_ne_bytes(bb));
+    let mut bb = [[0u8; 16]; 2];
+    for (x, y) in bb.iter_mut().zip(b.iter()) {
+        x.copy_from_slice(y);
+    }
+    let d = (u128::from_ne_bytes(*h) ^ u128::from_ne_bytes(bb[0]))
+        | (u128::from_ne_bytes(c) ^ u128::from_ne_bytes(bb[1]));
     let same = ((d as u64) | (d >> 64) as u64).ct_eq(&0);
-    a.zeroize();
     c.zeroize();
     bb.zeroize();
-    b.as_mut_slice().zeroize();
+    for x in b.iter_mut() {
+        x.as_mut_slice().zeroize();
+    }
     same.into()
 }
 

@@ -4,7 +4,7 @@ use aes::cipher::KeyInit;
 use aes::{Aes128, Aes192, Aes256};
 
 use crate::Error;
-use crate::cipher::Cipher;
+use crate::cipher::{Cipher, KnownAes};
 use crate::field::HashKey;
 
 /// An AES key of 16, 24 or 32 bytes expanded, with its GHASH key: what the backends run on.
@@ -63,33 +63,25 @@ impl KeyMaterial {
     }
 
     fn build(key: &[u8], stitched: bool) -> Result<Self, Error> {
-        fn make<C>(c: C, key: &[u8], stitched: bool) -> Cipher<C>
+        /// On the stitched kernels where they run (the `aes` crate's cipher is then never
+        /// made), else the generic path.
+        fn make<C>(key: &[u8], stitched: bool) -> Result<Cipher<C>, Error>
         where
             C: aes::cipher::BlockCipherEncrypt
-                + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>,
+                + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>
+                + KeyInit
+                + KnownAes,
         {
-            if stitched {
-                Cipher::with_key(c, key)
-            } else {
-                Cipher::new(c)
+            if let Some(c) = stitched.then(|| Cipher::aes(key)).flatten() {
+                return Ok(c);
             }
+            let c = C::new_from_slice(key).map_err(|_| Error::KeyLength(key.len()))?;
+            Ok(Cipher::new(c))
         }
         let cipher = match key.len() {
-            16 => AnyCipher::Aes128(make(
-                Aes128::new_from_slice(key).map_err(|_| Error::KeyLength(16))?,
-                key,
-                stitched,
-            )),
-            24 => AnyCipher::Aes192(make(
-                Aes192::new_from_slice(key).map_err(|_| Error::KeyLength(24))?,
-                key,
-                stitched,
-            )),
-            32 => AnyCipher::Aes256(make(
-                Aes256::new_from_slice(key).map_err(|_| Error::KeyLength(32))?,
-                key,
-                stitched,
-            )),
+            16 => AnyCipher::Aes128(make(key, stitched)?),
+            24 => AnyCipher::Aes192(make(key, stitched)?),
+            32 => AnyCipher::Aes256(make(key, stitched)?),
             n => return Err(Error::KeyLength(n)),
         };
         Ok(KeyMaterial { cipher })

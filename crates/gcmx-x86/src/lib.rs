@@ -79,7 +79,6 @@ mod kernels;
 /// An AES key expanded for the x86-64 kernels, with GHASH's key `H = AES_K(0^128)` and its
 /// powers. Only [`StitchedKey::new`] builds one, and only on a CPU with the needed features.
 /// Zeroized on drop.
-#[derive(Clone)]
 pub struct StitchedKey {
     #[cfg(target_arch = "x86_64")]
     keys: Box<kernels::Keys>,
@@ -415,6 +414,21 @@ impl StitchedKey {
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = b;
+            match self.never {}
+        }
+    }
+}
+
+impl Clone for StitchedKey {
+    fn clone(&self) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            StitchedKey {
+                keys: self.keys.boxed_clone(),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
             match self.never {}
         }
     }

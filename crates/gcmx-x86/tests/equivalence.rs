@@ -512,3 +512,44 @@ fn uncached_open_equals_open() {
         }
     }
 }
+
+/// A clone (whose table of powers is placed anew in its own allocation) seals and opens as the
+/// key it was cloned from, on every width, and goes on doing so once that key is dropped.
+#[test]
+fn clones_equal_their_original() {
+    let mut rng = Rng(0xC10E);
+    for _ in 0..6 {
+        let key = rng.key();
+        for k in kernels(&key) {
+            let c = k.clone();
+            assert_eq!(c.kernel_name(), k.kernel_name());
+            let j0: [u8; 16] = rng.bytes(16).try_into().unwrap();
+            let aad = rng.upto(40);
+            let msgs: Vec<Vec<u8>> = [0, 16, 64, 300, 513, 2000]
+                .iter()
+                .map(|&n| rng.bytes(n))
+                .collect();
+            let sealed: Vec<_> = msgs
+                .iter()
+                .map(|pt| {
+                    let mut b = pt.clone();
+                    let t = k.seal_message(&j0, &aad, &mut b[..]);
+                    (b, t)
+                })
+                .collect();
+            drop(k);
+            for (pt, (ct, tag)) in msgs.iter().zip(&sealed) {
+                let mut b = pt.clone();
+                assert_eq!(
+                    c.seal_message(&j0, &aad, &mut b[..]),
+                    *tag,
+                    "{}",
+                    c.kernel_name()
+                );
+                assert_eq!(&b, ct);
+                assert_eq!(c.open_message(&j0, &aad, &mut b[..]), *tag);
+                assert_eq!(&b, pt);
+            }
+        }
+    }
+}

@@ -79,6 +79,24 @@ fn prefix_xor(v: __m128i) -> __m128i {
     _mm_xor_si128(v, _mm_slli_si128::<8>(v))
 }
 
+/// `RotWord(word 3)` in every word: a `pshufb` mask.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn rot_word3() -> __m128i {
+    _mm_set_epi8(
+        12, 15, 14, 13, 12, 15, 14, 13, 12, 15, 14, 13, 12, 15, 14, 13,
+    )
+}
+
+/// `SubWord(RotWord(word 3)) ^ rc` in every word: `aesenclast` on four equal columns (whose
+/// ShiftRows moves nothing) with the round constant as its round key. Three or four cycles
+/// where `aeskeygenassist` takes seven or more, on the key expansion's dependency chain.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn sub_rot3(k: __m128i, rc: u32) -> __m128i {
+    _mm_aesenclast_si128(_mm_shuffle_epi8(k, rot_word3()), _mm_set1_epi32(rc as i32))
+}
+
 /// AES-128 key expansion, four words a round in one register.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
@@ -86,9 +104,7 @@ fn expand128(key: &[u8], rk: &mut [u128; 15]) -> usize {
     let mut k = load16(key);
     rk[0] = cast(k);
     for (r, rc) in RCON.iter().enumerate() {
-        // dword 3 of aeskeygenassist (round constant 0) is RotWord(SubWord(word 3))
-        let t = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(k));
-        k = _mm_xor_si128(prefix_xor(k), _mm_xor_si128(t, _mm_set1_epi32(*rc as i32)));
+        k = _mm_xor_si128(prefix_xor(k), sub_rot3(k, *rc));
         rk[r + 1] = cast(k);
     }
     10
@@ -103,14 +119,13 @@ fn expand256(key: &[u8], rk: &mut [u128; 15]) -> usize {
     rk[0] = cast(a);
     rk[1] = cast(b);
     for (r, rc) in RCON[..7].iter().enumerate() {
-        let t = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(b));
-        a = _mm_xor_si128(prefix_xor(a), _mm_xor_si128(t, _mm_set1_epi32(*rc as i32)));
+        a = _mm_xor_si128(prefix_xor(a), sub_rot3(b, *rc));
         rk[2 * r + 2] = cast(a);
         if r == 6 {
             break;
         }
-        // dword 2 of aeskeygenassist is SubWord(word 3), no rotation
-        let u = _mm_shuffle_epi32::<0xAA>(_mm_aeskeygenassist_si128::<0>(a));
+        // SubWord(word 3), no rotation and no round constant, in every word
+        let u = _mm_aesenclast_si128(_mm_shuffle_epi32::<0xFF>(a), _mm_setzero_si128());
         b = _mm_xor_si128(prefix_xor(b), u);
         rk[2 * r + 3] = cast(b);
     }
@@ -169,24 +184,26 @@ pub(super) fn hash_key(key: &[u8], keys: &mut Keys) -> u128 {
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn power_tree(keys: &mut Keys, q1: u128, mul4: impl Fn(&[u128], u128) -> [u128; 4]) {
+    let (p, pk) = keys.tables_mut();
     let q1v: __m128i = cast(q1);
     let q2 = dot(q1v, q1v);
-    keys.set_q(1, q1);
-    keys.set_q(2, cast(q2));
-    keys.set_q(3, cast(dot(q2, q1v)));
-    keys.set_q(4, cast(dot(q2, q2)));
+    // `Q_k` is `p[NQ - k]`
+    p[NQ - 1] = q1;
+    p[NQ - 2] = cast(q2);
+    p[NQ - 3] = cast(dot(q2, q1v));
+    p[NQ - 4] = cast(dot(q2, q2));
     // In the table (descending powers) the products of `p[j..j + 4]` by `Q_n` are
     // `p[j - n..j - n + 4]`.
     let mut n = 4;
     while n < NQ {
-        let qn = keys.q(n);
+        let qn = p[NQ - n];
         for j in (NQ - n..NQ).step_by(4) {
-            let r = mul4(&keys.p[j..j + 4], qn);
-            keys.p[j - n..j - n + 4].copy_from_slice(&r);
+            let r = mul4(&p[j..j + 4], qn);
+            p[j - n..j - n + 4].copy_from_slice(&r);
         }
         n *= 2;
     }
-    for (k, p) in keys.pk.iter_mut().zip(keys.p.iter()) {
+    for (k, p) in pk.iter_mut().zip(p.iter()) {
         *k = cast(kara128(cast(*p)));
     }
 }

@@ -73,19 +73,23 @@ impl Level {
 }
 
 /// Expanded key material. Built only by [`Keys::new`], for a level the CPU has; lives on the
-/// heap (moving a key moves a pointer) and is wiped on drop. Aligned to a cache line, so
-/// that a 512-bit register of powers is one line.
-#[derive(Clone)]
+/// heap (moving a key moves a pointer) and is wiped on drop. Aligned to a cache line, so that a
+/// 512-bit register of powers is one line.
+///
+/// (The alignment costs the key set-up an aligned allocation, which the system allocator serves
+/// several times slower than an ordinary one. Placing the table on a line by an index into a
+/// 16-byte-aligned key, chosen once its address is known, saved that at set-up but cost
+/// messages of 64 B to 1.5 KiB up to 10 %: the table's address is then not the key's plus a
+/// constant, and the short paths spill registers.)
 #[repr(align(64))]
 pub(crate) struct Keys {
-    /// The powers of `H` in step order: `p[i]` = `Q_(NQ − i)`, the Montgomery form of
-    /// `h^(NQ − i)` (`Q_1 = H' = mulX(H)`), so that block `i` of a run of `n` blocks is
-    /// multiplied by `p[NQ − n + i]`. The four entries after them are zero: the lanes past the
-    /// end of a run in a 512-bit register.
-    p: [u128; NQ + 4],
-    /// `pk[i]`: the two 64-bit halves of `p[i]` XORed, in both halves (Karatsuba's middle
-    /// operand).
-    pk: [u128; NQ + 4],
+    /// The table, `[p, pk]`: `p[i]` = `Q_(NQ − i)`, the powers of `H` in step order (the
+    /// Montgomery form of `h^(NQ − i)`, `Q_1 = H' = mulX(H)`), so that block `i` of a run of
+    /// `n` blocks is multiplied by `p[NQ − n + i]`, the four entries after them zero (the lanes
+    /// past the end of a run in a 512-bit register); `pk[i]`, the two 64-bit halves of `p[i]`
+    /// XORed, in both halves (Karatsuba's middle operand). One array, so that set-up writes
+    /// and drop wipes it as one.
+    t: [[u128; NQ + 4]; 2],
     /// Round keys `0..=nr`, each the 16 round-key bytes read little-endian (so a cast to
     /// `__m128i` gives the bytes in memory order).
     rk: [u128; 15],
@@ -97,9 +101,10 @@ pub(crate) struct Keys {
 
 impl Drop for Keys {
     fn drop(&mut self) {
-        self.p.zeroize();
-        self.pk.zeroize();
-        self.rk.zeroize();
+        // As slices: one bulk fill each behind an optimization barrier (an array is wiped
+        // element by element with volatile 8-byte stores, several times slower).
+        self.t.as_flattened_mut().zeroize();
+        self.rk[..].zeroize();
     }
 }
 
@@ -110,15 +115,7 @@ impl Keys {
             return None;
         }
         let level = Level::detect()?.min(max);
-        // Built in place on the heap: moving the key moves a pointer and leaves no copies of
-        // the round keys or powers behind.
-        let mut keys = Box::new(Keys {
-            p: [0; NQ + 4],
-            pk: [0; NQ + 4],
-            rk: [0; 15],
-            nr: 0,
-            level,
-        });
+        let mut keys = Keys::zeroed(level);
         if level == Level::Zmm {
             #[allow(unsafe_code)]
             // SAFETY: `level` is Zmm only if `Level::detect()` found the 512-bit features.
@@ -135,13 +132,49 @@ impl Keys {
         Some(keys)
     }
 
-    /// `Q_k`, for `1 <= k <= NQ`.
-    fn q(&self, k: usize) -> u128 {
-        self.p[NQ - k]
+    /// An all-zero key for `level` on the heap. Built in place on the heap: moving the key moves
+    /// a pointer and leaves no copies of the round keys or powers behind.
+    fn zeroed(level: Level) -> Box<Keys> {
+        Box::new(Keys {
+            t: [[0; NQ + 4]; 2],
+            rk: [0; 15],
+            nr: 0,
+            level,
+        })
     }
 
-    fn set_q(&mut self, k: usize, v: u128) {
-        self.p[NQ - k] = v;
+    /// A copy on the heap, built there as [`Keys::zeroed`] builds a key.
+    pub(crate) fn boxed_clone(&self) -> Box<Keys> {
+        let mut k = Keys::zeroed(self.level);
+        k.t = self.t;
+        k.rk = self.rk;
+        k.nr = self.nr;
+        k
+    }
+
+    /// The powers and their Karatsuba halves, to be written (key set-up).
+    #[inline(always)]
+    fn tables_mut(&mut self) -> (&mut [u128; NQ + 4], &mut [u128; NQ + 4]) {
+        let [p, pk] = &mut self.t;
+        (p, pk)
+    }
+
+    /// The powers in step order, `p[i] = Q_(NQ − i)`, and four zero entries.
+    #[inline(always)]
+    pub(crate) fn p(&self) -> &[u128; NQ + 4] {
+        &self.t[0]
+    }
+
+    /// Karatsuba's middle operands of [`Keys::p`]'s entries.
+    #[inline(always)]
+    pub(crate) fn pk(&self) -> &[u128; NQ + 4] {
+        &self.t[1]
+    }
+
+    /// `Q_k`, for `1 <= k <= NQ`.
+    #[inline(always)]
+    fn q(&self, k: usize) -> u128 {
+        self.p()[NQ - k]
     }
 
     pub(crate) fn key_len(&self) -> usize {

@@ -49,8 +49,8 @@ fn wide_products(keys: &Keys, j: usize, d: __m256i, y: __m128i, acc: &mut [__m25
     }
     let xk = _mm256_xor_si256(x, _mm256_shuffle_epi32::<0x4E>(x));
     let i = NQ - NB + 2 * j;
-    let p = load2(&keys.p, i);
-    let k = load2(&keys.pk, i);
+    let p = load2(keys.p(), i);
+    let k = load2(keys.pk(), i);
     acc[0] = _mm256_xor_si256(acc[0], _mm256_clmulepi64_epi128::<0x00>(x, p));
     acc[1] = _mm256_xor_si256(acc[1], _mm256_clmulepi64_epi128::<0x00>(xk, k));
     acc[2] = _mm256_xor_si256(acc[2], _mm256_clmulepi64_epi128::<0x11>(x, p));

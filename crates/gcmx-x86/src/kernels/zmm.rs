@@ -33,7 +33,7 @@ use core::arch::x86_64::*;
 use bytemuck::cast;
 use inout::InOutBuf;
 
-use super::common::{POLY_C, aes1, dot, hash_key, power_tree, rev128};
+use super::common::{POLY_C, aes1, dot, hash_key, rev128};
 use super::{Keys, Pre};
 use zeroize::Zeroize;
 
@@ -44,15 +44,43 @@ pub(super) const NB: usize = 4 * R;
 /// Bytes per step.
 const STEP: usize = 64 * R;
 
-/// Key set-up for the 512-bit kernels: the power tree's products four at a time, one in each
-/// lane (and the whole set-up in VEX/EVEX encoding, which does not mix legacy SSE code with
-/// the kernels' 512-bit registers).
+/// Key set-up for the 512-bit kernels: the powers computed in registers, four to a register in
+/// table order, and written once (with their Karatsuba halves) to the key: `Q_2`, then
+/// `Q_3, Q_4` in one product, then each register of powers is an earlier one times the
+/// broadcast `Q_4`, `Q_8` or `Q_16`, five products deep. The whole set-up is in VEX/EVEX
+/// encoding, which does not mix legacy SSE code with the kernels' 512-bit registers.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 pub(super) fn setup(key: &[u8], keys: &mut Keys) {
+    const { assert!(NB == 32) };
     let mut q1 = hash_key(key, keys);
-    power_tree(keys, q1, |a, b| {
-        cast(dot4(load4(a, 0), _mm512_broadcast_i32x4(cast(b))))
-    });
+    let q1v: __m128i = cast(q1);
+    let q2 = dot(q1v, q1v);
+    // lanes [Q2, Q1, 0, 0]; times Q2: [Q4, Q3, ..]; so `r0` = [Q4, Q3, Q2, Q1]
+    let low = _mm512_zextsi256_si512(_mm256_set_m128i(q1v, q2));
+    let q43 = dot4(low, _mm512_broadcast_i32x4(q2));
+    let r0 = _mm512_inserti64x4::<1>(q43, _mm256_set_m128i(q1v, q2));
+    // lane 0 of `r` in every lane
+    let lane0 = |r: __m512i| _mm512_shuffle_i64x2::<0>(r, r);
+    let r1 = dot4(r0, lane0(r0)); // [Q8..Q5]
+    let q8 = lane0(r1);
+    let (r2, r3) = (dot4(r0, q8), dot4(r1, q8)); // [Q12..Q9], [Q16..Q13]
+    let q16 = lane0(r3);
+    let regs = [
+        dot4(r3, q16), // [Q32..Q29]
+        dot4(r2, q16),
+        dot4(r1, q16),
+        dot4(r0, q16), // [Q20..Q17]
+        r3,
+        r2,
+        r1,
+        r0,
+    ];
+    let (p, pk) = keys.tables_mut();
+    for (j, r) in regs.into_iter().enumerate() {
+        let k = _mm512_xor_si512(r, _mm512_shuffle_epi32::<0x4E>(r));
+        p[4 * j..4 * j + 4].copy_from_slice(&cast::<__m512i, [u128; 4]>(r));
+        pk[4 * j..4 * j + 4].copy_from_slice(&cast::<__m512i, [u128; 4]>(k));
+    }
     q1.zeroize();
 }
 
@@ -223,10 +251,10 @@ fn xor3(a: __m512i, b: __m512i, c: __m512i) -> __m512i {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn mul3(keys: &Keys, idx: usize, x: __m512i) -> [__m512i; 3] {
     let xk = _mm512_xor_si512(x, _mm512_shuffle_epi32::<0x4E>(x));
-    let p = load4(&keys.p, idx);
+    let p = load4(keys.p(), idx);
     [
         _mm512_clmulepi64_epi128::<0x00>(x, p),
-        _mm512_clmulepi64_epi128::<0x00>(xk, load4(&keys.pk, idx)),
+        _mm512_clmulepi64_epi128::<0x00>(xk, load4(keys.pk(), idx)),
         _mm512_clmulepi64_epi128::<0x11>(x, p),
     ]
 }
@@ -260,11 +288,11 @@ fn step_products(
         x = _mm512_xor_si512(x, _mm512_zextsi128_si512(y));
     }
     let xe = reflect(e);
-    let (pa, pb) = (load4(&keys.p, 4 * j), load4(&keys.p, 4 * (j + 1)));
+    let (pa, pb) = (load4(keys.p(), 4 * j), load4(keys.p(), 4 * (j + 1)));
     // both registers' halves' sums in one: `x`'s in each lane's low half, `xe`'s in the high
     let u = _mm512_xor_si512(_mm512_unpacklo_epi64(x, xe), _mm512_unpackhi_epi64(x, xe));
-    let ma = _mm512_clmulepi64_epi128::<0x00>(u, load4(&keys.pk, 4 * j));
-    let mb = _mm512_clmulepi64_epi128::<0x01>(u, load4(&keys.pk, 4 * (j + 1)));
+    let ma = _mm512_clmulepi64_epi128::<0x00>(u, load4(keys.pk(), 4 * j));
+    let mb = _mm512_clmulepi64_epi128::<0x01>(u, load4(keys.pk(), 4 * (j + 1)));
     acc[0] = xor3(
         acc[0],
         _mm512_clmulepi64_epi128::<0x00>(x, pa),
@@ -908,7 +936,7 @@ impl Acc {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
     fn add(&mut self, keys: &Keys, x: __m512i, blocks: usize) {
-        let p = load4(&keys.p, self.idx);
+        let p = load4(keys.p(), self.idx);
         self.lo = _mm512_xor_si512(self.lo, _mm512_clmulepi64_epi128::<0x00>(x, p));
         self.mid = xor3(
             self.mid,
@@ -923,7 +951,7 @@ impl Acc {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
     fn add_last(&mut self, keys: &Keys, x: __m128i) {
-        let p: __m128i = cast(keys.p[NB - 1]);
+        let p: __m128i = cast(keys.p()[NB - 1]);
         let z = _mm512_zextsi128_si512;
         self.lo = _mm512_xor_si512(self.lo, z(_mm_clmulepi64_si128::<0x00>(x, p)));
         self.mid = xor3(
