@@ -1,6 +1,6 @@
 //! Helpers of every kernel width, compiled for the narrow features (a subset of every wider
 //! set) so that they inline into each: loads and stores, key expansion and set-up, one-block
-//! AES, the GHASH reduction, and the one-block-at-a-time tails.
+//! AES, the GHASH reduction, and the tails (the blocks after the bulk steps).
 
 use core::arch::x86_64::*;
 
@@ -8,7 +8,7 @@ use bytemuck::cast;
 use inout::InOutBuf;
 use zeroize::Zeroize;
 
-use super::{Keys, NQ};
+use super::{Keys, NQ, Pre};
 
 /// POLYVAL's reduction constant: `x^127 + x^126 + x^121` shifted into the top of a 64-bit word.
 pub(super) const POLY_C: i64 = 0xC200_0000_0000_0000_u64 as i64;
@@ -237,14 +237,6 @@ pub(super) fn dot(a: __m128i, b: __m128i) -> __m128i {
     reduce(lo, mid, hi)
 }
 
-/// GHASH one block (16 bytes as in memory) into the state `y`: `dot(y ^ X, H')`.
-#[inline]
-#[target_feature(enable = "aes,pclmulqdq,ssse3")]
-pub(super) fn absorb1(y: __m128i, block: __m128i, q1: __m128i) -> __m128i {
-    let x = _mm_shuffle_epi8(block, rev128());
-    dot(_mm_xor_si128(y, x), q1)
-}
-
 /// A register's halves XORed together, in both halves (Karatsuba's middle operand).
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
@@ -261,6 +253,22 @@ pub(super) fn aes1<const NR: usize>(keys: &Keys, b: __m128i) -> __m128i {
         s = _mm_aesenc_si128(s, cast(*r));
     }
     _mm_aesenclast_si128(s, cast(keys.rk[NR]))
+}
+
+/// J0 in a register, its bytes in memory order. From a 12-byte nonce it is built there (an
+/// 8-byte and a 4-byte load and the constant word), never stored and read back as a whole: a
+/// 16-byte load of bytes just written by narrower stores waits for them to reach the cache.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn j0_reg(pre: Pre<'_>) -> __m128i {
+    match pre {
+        Pre::J0(b) => cast(*b),
+        Pre::Nonce(n) => {
+            let lo = u64::from_le_bytes([n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]]);
+            let hi = u32::from_le_bytes([n[8], n[9], n[10], n[11]]);
+            _mm_set_epi64x((u64::from(hi) | 1 << 56) as i64, lo as i64)
+        }
+    }
 }
 
 /// `ctr` advanced by `blocks` with inc32.
@@ -281,21 +289,60 @@ pub(super) fn block_entry(keys: &Keys, b: &mut [u8; 16]) {
     *b = cast(out);
 }
 
-/// GHASH of the blocks after the bulk steps, one at a time, the last one zero-padded.
+/// Blocks in one group of a tail (the blocks after the bulk steps, or a short AAD): the group's
+/// counter blocks are encrypted side by side (eight independent AES chains take about the
+/// latency of one) and its blocks hashed as one sum of products by `Q_g..Q_1` with a single
+/// reduction, where one block at a time would wait for each block's AES and reduction in turn.
+const TG: usize = 8;
+
+/// GHASH of the first `g` (at most [`TG`]) blocks of `x` (as in memory) into `y`:
+/// `(y ^ x_0)·H^g ^ x_1·H^(g−1) ^ … ^ x_(g−1)·H`, with one reduction.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn absorb_group(keys: &Keys, y: __m128i, x: &[__m128i; TG], g: usize) -> __m128i {
+    let (p, pk) = (keys.p(), keys.pk());
+    let rev = rev128();
+    let mut acc = [_mm_setzero_si128(); 3];
+    for (i, xi) in x.iter().enumerate().take(g) {
+        let mut v = _mm_shuffle_epi8(*xi, rev);
+        if i == 0 {
+            v = _mm_xor_si128(v, y);
+        }
+        // `Q_(g−i)` and its Karatsuba operand (see `Keys::p`)
+        let q: __m128i = cast(p[NQ - g + i]);
+        let k: __m128i = cast(pk[NQ - g + i]);
+        acc[0] = _mm_xor_si128(acc[0], _mm_clmulepi64_si128::<0x00>(v, q));
+        acc[1] = _mm_xor_si128(acc[1], _mm_clmulepi64_si128::<0x00>(kara128(v), k));
+        acc[2] = _mm_xor_si128(acc[2], _mm_clmulepi64_si128::<0x11>(v, q));
+    }
+    let mid = _mm_xor_si128(acc[1], _mm_xor_si128(acc[0], acc[2]));
+    reduce(acc[0], mid, acc[2])
+}
+
+/// GHASH of the bytes after the bulk steps (or of a short AAD) into `yv`, [`TG`] blocks at a
+/// time, the last block zero-padded.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn ghash_tail(keys: &Keys, mut yv: __m128i, data: &[u8]) -> __m128i {
-    let q1: __m128i = cast(keys.q(1));
-    for b in data.chunks(16) {
-        let mut t = [0u8; 16];
-        t[..b.len()].copy_from_slice(b);
-        yv = absorb1(yv, load16(&t), q1);
+    for group in data.chunks(16 * TG) {
+        let (g, full) = (group.len().div_ceil(16), group.len() / 16);
+        let mut x = [_mm_setzero_si128(); TG];
+        for (i, xi) in x.iter_mut().enumerate().take(full) {
+            *xi = load16(&group[16 * i..]);
+        }
+        if full < g {
+            let mut t = [0u8; 16];
+            t[..group.len() - 16 * full].copy_from_slice(&group[16 * full..]);
+            x[full] = load16(&t);
+        }
+        yv = absorb_group(keys, yv, &x, g);
     }
     yv
 }
 
-/// CTR and GHASH of the blocks after the bulk steps (fewer than one step), one at a time, from
-/// counter `c`, read from `tail`'s input and written to its output; the last block may be
+/// CTR and GHASH of the bytes after the bulk steps, from counter `c`, read from `tail`'s input
+/// and written to its output, [`TG`] blocks at a time: a group's keystream computed for all its
+/// counter blocks at once, its ciphertext hashed by [`absorb_group`]; the last block may be
 /// partial, its ciphertext hashed zero-padded.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
@@ -305,28 +352,58 @@ pub(super) fn crypt_tail<const SEAL: bool, const NR: usize>(
     mut yv: __m128i,
     mut tail: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
-    let q1: __m128i = cast(keys.q(1));
+    let rev = rev128();
     while !tail.is_empty() {
-        let n = tail.len().min(16);
-        let (mut b, rest) = tail.split_at(n);
+        let len = tail.len().min(16 * TG);
+        let (mut part, rest) = tail.split_at(len);
         tail = rest;
-        let mut t = [0u8; 16];
-        t[..n].copy_from_slice(b.get_in());
-        if !SEAL {
-            yv = absorb1(yv, load16(&t), q1);
+        let (g, full) = (len.div_ceil(16), len / 16);
+        // The keystream of all TG counter blocks (those past the part are never used): the
+        // chains are independent, so all of them take about as long as one.
+        let base: __m128i = cast(c);
+        let k0: __m128i = cast(keys.rk[0]);
+        let mut ks = [_mm_setzero_si128(); TG];
+        for (i, k) in ks.iter_mut().enumerate() {
+            let ctr = _mm_add_epi32(base, _mm_set_epi32(0, 0, 0, i as i32));
+            *k = _mm_xor_si128(_mm_shuffle_epi8(ctr, rev), k0);
         }
-        let ks = aes1::<NR>(keys, cast(c.to_be_bytes()));
-        let mut out: [u8; 16] = cast(_mm_xor_si128(load16(&t), ks));
-        b.get_out().copy_from_slice(&out[..n]);
-        if SEAL {
-            let mut z = [0u8; 16];
-            z[..n].copy_from_slice(&out[..n]);
-            yv = absorb1(yv, load16(&z), q1);
+        for kr in &keys.rk[1..NR] {
+            let kr: __m128i = cast(*kr);
+            for k in ks.iter_mut() {
+                *k = _mm_aesenc_si128(*k, kr);
+            }
         }
-        // the plaintext and, beyond `n`, the keystream
-        t.zeroize();
-        out.zeroize();
-        c = ctr_add(c, 1);
+        let kl: __m128i = cast(keys.rk[NR]);
+        for k in ks.iter_mut() {
+            *k = _mm_aesenclast_si128(*k, kl);
+        }
+        // The hashed blocks: the ciphertext, as in memory.
+        let mut x = [_mm_setzero_si128(); TG];
+        for i in 0..full {
+            let d = load16(&part.get_in()[16 * i..]);
+            let o = _mm_xor_si128(d, ks[i]);
+            store16(&mut part.get_out()[16 * i..], o);
+            x[i] = if SEAL { o } else { d };
+        }
+        if full < g {
+            let n = len - 16 * full;
+            let mut t = [0u8; 16];
+            t[..n].copy_from_slice(&part.get_in()[16 * full..]);
+            let mut out: [u8; 16] = cast(_mm_xor_si128(load16(&t), ks[full]));
+            part.get_out()[16 * full..].copy_from_slice(&out[..n]);
+            if SEAL {
+                // the ciphertext zero-padded (past `n`, `out` holds keystream)
+                out[n..].fill(0);
+                x[full] = load16(&out);
+            } else {
+                x[full] = load16(&t);
+            }
+            // the plaintext and the keystream
+            t[..].zeroize();
+            out[..].zeroize();
+        }
+        yv = absorb_group(keys, yv, &x, g);
+        c = ctr_add(c, g);
     }
     yv
 }

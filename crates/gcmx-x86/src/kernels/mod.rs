@@ -29,6 +29,52 @@
 use inout::InOutBuf;
 use zeroize::Zeroize;
 
+/// One GCM message from a kernel's parts (SP 800-38D 7.1-7.2): GHASH of the AAD, the CTR +
+/// GHASH pass over the message's `len` bytes from `inc32(J0)`, the length block, the tag
+/// `S ^ E_K(J0)`, returned as a register. `j0` is J0 as a register (bytes in memory order),
+/// `block` encrypts one such block, `ghash` absorbs bytes zero-padded, `crypt` runs the
+/// stitched pass over the message (its buffers its own) from a counter block (as a `u128`).
+/// Each kernel width expands this in its own entry function. A macro, not a function taking
+/// closures: a closure does not carry its function's `#[target_feature]`s, so the kernel calls
+/// in it would not inline into the entry (a short message's time, nearly doubled by the calls).
+macro_rules! gcm_message {
+    (
+        j0: $j0:expr,
+        aad: $aad:expr,
+        len: $len:expr,
+        block: |$b:ident| $block:expr,
+        ghash: |$gy:ident, $gd:ident| $ghash:expr,
+        crypt: |$c:ident, $cy:ident| $crypt:expr $(,)?
+    ) => {{
+        let j0: core::arch::x86_64::__m128i = $j0;
+        let aad: &[u8] = $aad;
+        let len: usize = $len;
+        let mask: core::arch::x86_64::__m128i = {
+            let $b = j0;
+            $block
+        };
+        let mut y = 0u128;
+        {
+            let ($gy, $gd): (&mut u128, &[u8]) = (&mut y, aad);
+            $ghash;
+        }
+        {
+            let j0: [u8; 16] = bytemuck::cast(j0);
+            let ($c, $cy): (u128, &mut u128) = ($crate::kernels::first_counter(&j0), &mut y);
+            $crypt;
+        }
+        let lengths = $crate::kernels::length_block(aad.len(), len);
+        {
+            let ($gy, $gd): (&mut u128, &[u8]) = (&mut y, &lengths);
+            $ghash;
+        }
+        // `S ^ E_K(J0)` as bytes: S big-endian, XORed into the mask's bytes
+        let s: u128 = bytemuck::cast(y.to_be_bytes());
+        zeroize::Zeroize::zeroize(&mut y);
+        bytemuck::cast::<u128, core::arch::x86_64::__m128i>(s ^ bytemuck::cast::<_, u128>(mask))
+    }};
+}
+
 mod common;
 mod narrow;
 mod uncached;
@@ -222,14 +268,21 @@ impl Keys {
         dst: &mut [u8],
     ) -> [u8; 16] {
         let n = src.len().min(dst.len());
-        message(
-            j0,
-            aad,
-            n,
-            |b| self.encrypt_block(b),
-            |y, d| self.ghash(y, d),
-            |c, y| self.open_uncached(c, y, &src[..n], &mut dst[..n]),
-        )
+        let t = gcm_message!(
+            j0: bytemuck::cast(*j0),
+            aad: aad,
+            len: n,
+            block: |b| {
+                let mut x: [u8; 16] = bytemuck::cast(b);
+                self.encrypt_block(&mut x);
+                let v = bytemuck::cast(x);
+                x.zeroize();
+                v
+            },
+            ghash: |y, d| self.ghash(y, d),
+            crypt: |c, y| self.open_uncached(c, y, &src[..n], &mut dst[..n]),
+        );
+        bytemuck::cast(t)
     }
 
     fn crypt<const SEAL: bool>(&self, ctr: u128, y: &mut u128, buf: InOutBuf<'_, '_, u8>) {
@@ -276,26 +329,26 @@ impl Keys {
                 };
                 tag
             }
-            _ => self.message_narrower::<SEAL>(pre, aad, buf),
+            Level::Wide => {
+                let mut tag = [0u8; 16];
+                #[allow(unsafe_code)]
+                // SAFETY: `self.level` is Wide only if `Level::detect()` found the wide features.
+                unsafe {
+                    wide::message_entry::<SEAL>(self, pre, aad, buf, &mut tag)
+                };
+                tag
+            }
+            Level::Narrow => {
+                let mut tag = [0u8; 16];
+                #[allow(unsafe_code)]
+                // SAFETY: every `Keys` was built after `Level::detect()` found the narrow
+                // features.
+                unsafe {
+                    narrow::message_entry::<SEAL>(self, pre, aad, buf, &mut tag)
+                };
+                tag
+            }
         }
-    }
-
-    /// [`Keys::message`] on the 256-bit and 128-bit kernels, out of line.
-    #[inline(never)]
-    fn message_narrower<const SEAL: bool>(
-        &self,
-        pre: Pre<'_>,
-        aad: &[u8],
-        buf: InOutBuf<'_, '_, u8>,
-    ) -> [u8; 16] {
-        message(
-            &pre.j0(),
-            aad,
-            buf.len(),
-            |b| self.encrypt_block(b),
-            |y, d| self.ghash(y, d),
-            |c, y| self.crypt::<SEAL>(c, y, buf),
-        )
     }
 
     pub(crate) fn encrypt_block(&self, b: &mut [u8; 16]) {
@@ -316,47 +369,6 @@ pub(crate) enum Pre<'a> {
     Nonce(&'a [u8; 12]),
 }
 
-impl Pre<'_> {
-    /// J0's bytes.
-    fn j0(self) -> [u8; 16] {
-        match self {
-            Pre::J0(b) => *b,
-            Pre::Nonce(n) => {
-                let mut b = [0u8; 16];
-                b[..12].copy_from_slice(n);
-                b[15] = 1;
-                b
-            }
-        }
-    }
-}
-
-/// One GCM message from a kernel's parts (SP 800-38D 7.1-7.2): GHASH of the AAD, the CTR +
-/// GHASH pass over the message's `len` bytes from `inc32(J0)`, the length block, the tag
-/// `S ^ E_K(J0)`. `block` encrypts one block in place, `ghash` absorbs bytes zero-padded,
-/// `crypt` runs the stitched pass over the message (its buffers its own) from a counter block
-/// (as a `u128`). Each kernel width calls this from its own code, so the parts inline there.
-#[inline(always)]
-fn message(
-    j0: &[u8; 16],
-    aad: &[u8],
-    len: usize,
-    block: impl FnOnce(&mut [u8; 16]),
-    ghash: impl Fn(&mut u128, &[u8]),
-    crypt: impl FnOnce(u128, &mut u128),
-) -> [u8; 16] {
-    let mut mask = *j0;
-    block(&mut mask);
-    let mut y = 0u128;
-    ghash(&mut y, aad);
-    crypt(first_counter(j0), &mut y);
-    ghash(&mut y, &length_block(aad.len(), len));
-    let t = tag(y, u128::from_be_bytes(mask));
-    mask.zeroize();
-    y.zeroize();
-    t
-}
-
 /// The counter block of a message's first block, `inc32(J0)`, as a `u128` (the block read
 /// big-endian).
 fn first_counter(j0: &[u8; 16]) -> u128 {
@@ -366,10 +378,4 @@ fn first_counter(j0: &[u8; 16]) -> u128 {
 /// GCM's last GHASH block: `[len(A)]_64 ‖ [len(C)]_64` in bits.
 fn length_block(aad_len: usize, ct_len: usize) -> [u8; 16] {
     (((aad_len as u128) * 8) << 64 | ((ct_len as u128) * 8)).to_be_bytes()
-}
-
-/// The tag `S ^ E_K(J0)` from the GHASH state `s` and the mask `E_K(J0)` (both read
-/// big-endian).
-fn tag(s: u128, mask: u128) -> [u8; 16] {
-    (s ^ mask).to_be_bytes()
 }

@@ -7,8 +7,10 @@ use bytemuck::cast;
 use inout::InOutBuf;
 use zeroize::Zeroize;
 
-use super::Keys;
-use super::common::{crypt_tail, ctr_add, ghash_tail, kara128, load16, reduce, rev128, store16};
+use super::common::{
+    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, kara128, load16, reduce, rev128, store16,
+};
+use super::{Keys, Pre};
 
 /// 128-bit registers (= blocks) per step.
 const NW: usize = 8;
@@ -110,9 +112,53 @@ fn narrow_ghash_step(sp: &NarrowPowers, y: __m128i, d: &[__m128i; NW]) -> __m128
     narrow_reduce(&acc)
 }
 
-/// GHASH update on the narrow kernels (one block at a time below one step).
+/// GHASH update on the narrow kernels.
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn ghash_entry(keys: &Keys, y: &mut u128, data: &[u8]) {
+    ghash_narrow(keys, y, data);
+}
+
+/// A whole message on the narrow kernels ([`Keys::message`]) in one call, its parts inlined: a
+/// short message's time is mostly the calls between them otherwise.
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn message_entry<const SEAL: bool>(
+    keys: &Keys,
+    pre: Pre<'_>,
+    aad: &[u8],
+    buf: InOutBuf<'_, '_, u8>,
+    tag: &mut [u8; 16],
+) {
+    let t = match keys.nr {
+        10 => message_narrow::<SEAL, 10>(keys, pre, aad, buf),
+        12 => message_narrow::<SEAL, 12>(keys, pre, aad, buf),
+        _ => message_narrow::<SEAL, 14>(keys, pre, aad, buf),
+    };
+    // one 16-byte store (see `super::zmm::message_entry`)
+    *tag = cast(t);
+}
+
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn message_narrow<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    pre: Pre<'_>,
+    aad: &[u8],
+    buf: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    gcm_message!(
+        j0: j0_reg(pre),
+        aad: aad,
+        len: buf.len(),
+        block: |b| aes1::<NR>(keys, b),
+        ghash: |y, d| ghash_narrow(keys, y, d),
+        crypt: |c, y| crypt_narrow::<SEAL, NR>(keys, c, y, buf),
+    )
+}
+
+/// GHASH update: whole steps, then the rest by [`ghash_tail`] (AAD, length blocks).
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn ghash_narrow(keys: &Keys, y: &mut u128, data: &[u8]) {
     if data.len() < NSTEP {
         *y = cast(ghash_tail(keys, cast(*y), data));
         return;

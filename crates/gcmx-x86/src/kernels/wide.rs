@@ -6,8 +6,10 @@ use core::arch::x86_64::*;
 use bytemuck::cast;
 use inout::InOutBuf;
 
-use super::common::{crypt_tail, ctr_add, ghash_tail, load32, reduce, rev128, store32};
-use super::{Keys, NQ};
+use super::common::{
+    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, load32, reduce, rev128, store32,
+};
+use super::{Keys, NQ, Pre};
 
 /// 256-bit registers per step (8 registers = 16 blocks = 256 bytes).
 const W: usize = 8;
@@ -174,19 +176,59 @@ fn wide_ghash_step(keys: &Keys, y: __m128i, d: &[u8]) -> __m128i {
     wide_reduce(&acc)
 }
 
-/// GHASH update on the wide kernels (one block at a time below one step: AAD, length blocks).
+/// GHASH update on the wide kernels.
 #[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 pub(super) fn ghash_entry(keys: &Keys, y: &mut u128, data: &[u8]) {
-    if data.len() < STEP {
-        *y = cast(ghash_tail(keys, cast(*y), data));
-        return;
-    }
+    ghash_wide(keys, y, data);
+}
+
+/// GHASH update: whole steps, then the rest by [`ghash_tail`] (AAD, length blocks).
+#[inline]
+#[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn ghash_wide(keys: &Keys, y: &mut u128, data: &[u8]) {
     let mut yv: __m128i = cast(*y);
     let mut steps = data.chunks_exact(STEP);
     for s in steps.by_ref() {
         yv = wide_ghash_step(keys, yv, s);
     }
     *y = cast(ghash_tail(keys, yv, steps.remainder()));
+}
+
+/// A whole message on the wide kernels ([`Keys::message`]) in one call, its parts inlined: a
+/// short message's time is mostly the calls between them otherwise.
+#[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+pub(super) fn message_entry<const SEAL: bool>(
+    keys: &Keys,
+    pre: Pre<'_>,
+    aad: &[u8],
+    buf: InOutBuf<'_, '_, u8>,
+    tag: &mut [u8; 16],
+) {
+    let t = match keys.nr {
+        10 => message_wide::<SEAL, 10>(keys, pre, aad, buf),
+        12 => message_wide::<SEAL, 12>(keys, pre, aad, buf),
+        _ => message_wide::<SEAL, 14>(keys, pre, aad, buf),
+    };
+    // one 16-byte store (see `super::zmm::message_entry`)
+    *tag = cast(t);
+}
+
+#[inline]
+#[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn message_wide<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    pre: Pre<'_>,
+    aad: &[u8],
+    buf: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    gcm_message!(
+        j0: j0_reg(pre),
+        aad: aad,
+        len: buf.len(),
+        block: |b| aes1::<NR>(keys, b),
+        ghash: |y, d| ghash_wide(keys, y, d),
+        crypt: |c, y| crypt_wide::<SEAL, NR>(keys, c, y, buf),
+    )
 }
 
 #[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
@@ -205,8 +247,8 @@ pub(super) fn crypt_entry<const SEAL: bool>(
 
 /// The stitched wide loop from `buf`'s input to its output. Seal: each step encrypts 16 blocks
 /// while hashing the previous step's ciphertext (read back from the output); open: each step
-/// hashes and decrypts the same 16 blocks. Then the remaining blocks one by one, the last one
-/// possibly partial.
+/// hashes and decrypts the same 16 blocks. Then the remaining blocks by [`crypt_tail`], the last
+/// one possibly partial.
 #[inline]
 #[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn crypt_wide<const SEAL: bool, const NR: usize>(

@@ -33,7 +33,7 @@ use core::arch::x86_64::*;
 use bytemuck::cast;
 use inout::InOutBuf;
 
-use super::common::{POLY_C, aes1, dot, hash_key, rev128};
+use super::common::{POLY_C, aes1, dot, hash_key, j0_reg, rev128};
 use super::{Keys, Pre};
 use zeroize::Zeroize;
 
@@ -705,22 +705,6 @@ pub(super) unsafe fn message_entry<const SEAL: bool>(
     // one 16-byte store: a caller's 16-byte copy of the tag then reads it straight from the
     // store buffer (halves returned in general registers and stored apart could not be)
     *tag = cast(t);
-}
-
-/// J0 in a register, its bytes in memory order. From a 12-byte nonce it is built there (an
-/// 8-byte and a 4-byte load and the constant word), never stored and read back as a whole: a
-/// 16-byte load of bytes just written by narrower stores waits for them to reach the cache.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn j0_reg(pre: Pre<'_>) -> __m128i {
-    match pre {
-        Pre::J0(b) => cast(*b),
-        Pre::Nonce(n) => {
-            let lo = u64::from_le_bytes([n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]]);
-            let hi = u32::from_le_bytes([n[8], n[9], n[10], n[11]]);
-            _mm_set_epi64x((u64::from(hi) | 1 << 56) as i64, lo as i64)
-        }
-    }
 }
 
 /// A whole message: with no AAD and no data, `E_K(J0)` alone (the length block is zero, and so
