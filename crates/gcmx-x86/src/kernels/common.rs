@@ -271,6 +271,14 @@ pub(super) fn j0_reg(pre: Pre<'_>) -> __m128i {
     }
 }
 
+/// The tag `S ^ E_K(J0)` in a register from the GHASH state `s` and the mask `E_K(J0)` (bytes
+/// in memory order): `S` written big-endian is its byte reflection, one `pshufb`.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn tag_reg(s: u128, mask: __m128i) -> __m128i {
+    _mm_xor_si128(_mm_shuffle_epi8(cast(s), rev128()), mask)
+}
+
 /// `ctr` advanced by `blocks` with inc32.
 pub(super) fn ctr_add(ctr: u128, blocks: usize) -> u128 {
     // Truncation is the point: the GCM counter is the low 32 bits and wraps.
@@ -295,11 +303,11 @@ pub(super) fn block_entry(keys: &Keys, b: &mut [u8; 16]) {
 /// reduction, where one block at a time would wait for each block's AES and reduction in turn.
 const TG: usize = 8;
 
-/// GHASH of the first `g` (at most [`TG`]) blocks of `x` (as in memory) into `y`:
+/// GHASH of the first `g` (at most `N`, at most [`NQ`]) blocks of `x` (as in memory) into `y`:
 /// `(y ^ x_0)·H^g ^ x_1·H^(g−1) ^ … ^ x_(g−1)·H`, with one reduction.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
-fn absorb_group(keys: &Keys, y: __m128i, x: &[__m128i; TG], g: usize) -> __m128i {
+fn absorb_group<const N: usize>(keys: &Keys, y: __m128i, x: &[__m128i; N], g: usize) -> __m128i {
     let (p, pk) = (keys.p(), keys.pk());
     let rev = rev128();
     let mut acc = [_mm_setzero_si128(); 3];
@@ -324,6 +332,27 @@ fn absorb_group(keys: &Keys, y: __m128i, x: &[__m128i; TG], g: usize) -> __m128i
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn ghash_tail(keys: &Keys, mut yv: __m128i, data: &[u8]) -> __m128i {
+    if data.len() <= 16 {
+        // one block (a short AAD, the length block): multiplied by `Q_1` in registers
+        let b = match data.first_chunk::<16>() {
+            Some(b) => load16(b),
+            None => {
+                let mut t = [0u8; 16];
+                t[..data.len()].copy_from_slice(data);
+                load16(&t)
+            }
+        };
+        let v = _mm_xor_si128(_mm_shuffle_epi8(b, rev128()), yv);
+        return if data.is_empty() {
+            yv
+        } else {
+            let (q, k): (__m128i, __m128i) = (cast(keys.p()[NQ - 1]), cast(keys.pk()[NQ - 1]));
+            let lo = _mm_clmulepi64_si128::<0x00>(v, q);
+            let hi = _mm_clmulepi64_si128::<0x11>(v, q);
+            let mid = _mm_clmulepi64_si128::<0x00>(kara128(v), k);
+            reduce(lo, _mm_xor_si128(mid, _mm_xor_si128(lo, hi)), hi)
+        };
+    }
     for group in data.chunks(16 * TG) {
         let (g, full) = (group.len().div_ceil(16), group.len() / 16);
         let mut x = [_mm_setzero_si128(); TG];
@@ -341,9 +370,8 @@ pub(super) fn ghash_tail(keys: &Keys, mut yv: __m128i, data: &[u8]) -> __m128i {
 }
 
 /// CTR and GHASH of the bytes after the bulk steps, from counter `c`, read from `tail`'s input
-/// and written to its output, [`TG`] blocks at a time: a group's keystream computed for all its
-/// counter blocks at once, its ciphertext hashed by [`absorb_group`]; the last block may be
-/// partial, its ciphertext hashed zero-padded.
+/// and written to its output, in groups of at most [`TG`] blocks ([`crypt_group`]); the last
+/// block may be partial, its ciphertext hashed zero-padded.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn crypt_tail<const SEAL: bool, const NR: usize>(
@@ -352,58 +380,77 @@ pub(super) fn crypt_tail<const SEAL: bool, const NR: usize>(
     mut yv: __m128i,
     mut tail: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
-    let rev = rev128();
     while !tail.is_empty() {
         let len = tail.len().min(16 * TG);
-        let (mut part, rest) = tail.split_at(len);
+        let (part, rest) = tail.split_at(len);
         tail = rest;
-        let (g, full) = (len.div_ceil(16), len / 16);
-        // The keystream of all TG counter blocks (those past the part are never used): the
-        // chains are independent, so all of them take about as long as one.
-        let base: __m128i = cast(c);
-        let k0: __m128i = cast(keys.rk[0]);
-        let mut ks = [_mm_setzero_si128(); TG];
-        for (i, k) in ks.iter_mut().enumerate() {
-            let ctr = _mm_add_epi32(base, _mm_set_epi32(0, 0, 0, i as i32));
-            *k = _mm_xor_si128(_mm_shuffle_epi8(ctr, rev), k0);
-        }
-        for kr in &keys.rk[1..NR] {
-            let kr: __m128i = cast(*kr);
-            for k in ks.iter_mut() {
-                *k = _mm_aesenc_si128(*k, kr);
-            }
-        }
-        let kl: __m128i = cast(keys.rk[NR]);
-        for k in ks.iter_mut() {
-            *k = _mm_aesenclast_si128(*k, kl);
-        }
-        // The hashed blocks: the ciphertext, as in memory.
-        let mut x = [_mm_setzero_si128(); TG];
-        for i in 0..full {
-            let d = load16(&part.get_in()[16 * i..]);
-            let o = _mm_xor_si128(d, ks[i]);
-            store16(&mut part.get_out()[16 * i..], o);
-            x[i] = if SEAL { o } else { d };
-        }
-        if full < g {
-            let n = len - 16 * full;
-            let mut t = [0u8; 16];
-            t[..n].copy_from_slice(&part.get_in()[16 * full..]);
-            let mut out: [u8; 16] = cast(_mm_xor_si128(load16(&t), ks[full]));
-            part.get_out()[16 * full..].copy_from_slice(&out[..n]);
-            if SEAL {
-                // the ciphertext zero-padded (past `n`, `out` holds keystream)
-                out[n..].fill(0);
-                x[full] = load16(&out);
-            } else {
-                x[full] = load16(&t);
-            }
-            // the plaintext and the keystream
-            t[..].zeroize();
-            out[..].zeroize();
-        }
-        yv = absorb_group(keys, yv, &x, g);
-        c = ctr_add(c, g);
+        // as many AES chains as the group needs, rounded up: a chain more costs a group of
+        // two or four blocks about as much as one block more of AES
+        yv = match len.div_ceil(16) {
+            1..=2 => crypt_group::<SEAL, NR, 2>(keys, c, yv, part),
+            3..=4 => crypt_group::<SEAL, NR, 4>(keys, c, yv, part),
+            _ => crypt_group::<SEAL, NR, TG>(keys, c, yv, part),
+        };
+        c = ctr_add(c, len.div_ceil(16));
     }
     yv
+}
+
+/// One group of a tail (at most `G` blocks, `G <= TG`): the keystream of `G` counter blocks
+/// from `c` computed side by side (those past the part are never used), the part's ciphertext
+/// hashed by [`absorb_group`].
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn crypt_group<const SEAL: bool, const NR: usize, const G: usize>(
+    keys: &Keys,
+    c: u128,
+    yv: __m128i,
+    mut part: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    let len = part.len();
+    let (g, full) = (len.div_ceil(16), len / 16);
+    let rev = rev128();
+    let base: __m128i = cast(c);
+    let k0: __m128i = cast(keys.rk[0]);
+    let mut ks = [_mm_setzero_si128(); G];
+    for (i, k) in ks.iter_mut().enumerate() {
+        let ctr = _mm_add_epi32(base, _mm_set_epi32(0, 0, 0, i as i32));
+        *k = _mm_xor_si128(_mm_shuffle_epi8(ctr, rev), k0);
+    }
+    for kr in &keys.rk[1..NR] {
+        let kr: __m128i = cast(*kr);
+        for k in ks.iter_mut() {
+            *k = _mm_aesenc_si128(*k, kr);
+        }
+    }
+    let kl: __m128i = cast(keys.rk[NR]);
+    for k in ks.iter_mut() {
+        *k = _mm_aesenclast_si128(*k, kl);
+    }
+    // The hashed blocks: the ciphertext, as in memory.
+    let mut x = [_mm_setzero_si128(); G];
+    for i in 0..full {
+        let d = load16(&part.get_in()[16 * i..]);
+        let o = _mm_xor_si128(d, ks[i]);
+        store16(&mut part.get_out()[16 * i..], o);
+        x[i] = if SEAL { o } else { d };
+    }
+    if full < g {
+        let n = len - 16 * full;
+        let mut t = [0u8; 16];
+        t[..n].copy_from_slice(&part.get_in()[16 * full..]);
+        let mut out: [u8; 16] = cast(_mm_xor_si128(load16(&t), ks[full]));
+        part.get_out()[16 * full..].copy_from_slice(&out[..n]);
+        if SEAL {
+            // the ciphertext zero-padded (past `n`, `out` holds keystream)
+            out[n..].fill(0);
+            x[full] = load16(&out);
+        } else {
+            x[full] = load16(&t);
+        }
+        // the plaintext and the keystream
+        t[..].zeroize();
+        out[..].zeroize();
+    }
+    absorb_group(keys, yv, &x, g)
 }

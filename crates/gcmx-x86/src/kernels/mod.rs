@@ -33,7 +33,8 @@ use zeroize::Zeroize;
 /// GHASH pass over the message's `len` bytes from `inc32(J0)`, the length block, the tag
 /// `S ^ E_K(J0)`, returned as a register. `j0` is J0 as a register (bytes in memory order),
 /// `block` encrypts one such block, `ghash` absorbs bytes zero-padded, `crypt` runs the
-/// stitched pass over the message (its buffers its own) from a counter block (as a `u128`).
+/// stitched pass over the message (its buffers its own) from a counter block (as a `u128`),
+/// `tag` makes the tag from `S` and `E_K(J0)` (see [`tag`]).
 /// Each kernel width expands this in its own entry function. A macro, not a function taking
 /// closures: a closure does not carry its function's `#[target_feature]`s, so the kernel calls
 /// in it would not inline into the entry (a short message's time, nearly doubled by the calls).
@@ -44,7 +45,8 @@ macro_rules! gcm_message {
         len: $len:expr,
         block: |$b:ident| $block:expr,
         ghash: |$gy:ident, $gd:ident| $ghash:expr,
-        crypt: |$c:ident, $cy:ident| $crypt:expr $(,)?
+        crypt: |$c:ident, $cy:ident| $crypt:expr,
+        tag: |$ts:ident, $tm:ident| $tag:expr $(,)?
     ) => {{
         let j0: core::arch::x86_64::__m128i = $j0;
         let aad: &[u8] = $aad;
@@ -54,24 +56,32 @@ macro_rules! gcm_message {
             $block
         };
         let mut y = 0u128;
-        {
-            let ($gy, $gd): (&mut u128, &[u8]) = (&mut y, aad);
-            $ghash;
+        if aad.is_empty() && len == 0 {
+            // no AAD and no data: the length block is zero, and so is its hash (S = 0), so the
+            // tag is E_K(J0) (no crypt pass, and nothing to hash)
+            mask
+        } else {
+            {
+                let ($gy, $gd): (&mut u128, &[u8]) = (&mut y, aad);
+                $ghash;
+            }
+            {
+                let j0: [u8; 16] = bytemuck::cast(j0);
+                let ($c, $cy): (u128, &mut u128) = ($crate::kernels::first_counter(&j0), &mut y);
+                $crypt;
+            }
+            let lengths = $crate::kernels::length_block(aad.len(), len);
+            {
+                let ($gy, $gd): (&mut u128, &[u8]) = (&mut y, &lengths);
+                $ghash;
+            }
+            let t: core::arch::x86_64::__m128i = {
+                let ($ts, $tm): (u128, core::arch::x86_64::__m128i) = (y, mask);
+                $tag
+            };
+            zeroize::Zeroize::zeroize(&mut y);
+            t
         }
-        {
-            let j0: [u8; 16] = bytemuck::cast(j0);
-            let ($c, $cy): (u128, &mut u128) = ($crate::kernels::first_counter(&j0), &mut y);
-            $crypt;
-        }
-        let lengths = $crate::kernels::length_block(aad.len(), len);
-        {
-            let ($gy, $gd): (&mut u128, &[u8]) = (&mut y, &lengths);
-            $ghash;
-        }
-        // `S ^ E_K(J0)` as bytes: S big-endian, XORed into the mask's bytes
-        let s: u128 = bytemuck::cast(y.to_be_bytes());
-        zeroize::Zeroize::zeroize(&mut y);
-        bytemuck::cast::<u128, core::arch::x86_64::__m128i>(s ^ bytemuck::cast::<_, u128>(mask))
     }};
 }
 
@@ -281,6 +291,7 @@ impl Keys {
             },
             ghash: |y, d| self.ghash(y, d),
             crypt: |c, y| self.open_uncached(c, y, &src[..n], &mut dst[..n]),
+            tag: |s, mask| bytemuck::cast(tag(s, bytemuck::cast(mask))),
         );
         bytemuck::cast(t)
     }
@@ -378,4 +389,9 @@ fn first_counter(j0: &[u8; 16]) -> u128 {
 /// GCM's last GHASH block: `[len(A)]_64 ‖ [len(C)]_64` in bits.
 fn length_block(aad_len: usize, ct_len: usize) -> [u8; 16] {
     (((aad_len as u128) * 8) << 64 | ((ct_len as u128) * 8)).to_be_bytes()
+}
+
+/// The tag `S ^ E_K(J0)` from the GHASH state `s` and the mask's bytes, as bytes.
+fn tag(s: u128, mask: [u8; 16]) -> [u8; 16] {
+    (s ^ u128::from_be_bytes(mask)).to_be_bytes()
 }

@@ -9,6 +9,7 @@ use zeroize::Zeroize;
 
 use super::common::{
     aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, kara128, load16, reduce, rev128, store16,
+    tag_reg,
 };
 use super::{Keys, Pre};
 
@@ -152,6 +153,7 @@ fn message_narrow<const SEAL: bool, const NR: usize>(
         block: |b| aes1::<NR>(keys, b),
         ghash: |y, d| ghash_narrow(keys, y, d),
         crypt: |c, y| crypt_narrow::<SEAL, NR>(keys, c, y, buf),
+        tag: |s, mask| tag_reg(s, mask),
     )
 }
 
@@ -199,50 +201,53 @@ fn crypt_narrow<const SEAL: bool, const NR: usize>(
     y: &mut u128,
     buf: InOutBuf<'_, '_, u8>,
 ) {
-    let sp = narrow_powers(keys);
     let rev = rev128();
     let mut yv: __m128i = cast(*y);
     let bulk_len = buf.len() / NSTEP * NSTEP;
     let (mut bulk, tail) = buf.split_at(bulk_len);
+    if bulk_len > 0 {
+        // the powers copied (and wiped after) only where there are steps to run
+        let sp = narrow_powers(keys);
 
-    let mut base: __m128i = cast(ctr);
-    let mut pending: Option<[__m128i; NW]> = None;
-    while !bulk.is_empty() {
-        let (mut s, rest) = bulk.split_at(NSTEP);
-        bulk = rest;
-        let mut d = [_mm_setzero_si128(); NW];
-        for (j, x) in d.iter_mut().enumerate() {
-            *x = load16(&s.get_in()[16 * j..]);
-        }
-        let mut ctrs = [_mm_setzero_si128(); NW];
-        for (j, c) in ctrs.iter_mut().enumerate() {
-            *c = _mm_shuffle_epi8(_mm_add_epi32(base, _mm_set_epi32(0, 0, 0, j as i32)), rev);
-        }
-        base = _mm_add_epi32(base, _mm_set_epi32(0, 0, 0, NW as i32));
-        let ks = if SEAL {
-            match &pending {
-                Some(prev) => {
-                    let (ks, y2) = narrow_step::<NR, true>(keys, ctrs, &sp, yv, prev);
-                    yv = y2;
-                    ks
-                }
-                None => narrow_step::<NR, false>(keys, ctrs, &sp, yv, &d).0,
+        let mut base: __m128i = cast(ctr);
+        let mut pending: Option<[__m128i; NW]> = None;
+        while !bulk.is_empty() {
+            let (mut s, rest) = bulk.split_at(NSTEP);
+            bulk = rest;
+            let mut d = [_mm_setzero_si128(); NW];
+            for (j, x) in d.iter_mut().enumerate() {
+                *x = load16(&s.get_in()[16 * j..]);
             }
-        } else {
-            let (ks, y2) = narrow_step::<NR, true>(keys, ctrs, &sp, yv, &d);
-            yv = y2;
-            ks
-        };
-        for (j, x) in d.iter_mut().enumerate() {
-            *x = _mm_xor_si128(*x, ks[j]);
-            store16(&mut s.get_out()[16 * j..], *x);
+            let mut ctrs = [_mm_setzero_si128(); NW];
+            for (j, c) in ctrs.iter_mut().enumerate() {
+                *c = _mm_shuffle_epi8(_mm_add_epi32(base, _mm_set_epi32(0, 0, 0, j as i32)), rev);
+            }
+            base = _mm_add_epi32(base, _mm_set_epi32(0, 0, 0, NW as i32));
+            let ks = if SEAL {
+                match &pending {
+                    Some(prev) => {
+                        let (ks, y2) = narrow_step::<NR, true>(keys, ctrs, &sp, yv, prev);
+                        yv = y2;
+                        ks
+                    }
+                    None => narrow_step::<NR, false>(keys, ctrs, &sp, yv, &d).0,
+                }
+            } else {
+                let (ks, y2) = narrow_step::<NR, true>(keys, ctrs, &sp, yv, &d);
+                yv = y2;
+                ks
+            };
+            for (j, x) in d.iter_mut().enumerate() {
+                *x = _mm_xor_si128(*x, ks[j]);
+                store16(&mut s.get_out()[16 * j..], *x);
+            }
+            if SEAL {
+                pending = Some(d);
+            }
         }
-        if SEAL {
-            pending = Some(d);
+        if let Some(prev) = &pending {
+            yv = narrow_ghash_step(&sp, yv, prev);
         }
-    }
-    if let Some(prev) = &pending {
-        yv = narrow_ghash_step(&sp, yv, prev);
     }
     let c = ctr_add(ctr, bulk_len / 16);
     *y = cast(crypt_tail::<SEAL, NR>(keys, c, yv, tail));

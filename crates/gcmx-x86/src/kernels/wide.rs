@@ -7,7 +7,7 @@ use bytemuck::cast;
 use inout::InOutBuf;
 
 use super::common::{
-    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, load32, reduce, rev128, store32,
+    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, load32, reduce, rev128, store32, tag_reg,
 };
 use super::{Keys, NQ, Pre};
 
@@ -228,6 +228,7 @@ fn message_wide<const SEAL: bool, const NR: usize>(
         block: |b| aes1::<NR>(keys, b),
         ghash: |y, d| ghash_wide(keys, y, d),
         crypt: |c, y| crypt_wide::<SEAL, NR>(keys, c, y, buf),
+        tag: |s, mask| tag_reg(s, mask),
     )
 }
 
