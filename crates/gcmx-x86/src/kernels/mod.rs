@@ -37,7 +37,8 @@ use zeroize::Zeroize;
 /// `tag` makes the tag from `S` and `E_K(J0)` (see [`tag`]). Each kernel width expands this in
 /// its own entry function. A macro, not a function taking closures: a closure does not carry its
 /// function's `#[target_feature]`s, so the kernel calls in it would not inline into the entry
-/// (with the calls, an empty message took the 256-bit kernels about 150 cycles more).
+/// (on a Zen 3, the 256-bit kernels' empty message: 215 cycles through closures, 155 with this
+/// macro and J0 in a register).
 macro_rules! gcm_message {
     (
         j0: $j0:expr,
