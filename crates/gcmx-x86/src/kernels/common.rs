@@ -279,6 +279,79 @@ pub(super) fn tag_reg(s: u128, mask: __m128i) -> __m128i {
     _mm_xor_si128(_mm_shuffle_epi8(cast(s), rev128()), mask)
 }
 
+/// A slice of at most 16 bytes as a block, zero-padded (a whole block loaded as it is).
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn load_partial16(b: &[u8]) -> __m128i {
+    match b.first_chunk::<16>() {
+        Some(b) => load16(b),
+        None => {
+            let mut t = [0u8; 16];
+            t[..b.len()].copy_from_slice(b);
+            let v = load16(&t);
+            t[..].zeroize();
+            v
+        }
+    }
+}
+
+/// A message of at most one block with at most one block of AAD, on the 256- and 128-bit
+/// kernels (as `super::zmm`'s one-block path does on 512-bit registers): the counter block
+/// through AES beside J0, then the AAD, the ciphertext and the length block hashed as one sum
+/// of products by `Q_n..Q_1` with one reduction, where the general path would hash them one
+/// after another. Returns the tag.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn one_block<const SEAL: bool, const NR: usize>(
+    keys: &Keys,
+    j0v: __m128i,
+    aad: &[u8],
+    mut data: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    let len = data.len();
+    let rev = rev128();
+    // J0 + 1
+    let c1 = _mm_shuffle_epi8(
+        _mm_add_epi32(_mm_shuffle_epi8(j0v, rev), _mm_set_epi32(0, 0, 0, 1)),
+        rev,
+    );
+    let k0: __m128i = cast(keys.rk[0]);
+    let (mut m, mut s) = (_mm_xor_si128(j0v, k0), _mm_xor_si128(c1, k0));
+    for kr in &keys.rk[1..NR] {
+        let kr: __m128i = cast(*kr);
+        m = _mm_aesenc_si128(m, kr);
+        s = _mm_aesenc_si128(s, kr);
+    }
+    let kl: __m128i = cast(keys.rk[NR]);
+    let mask = _mm_aesenclast_si128(m, kl);
+    if aad.is_empty() && len == 0 {
+        // the length block is zero, and so is its hash: the tag is E_K(J0)
+        return mask;
+    }
+    let ks = _mm_aesenclast_si128(s, kl);
+    // the blocks to hash, as in memory
+    let mut x = [_mm_setzero_si128(); 3];
+    let mut n = 0;
+    if !aad.is_empty() {
+        x[n] = load_partial16(aad);
+        n += 1;
+    }
+    if len > 0 {
+        let d = load_partial16(data.get_in());
+        let mut out: [u8; 16] = cast(_mm_xor_si128(d, ks));
+        data.get_out().copy_from_slice(&out[..len]);
+        // the ciphertext, zero past the message's end
+        out[len..].fill(0);
+        x[n] = if SEAL { load16(&out) } else { d };
+        n += 1;
+        // the plaintext
+        out[..].zeroize();
+    }
+    x[n] = load16(&super::length_block(aad.len(), len));
+    let y = absorb_group(keys, _mm_setzero_si128(), &x, n + 1);
+    _mm_xor_si128(_mm_shuffle_epi8(y, rev), mask)
+}
+
 /// `ctr` advanced by `blocks` with inc32.
 pub(super) fn ctr_add(ctr: u128, blocks: usize) -> u128 {
     // Truncation is the point: the GCM counter is the low 32 bits and wraps.
@@ -334,15 +407,7 @@ fn absorb_group<const N: usize>(keys: &Keys, y: __m128i, x: &[__m128i; N], g: us
 pub(super) fn ghash_tail(keys: &Keys, mut yv: __m128i, data: &[u8]) -> __m128i {
     if data.len() <= 16 {
         // one block (a short AAD, the length block): multiplied by `Q_1` in registers
-        let b = match data.first_chunk::<16>() {
-            Some(b) => load16(b),
-            None => {
-                let mut t = [0u8; 16];
-                t[..data.len()].copy_from_slice(data);
-                load16(&t)
-            }
-        };
-        let v = _mm_xor_si128(_mm_shuffle_epi8(b, rev128()), yv);
+        let v = _mm_xor_si128(_mm_shuffle_epi8(load_partial16(data), rev128()), yv);
         return if data.is_empty() {
             yv
         } else {

@@ -8,8 +8,8 @@ use inout::InOutBuf;
 use zeroize::Zeroize;
 
 use super::common::{
-    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, kara128, load16, reduce, rev128, store16,
-    tag_reg,
+    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, kara128, load16, one_block, reduce, rev128,
+    store16, tag_reg,
 };
 use super::{Keys, Pre};
 
@@ -146,6 +146,9 @@ fn message_narrow<const SEAL: bool, const NR: usize>(
     aad: &[u8],
     buf: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
+    if aad.len() <= 16 && buf.len() <= 16 {
+        return one_block::<SEAL, NR>(keys, j0_reg(pre), aad, buf);
+    }
     gcm_message!(
         j0: j0_reg(pre),
         aad: aad,

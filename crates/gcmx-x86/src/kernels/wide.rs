@@ -7,7 +7,8 @@ use bytemuck::cast;
 use inout::InOutBuf;
 
 use super::common::{
-    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, load32, reduce, rev128, store32, tag_reg,
+    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, load32, one_block, reduce, rev128, store32,
+    tag_reg,
 };
 use super::{Keys, NQ, Pre};
 
@@ -221,6 +222,9 @@ fn message_wide<const SEAL: bool, const NR: usize>(
     aad: &[u8],
     buf: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
+    if aad.len() <= 16 && buf.len() <= 16 {
+        return one_block::<SEAL, NR>(keys, j0_reg(pre), aad, buf);
+    }
     gcm_message!(
         j0: j0_reg(pre),
         aad: aad,
