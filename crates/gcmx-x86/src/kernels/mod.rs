@@ -86,6 +86,54 @@ macro_rules! gcm_message {
     }};
 }
 
+/// The whole-message entry of the 256- and 128-bit kernels, expanded in each of their modules
+/// with its target features, GHASH and stitched pass: `message_entry` (one call for the whole
+/// message, its parts inlined: a short message's time is mostly the calls between them
+/// otherwise; the tag written with one 16-byte store, see `zmm::message_entry`) and, per key
+/// size, a message of at most one block with at most one block of AAD by
+/// `common::one_block`, any other by [`gcm_message!`].
+macro_rules! narrower_message_entry {
+    ($features:literal, $ghash:ident, $crypt:ident) => {
+        #[target_feature(enable = $features)]
+        pub(super) fn message_entry<const SEAL: bool>(
+            keys: &Keys,
+            pre: Pre<'_>,
+            aad: &[u8],
+            buf: InOutBuf<'_, '_, u8>,
+            tag: &mut [u8; 16],
+        ) {
+            let t = match keys.nr {
+                10 => message::<SEAL, 10>(keys, pre, aad, buf),
+                12 => message::<SEAL, 12>(keys, pre, aad, buf),
+                _ => message::<SEAL, 14>(keys, pre, aad, buf),
+            };
+            *tag = cast(t);
+        }
+
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn message<const SEAL: bool, const NR: usize>(
+            keys: &Keys,
+            pre: Pre<'_>,
+            aad: &[u8],
+            buf: InOutBuf<'_, '_, u8>,
+        ) -> __m128i {
+            if aad.len() <= 16 && buf.len() <= 16 {
+                return one_block::<SEAL, NR>(keys, j0_reg(pre), aad, buf);
+            }
+            gcm_message!(
+                j0: j0_reg(pre),
+                aad: aad,
+                len: buf.len(),
+                block: |b| aes1::<NR>(keys, b),
+                ghash: |y, d| $ghash(keys, y, d),
+                crypt: |c, y| $crypt::<SEAL, NR>(keys, c, y, buf),
+                tag: |s, mask| tag_reg(s, mask),
+            )
+        }
+    };
+}
+
 mod common;
 mod narrow;
 mod uncached;

@@ -119,46 +119,7 @@ pub(super) fn ghash_entry(keys: &Keys, y: &mut u128, data: &[u8]) {
     ghash_narrow(keys, y, data);
 }
 
-/// A whole message on the narrow kernels ([`Keys::message`]) in one call, its parts inlined: a
-/// short message's time is mostly the calls between them otherwise.
-#[target_feature(enable = "aes,pclmulqdq,ssse3")]
-pub(super) fn message_entry<const SEAL: bool>(
-    keys: &Keys,
-    pre: Pre<'_>,
-    aad: &[u8],
-    buf: InOutBuf<'_, '_, u8>,
-    tag: &mut [u8; 16],
-) {
-    let t = match keys.nr {
-        10 => message_narrow::<SEAL, 10>(keys, pre, aad, buf),
-        12 => message_narrow::<SEAL, 12>(keys, pre, aad, buf),
-        _ => message_narrow::<SEAL, 14>(keys, pre, aad, buf),
-    };
-    // one 16-byte store (see `super::zmm::message_entry`)
-    *tag = cast(t);
-}
-
-#[inline]
-#[target_feature(enable = "aes,pclmulqdq,ssse3")]
-fn message_narrow<const SEAL: bool, const NR: usize>(
-    keys: &Keys,
-    pre: Pre<'_>,
-    aad: &[u8],
-    buf: InOutBuf<'_, '_, u8>,
-) -> __m128i {
-    if aad.len() <= 16 && buf.len() <= 16 {
-        return one_block::<SEAL, NR>(keys, j0_reg(pre), aad, buf);
-    }
-    gcm_message!(
-        j0: j0_reg(pre),
-        aad: aad,
-        len: buf.len(),
-        block: |b| aes1::<NR>(keys, b),
-        ghash: |y, d| ghash_narrow(keys, y, d),
-        crypt: |c, y| crypt_narrow::<SEAL, NR>(keys, c, y, buf),
-        tag: |s, mask| tag_reg(s, mask),
-    )
-}
+narrower_message_entry!("aes,pclmulqdq,ssse3", ghash_narrow, crypt_narrow);
 
 /// GHASH update: whole steps, then the rest by [`ghash_tail`] (AAD, length blocks).
 #[inline]

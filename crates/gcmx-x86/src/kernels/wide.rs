@@ -195,46 +195,7 @@ fn ghash_wide(keys: &Keys, y: &mut u128, data: &[u8]) {
     *y = cast(ghash_tail(keys, yv, steps.remainder()));
 }
 
-/// A whole message on the wide kernels ([`Keys::message`]) in one call, its parts inlined: a
-/// short message's time is mostly the calls between them otherwise.
-#[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-pub(super) fn message_entry<const SEAL: bool>(
-    keys: &Keys,
-    pre: Pre<'_>,
-    aad: &[u8],
-    buf: InOutBuf<'_, '_, u8>,
-    tag: &mut [u8; 16],
-) {
-    let t = match keys.nr {
-        10 => message_wide::<SEAL, 10>(keys, pre, aad, buf),
-        12 => message_wide::<SEAL, 12>(keys, pre, aad, buf),
-        _ => message_wide::<SEAL, 14>(keys, pre, aad, buf),
-    };
-    // one 16-byte store (see `super::zmm::message_entry`)
-    *tag = cast(t);
-}
-
-#[inline]
-#[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn message_wide<const SEAL: bool, const NR: usize>(
-    keys: &Keys,
-    pre: Pre<'_>,
-    aad: &[u8],
-    buf: InOutBuf<'_, '_, u8>,
-) -> __m128i {
-    if aad.len() <= 16 && buf.len() <= 16 {
-        return one_block::<SEAL, NR>(keys, j0_reg(pre), aad, buf);
-    }
-    gcm_message!(
-        j0: j0_reg(pre),
-        aad: aad,
-        len: buf.len(),
-        block: |b| aes1::<NR>(keys, b),
-        ghash: |y, d| ghash_wide(keys, y, d),
-        crypt: |c, y| crypt_wide::<SEAL, NR>(keys, c, y, buf),
-        tag: |s, mask| tag_reg(s, mask),
-    )
-}
+narrower_message_entry!("avx2,aes,pclmulqdq,vaes,vpclmulqdq", ghash_wide, crypt_wide);
 
 #[target_feature(enable = "avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 pub(super) fn crypt_entry<const SEAL: bool>(

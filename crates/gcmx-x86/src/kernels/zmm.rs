@@ -673,7 +673,7 @@ fn crypt<const SEAL: bool, const NR: usize>(
     }
 }
 
-/// A whole message on the 512-bit kernels (see [`super::message`]), its buffer given as the raw
+/// A whole message on the 512-bit kernels (see [`super::Keys::message`]), its buffer given as the raw
 /// parts of an [`InOutBuf`] (see [`super::Keys::message`] for why).
 ///
 /// # Safety
