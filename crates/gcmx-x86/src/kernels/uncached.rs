@@ -19,8 +19,8 @@ use core::arch::x86_64::*;
 use inout::InOutBuf;
 use zeroize::Zeroize;
 
-use super::Keys;
 use super::common::{ctr_add, load16};
+use super::{Keys, Level};
 
 /// Bytes of one piece: whole 512-bit steps, small enough that the piece stays in the first-level
 /// cache between the kernel writing it and the copy reading it.
@@ -37,7 +37,7 @@ pub(super) fn open(keys: &Keys, mut ctr: u128, y: &mut u128, src: &[u8], dst: &m
         if let Ok(io) = InOutBuf::new(&s[..n], out) {
             keys.crypt::<false>(ctr, y, io);
         }
-        copy(&piece[..n], &mut d[..n]);
+        copy(keys.level(), &piece[..n], &mut d[..n]);
         ctr = ctr_add(ctr, PIECE / 16);
     }
     // Plaintext, like the output: the caller decides what the output may hold, the stack keeps
@@ -51,25 +51,71 @@ pub(super) fn open(keys: &Keys, mut ctr: u128, y: &mut u128, src: &[u8], dst: &m
     };
 }
 
-/// Copy `src` into `dst` (the common length): the 16-byte-aligned middle of `dst` with
-/// non-temporal stores, its unaligned ends with ordinary ones.
-fn copy(src: &[u8], dst: &mut [u8]) {
+/// Copy `src` into `dst` (the common length): the middle of `dst`, aligned to the widest store
+/// the key's level has, with non-temporal stores, its unaligned ends with ordinary ones.
+///
+/// A core's rate of non-temporal stores is what limits an open past the caches when the memory
+/// keeps up: a whole-line store (512-bit) hands a line to the memory in one store where 128-bit
+/// ones take four, each holding a write-combining buffer until the line is complete.
+fn copy(level: Level, src: &[u8], dst: &mut [u8]) {
+    match level {
+        #[allow(unsafe_code)]
+        // SAFETY: a key's level is Zmm only if `Level::detect()` found AVX-512F.
+        Level::Zmm => unsafe { copy_zmm(src, dst) },
+        #[allow(unsafe_code)]
+        // SAFETY: a key's level is Wide only if `Level::detect()` found AVX2 (AVX with it).
+        Level::Wide => unsafe { copy_ymm(src, dst) },
+        Level::Narrow => copy_with::<16>(src, dst, |d, s| {
+            #[allow(unsafe_code)]
+            // SAFETY: `d` is 16 bytes of `dst`, borrowed mutably, at a 16-byte-aligned address
+            // (`copy_with` aligned the body); SSE2 is part of x86-64's baseline.
+            unsafe {
+                _mm_stream_si128(d.cast(), load16(s))
+            }
+        }),
+    }
+}
+
+#[target_feature(enable = "avx512f")]
+fn copy_zmm(src: &[u8], dst: &mut [u8]) {
+    copy_with::<64>(src, dst, |d, s| {
+        let v: __m512i = bytemuck::pod_read_unaligned(&s[..64]);
+        #[allow(unsafe_code)]
+        // SAFETY: `d` is 64 bytes of `dst`, borrowed mutably, at a 64-byte-aligned address
+        // (`copy_with` aligned the body); the caller has AVX-512F.
+        unsafe {
+            _mm512_stream_si512(d.cast(), v)
+        }
+    })
+}
+
+#[target_feature(enable = "avx")]
+fn copy_ymm(src: &[u8], dst: &mut [u8]) {
+    copy_with::<32>(src, dst, |d, s| {
+        let v: __m256i = bytemuck::pod_read_unaligned(&s[..32]);
+        #[allow(unsafe_code)]
+        // SAFETY: `d` is 32 bytes of `dst`, borrowed mutably, at a 32-byte-aligned address
+        // (`copy_with` aligned the body); the caller has AVX.
+        unsafe {
+            _mm256_stream_si256(d.cast(), v)
+        }
+    })
+}
+
+/// The copy of [`copy`] with `W`-byte non-temporal stores `store(to, from)`: `to` is `W` bytes
+/// of `dst` at a `W`-aligned address, `from` the `W` bytes of `src` that go there.
+#[inline(always)]
+fn copy_with<const W: usize>(src: &[u8], dst: &mut [u8], store: impl Fn(*mut u8, &[u8])) {
     let n = src.len().min(dst.len());
-    let head = dst.as_ptr().align_offset(16).min(n);
-    let body = (n - head) / 16 * 16;
+    let head = dst.as_ptr().align_offset(W).min(n);
+    let body = (n - head) / W * W;
     let (s_head, s_rest) = src[..n].split_at(head);
     let (d_head, d_rest) = dst[..n].split_at_mut(head);
     d_head.copy_from_slice(s_head);
     let (s_body, s_tail) = s_rest.split_at(body);
     let (d_body, d_tail) = d_rest.split_at_mut(body);
-    for (s, d) in s_body.chunks_exact(16).zip(d_body.chunks_exact_mut(16)) {
-        let v = load16(s);
-        #[allow(unsafe_code)]
-        // SAFETY: `d` is 16 bytes of `dst`, borrowed mutably, at a 16-byte-aligned address
-        // (`head` aligned the body, whose chunks are 16 bytes); SSE2 is part of x86-64's baseline.
-        unsafe {
-            _mm_stream_si128(d.as_mut_ptr().cast(), v)
-        };
+    for (s, d) in s_body.chunks_exact(W).zip(d_body.chunks_exact_mut(W)) {
+        store(d.as_mut_ptr(), s);
     }
     d_tail.copy_from_slice(s_tail);
 }
