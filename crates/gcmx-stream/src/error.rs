@@ -84,14 +84,6 @@ impl Error {
         self.kind
     }
 
-    /// The kind of the failed read or write, for errors whose source is an [`io::Error`].
-    pub fn io_kind(&self) -> Option<io::ErrorKind> {
-        match &self.source {
-            Some(Source::Io(e)) => Some(e.kind()),
-            _ => None,
-        }
-    }
-
     /// The `Error` an adapter's `io::Error` carries, if it carries one.
     pub fn from_io(err: &io::Error) -> Option<&Error> {
         err.get_ref().and_then(|e| e.downcast_ref::<Error>())
@@ -176,7 +168,10 @@ impl From<Error> for io::Error {
                 io::ErrorKind::InvalidData
             }
             ErrorKind::InvalidInput => io::ErrorKind::InvalidInput,
-            ErrorKind::Io => e.io_kind().unwrap_or(io::ErrorKind::Other),
+            ErrorKind::Io => match &e.source {
+                Some(Source::Io(io)) => io.kind(),
+                _ => io::ErrorKind::Other,
+            },
             ErrorKind::Crypto | ErrorKind::Poisoned => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)
