@@ -16,7 +16,7 @@ use crate::codec::SegmentCodec;
 use crate::error::{Error, Result, no_memory};
 use crate::header::trial_len;
 use crate::keyset::Keyset;
-use crate::poison::Poison;
+use crate::poison::{Poison, guarded};
 use crate::read_core::{End, ReadCore};
 use crate::writer::Sealer;
 
@@ -138,27 +138,18 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        this.poison.enter()?;
-        let r = this.write_unpoisoned(cx, buf);
-        this.poison.leave();
-        r
+        guarded!(this.poison, this.write_unpoisoned(cx, buf))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        this.poison.enter()?;
-        let r = this.flush_unpoisoned(cx);
-        this.poison.leave();
-        r
+        guarded!(this.poison, this.flush_unpoisoned(cx))
     }
 
     /// Seals the last segment, writes everything and shuts the inner writer down.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        this.poison.enter()?;
-        let r = this.shutdown_unpoisoned(cx);
-        this.poison.leave();
-        r
+        guarded!(this.poison, this.shutdown_unpoisoned(cx))
     }
 }
 
@@ -303,10 +294,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for AsyncDecryptingReader<R> {
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        this.poison.enter()?;
-        let r = this.read_unpoisoned(cx, out);
-        this.poison.leave();
-        r
+        guarded!(this.poison, this.read_unpoisoned(cx, out))
     }
 }
 

@@ -186,6 +186,16 @@ pub(crate) fn no_memory(len: usize) -> io::Error {
     )
 }
 
+/// Runs `f`, a read or write of an inner reader or writer, again while it is `Interrupted`.
+pub(crate) fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 

@@ -5,7 +5,7 @@ use std::io::{self, Read};
 use zeroize::Zeroizing;
 
 use crate::engine::{Backend, Engine};
-use crate::error::{Error, Result, no_memory};
+use crate::error::{Error, Result, no_memory, retry};
 use crate::format::Header;
 use crate::keyset::{Keyset, StreamingKey};
 use crate::layout::TAG_LEN;
@@ -123,11 +123,9 @@ fn opens_first_segment(
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        match retry(|| r.read(&mut buf[n..]))? {
+            0 => break,
+            k => n += k,
         }
     }
     Ok(n)
@@ -138,17 +136,13 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 fn read_growing(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
     let mut n = 0;
     while n < want {
-        if buf.len() <= n {
-            let grown = buf.len().saturating_mul(2).max(n + (64 << 10)).min(want);
-            buf.try_reserve_exact(grown - buf.len())
-                .map_err(|_| no_memory(grown))?;
-            buf.resize(grown, 0);
-        }
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        let grown = n.saturating_mul(2).max(n + (64 << 10)).min(want);
+        buf.try_reserve_exact(grown - n)
+            .map_err(|_| no_memory(grown))?;
+        buf.resize(grown, 0);
+        n += read_full(r, &mut buf[n..])?;
+        if n < grown {
+            break;
         }
     }
     Ok(n)

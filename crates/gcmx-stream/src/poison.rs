@@ -39,6 +39,18 @@ impl Poison {
     }
 }
 
+/// Runs `$call`, one call on an adapter, between `$poison`'s [`Poison::enter`] (returning its
+/// error instead where an earlier call unwound) and [`Poison::leave`].
+macro_rules! guarded {
+    ($poison:expr, $call:expr) => {{
+        $poison.enter()?;
+        let r = $call;
+        $poison.leave();
+        r
+    }};
+}
+pub(crate) use guarded;
+
 /// The error of every call on an adapter after a call on it unwound.
 pub(crate) fn poisoned() -> Error {
     Error::new(

@@ -8,10 +8,10 @@ use std::mem;
 
 use crate::codec::SegmentCodec;
 use crate::copy::copy;
-use crate::error::Result;
+use crate::error::{Result, retry};
 use crate::keyset::Keyset;
 use crate::layout::{Span, TAG_LEN};
-use crate::poison::Poison;
+use crate::poison::{Poison, guarded};
 use crate::read_core::{End, Plan, ReadCore};
 use crate::wipe::wipe;
 
@@ -159,24 +159,16 @@ impl<R: Read> Source<R> {
             self.head_pos += n;
             return Ok(n);
         }
-        loop {
-            let r = match self.buffered {
-                Some(b) => (b.fill)(&mut self.inner).map(|src| {
-                    let n = src.len().min(buf.len());
-                    copy(&mut buf[..n], &src[..n]);
-                    n
-                }),
-                None => self.inner.read(buf),
-            };
-            match r {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Ok(n) => {
-                    self.consume(n);
-                    return Ok(n);
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        let n = retry(|| match self.buffered {
+            Some(b) => (b.fill)(&mut self.inner).map(|src| {
+                let n = src.len().min(buf.len());
+                copy(&mut buf[..n], &src[..n]);
+                n
+            }),
+            None => self.inner.read(buf),
+        })?;
+        self.consume(n);
+        Ok(n)
     }
 
     /// Reads until `buf` is full, the input ends or a read fails: the bytes read, and the
@@ -403,10 +395,7 @@ impl<R: Read> DecryptingReader<R> {
 
 impl<R: Read> Read for DecryptingReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        self.poison.enter()?;
-        let r = self.read_unpoisoned(out);
-        self.poison.leave();
-        r
+        guarded!(self.poison, self.read_unpoisoned(out))
     }
 }
 
@@ -415,10 +404,7 @@ impl<R: Read> BufRead for DecryptingReader<R> {
     /// end of the stream); a segment's plaintext is handed out once it and the segments of its
     /// window have authenticated.
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.poison.enter()?;
-        let r = self.fill_unpoisoned();
-        self.poison.leave();
-        r?;
+        guarded!(self.poison, self.fill_unpoisoned())?;
         Ok(self.core.plaintext())
     }
 

@@ -11,12 +11,12 @@
 //! Memory is the ring: the writer gives it two windows' worth of segments (benches/results.md,
 //! "large writes through a ring of segments").
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::channel;
 
 use crate::codec::SegmentCodec;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, retry};
 use crate::layout::{Span, TAG_LEN};
 use crate::window::Window;
 
@@ -161,11 +161,9 @@ pub(crate) fn relay<W: Write + ?Sized>(
             let len = sealed_len(written);
             let mut pos = 0;
             while !write_failed && pos < len {
-                match out.write(&slot[pos..len]) {
-                    Ok(0) => write_failed = true,
+                match retry(|| out.write(&slot[pos..len])) {
+                    Ok(0) | Err(_) => write_failed = true,
                     Ok(n) => pos += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => write_failed = true,
                 }
             }
             if write_failed {
@@ -194,6 +192,8 @@ pub(crate) fn relay<W: Write + ?Sized>(
 
 #[cfg(test)]
 mod tests {
+    use std::io;
+
     use super::*;
     use crate::keyset::{Keyset, StreamingKey};
 

@@ -5,10 +5,10 @@ use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
 
 use crate::codec::SegmentCodec;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, retry};
 use crate::keyset::Keyset;
 use crate::layout::TAG_LEN;
-use crate::poison::Poison;
+use crate::poison::{Poison, guarded};
 use crate::read_core::{End, Plan, ReadCore};
 
 impl Keyset {
@@ -148,16 +148,7 @@ impl<R: Read + Seek> SeekableReader<R> {
                 self.inner_at = Some(at);
             }
             if let Some(buf) = self.core.fill_buf(len)? {
-                let n = loop {
-                    match self.inner.read(buf) {
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => {
-                            self.inner_at = None;
-                            return Err(e);
-                        }
-                        Ok(n) => break n,
-                    }
-                };
+                let n = retry(|| self.inner.read(buf)).inspect_err(|_| self.inner_at = None)?;
                 self.inner_at = Some(at + n as u64);
                 self.core.filled(n)?;
             }
@@ -167,10 +158,7 @@ impl<R: Read + Seek> SeekableReader<R> {
 
 impl<R: Read + Seek> Read for SeekableReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        self.poison.enter()?;
-        let r = self.read_at(out);
-        self.poison.leave();
-        r
+        guarded!(self.poison, self.read_at(out))
     }
 }
 

@@ -10,10 +10,10 @@ use std::sync::mpsc::{Receiver, sync_channel};
 
 use crate::codec::SegmentCodec;
 use crate::copy::{Run, copy_runs};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, retry};
 use crate::keyset::Keyset;
 use crate::layout::{Span, TAG_LEN};
-use crate::poison::Poison;
+use crate::poison::{Poison, guarded};
 use crate::relay;
 use crate::window::Window;
 use crate::wipe::wipe_stacks;
@@ -417,16 +417,14 @@ impl<W: Write> EncryptingWriter<W> {
                 .inner
                 .as_mut()
                 .ok_or_else(|| io::Error::other("the stream is finished"))?;
-            match w.write(self.sealer.pending()) {
-                Ok(0) => {
+            match retry(|| w.write(self.sealer.pending()))? {
+                0 => {
                     return Err(io::Error::new(
                         io::ErrorKind::WriteZero,
                         "the inner writer accepts no more bytes",
                     ));
                 }
-                Ok(n) => self.sealer.advance(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                n => self.sealer.advance(n),
             }
         }
         Ok(())
@@ -482,17 +480,11 @@ impl<W: Write> EncryptingWriter<W> {
 
 impl<W: Write> Write for EncryptingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.poison.enter()?;
-        let r = self.write_unpoisoned(buf);
-        self.poison.leave();
-        r
+        guarded!(self.poison, self.write_unpoisoned(buf))
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.poison.enter()?;
-        let r = self.flush_unpoisoned();
-        self.poison.leave();
-        r
+        guarded!(self.poison, self.flush_unpoisoned())
     }
 }
 
