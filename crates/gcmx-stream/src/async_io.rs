@@ -13,8 +13,8 @@ use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::codec::SegmentCodec;
-use crate::error::{Error, Result, no_memory};
-use crate::header::trial_len;
+use crate::error::{Error, Result};
+use crate::header::{grow, trial_len};
 use crate::keyset::Keyset;
 use crate::poison::{Poison, guarded};
 use crate::read_core::{End, ReadCore};
@@ -48,12 +48,9 @@ impl Keyset {
         aad: &[u8],
     ) -> Result<AsyncEncryptingWriter<W>> {
         let (sealer, header) = Sealer::new(self, aad)?;
-        let sealer = sealer.in_the_call();
         Ok(AsyncEncryptingWriter {
             inner: Some(w),
-            header,
-            header_sent: 0,
-            sealer,
+            sealer: sealer.in_the_call(header),
             finished: false,
             poison: Poison::default(),
         })
@@ -92,8 +89,6 @@ impl Keyset {
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncEncryptingWriter<W> {
     inner: Option<W>,
-    header: Vec<u8>,
-    header_sent: usize,
     sealer: Sealer,
     finished: bool,
     poison: Poison,
@@ -110,16 +105,9 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
         self.inner.take().expect("the inner writer")
     }
 
-    /// Writes the header and every sealed byte.
+    /// Writes every pending byte (the header first).
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let inner = self.inner.as_mut().ok_or_else(gone)?;
-        while self.header_sent < self.header.len() {
-            let n = ready!(Pin::new(&mut *inner).poll_write(cx, &self.header[self.header_sent..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.header_sent += n;
-        }
         while !self.sealer.pending().is_empty() {
             let n = ready!(Pin::new(&mut *inner).poll_write(cx, self.sealer.pending()))?;
             if n == 0 {
@@ -251,11 +239,7 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             // keys, `need` is the longest possible first segment, up to 2 GiB, whatever the
             // stream's length.
             let start = bytes.len();
-            let step = need.min(start.saturating_mul(2).max(start + (64 << 10)));
-            if bytes.try_reserve_exact(step - start).is_err() {
-                return Poll::Ready(Err(no_memory(step)));
-            }
-            bytes.resize(step, 0);
+            grow(bytes, need)?;
             let mut rb = ReadBuf::new(&mut bytes[start..]);
             let r = Pin::new(&mut self.inner).poll_read(cx, &mut rb);
             let n = rb.filled().len();

@@ -54,6 +54,8 @@ enum Serial {
     Aes256(Box<gcmx::Aes256Gcm>),
 }
 
+/// `$e` on the key `$c` of a `Serial`, whatever its size; with `map`, boxed into the same
+/// variant.
 macro_rules! with_serial {
     ($s:expr, $c:ident => $e:expr) => {
         match $s {
@@ -62,26 +64,33 @@ macro_rules! with_serial {
             Serial::Aes256($c) => $e,
         }
     };
+    (map $s:expr, $c:ident => $e:expr) => {
+        match $s {
+            Serial::Aes128($c) => Serial::Aes128(Box::new($e)),
+            Serial::Aes192($c) => Serial::Aes192(Box::new($e)),
+            Serial::Aes256($c) => Serial::Aes256(Box::new($e)),
+        }
+    };
 }
 
 impl Serial {
     fn new(key: &[u8]) -> Option<Serial> {
         Some(match key.len() {
-            16 => gcmx::Aes128Gcm::new_from_slice(key).ok()?.into(),
-            24 => gcmx::Aes192Gcm::new_from_slice(key).ok()?.into(),
-            32 => gcmx::Aes256Gcm::new_from_slice(key).ok()?.into(),
+            16 => Serial::Aes128(Box::new(gcmx::Aes128Gcm::new_from_slice(key).ok()?)),
+            24 => Serial::Aes192(Box::new(gcmx::Aes192Gcm::new_from_slice(key).ok()?)),
+            32 => Serial::Aes256(Box::new(gcmx::Aes256Gcm::new_from_slice(key).ok()?)),
             _ => return None,
         })
     }
 
     /// The same key, its opens into another buffer writing past the caches.
     fn uncached(&self) -> Serial {
-        with_serial!(self, c => (**c).clone().with_uncached_output().into())
+        with_serial!(map self, c => (**c).clone().with_uncached_output())
     }
 
     /// The same key, each message split over rayon's threads.
     fn nested(&self) -> Serial {
-        with_serial!(self, c => (**c).clone().with_multicore().into())
+        with_serial!(map self, c => (**c).clone().with_multicore())
     }
 
     /// Seals `src` into `out` (no associated data); the tag into `tag`.
@@ -142,6 +151,15 @@ fn lib_error(e: gcmx::GcmError) -> Error {
         _ => "AES-GCM failed",
     };
     Error::gcm(what, e)
+}
+
+/// Whether a decryption authenticated: `Ok(false)` on a wrong tag.
+fn authenticated(r: std::result::Result<(), gcmx::GcmError>) -> Result<bool> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(gcmx::GcmError::Authentication) => Ok(false),
+        Err(other) => Err(lib_error(other)),
+    }
 }
 
 fn invalid() -> Error {
@@ -208,21 +226,13 @@ impl Engine {
     /// Opens every job, all or nothing: `Ok(false)` on a wrong tag, and every buffer holds its
     /// ciphertext again; on any other failure the buffers are zeroed.
     pub(crate) fn open_batch(&self, jobs: &mut [OpenJob<'_>]) -> Result<bool> {
-        match self.gcm.decrypt_batch(jobs) {
-            Ok(()) => Ok(true),
-            Err(gcmx::GcmError::Authentication) => Ok(false),
-            Err(other) => Err(lib_error(other)),
-        }
+        authenticated(self.gcm.decrypt_batch(jobs))
     }
 
     /// Opens one message in place; `Ok(false)` when the tag does not match (the buffer then
     /// holds its ciphertext again).
     pub(crate) fn open(&self, nonce: &[u8], buf: &mut [u8], tag: &[u8]) -> Result<bool> {
-        match self.gcm.decrypt_detached(nonce, &[], buf, tag) {
-            Ok(()) => Ok(true),
-            Err(gcmx::GcmError::Authentication) => Ok(false),
-            Err(other) => Err(lib_error(other)),
-        }
+        authenticated(self.gcm.decrypt_detached(nonce, &[], buf, tag))
     }
 
     /// Seals one segment from `src` into `out` on the calling thread, in one pass (the
@@ -278,24 +288,6 @@ impl Engine {
             })
             .collect::<Result<_>>()?;
         Ok(opened.iter().position(|&ok| !ok))
-    }
-}
-
-impl From<gcmx::Aes128Gcm> for Serial {
-    fn from(c: gcmx::Aes128Gcm) -> Serial {
-        Serial::Aes128(Box::new(c))
-    }
-}
-
-impl From<gcmx::Aes192Gcm> for Serial {
-    fn from(c: gcmx::Aes192Gcm) -> Serial {
-        Serial::Aes192(Box::new(c))
-    }
-}
-
-impl From<gcmx::Aes256Gcm> for Serial {
-    fn from(c: gcmx::Aes256Gcm) -> Serial {
-        Serial::Aes256(Box::new(c))
     }
 }
 

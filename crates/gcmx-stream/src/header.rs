@@ -131,17 +131,24 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// Reads up to `want` bytes into `buf`, growing it (by doubling, fallibly) only as data arrives:
-/// a first segment of 2 GiB costs memory only for the bytes that come.
+/// Grows `buf` towards `want` bytes for the next read, by doubling from 64 KiB, fallibly: a
+/// first segment of 2 GiB costs memory only for the bytes that come.
+pub(crate) fn grow(buf: &mut Vec<u8>, want: usize) -> io::Result<()> {
+    let n = buf.len();
+    let grown = n.saturating_mul(2).max(n + (64 << 10)).min(want);
+    buf.try_reserve_exact(grown - n)
+        .map_err(|_| no_memory(grown))?;
+    buf.resize(grown, 0);
+    Ok(())
+}
+
+/// Reads up to `want` bytes into the empty `buf`, growing it as data arrives ([`grow`]).
 fn read_growing(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
     let mut n = 0;
     while n < want {
-        let grown = n.saturating_mul(2).max(n + (64 << 10)).min(want);
-        buf.try_reserve_exact(grown - n)
-            .map_err(|_| no_memory(grown))?;
-        buf.resize(grown, 0);
+        grow(buf, want)?;
         n += read_full(r, &mut buf[n..])?;
-        if n < grown {
+        if n < buf.len() {
             break;
         }
     }

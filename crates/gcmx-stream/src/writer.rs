@@ -138,10 +138,12 @@ impl Sealer {
         Ok((sealer, header))
     }
 
-    /// Writes without background sealing (the async writer, which must not block on a channel).
+    /// For the async writer: seals in the call (a poll must not block on a channel), with
+    /// `header` the first bytes pending.
     #[cfg(feature = "tokio")]
-    pub(crate) fn in_the_call(mut self) -> Sealer {
+    pub(crate) fn in_the_call(mut self, header: Vec<u8>) -> Sealer {
         self.background = false;
+        self.out = Out::Bytes(header, 0);
         self
     }
 
@@ -403,20 +405,20 @@ fn seal(codec: &SegmentCodec, span: &Span, w: &mut Window) -> Result<usize> {
 /// two keep every core busy (benches/gpu-notes.md, 2026-12-03).
 const RING_WINDOWS: usize = 2;
 
+/// The error of a call on a writer whose stream is finished.
+fn finished() -> io::Error {
+    io::Error::other("the stream is finished")
+}
+
 impl<W: Write> EncryptingWriter<W> {
     fn inner(&mut self) -> io::Result<&mut W> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| io::Error::other("the stream is finished"))
+        self.inner.as_mut().ok_or_else(finished)
     }
 
     /// Writes every pending sealed byte.
     fn drain(&mut self) -> io::Result<()> {
         while !self.sealer.pending().is_empty() {
-            let w = self
-                .inner
-                .as_mut()
-                .ok_or_else(|| io::Error::other("the stream is finished"))?;
+            let w = self.inner.as_mut().ok_or_else(finished)?;
             match retry(|| w.write(self.sealer.pending()))? {
                 0 => {
                     return Err(io::Error::new(
@@ -442,9 +444,7 @@ impl<W: Write> EncryptingWriter<W> {
         self.sealer.seal(true)?;
         self.drain()?;
         self.inner()?.flush()?;
-        self.inner
-            .take()
-            .ok_or_else(|| io::Error::other("the stream is finished"))
+        self.inner.take().ok_or_else(finished)
     }
 
     fn write_unpoisoned(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -457,10 +457,7 @@ impl<W: Write> EncryptingWriter<W> {
                 return if done > 0 { Ok(done) } else { Err(e) };
             }
             let rest = &buf[done..];
-            let inner = self
-                .inner
-                .as_mut()
-                .ok_or_else(|| io::Error::other("the stream is finished"))?;
+            let inner = self.inner.as_mut().ok_or_else(finished)?;
             done += match self.sealer.relay(rest, inner)? {
                 0 if self.sealer.pending().is_empty() => self.sealer.absorb(rest)?,
                 n => n,
