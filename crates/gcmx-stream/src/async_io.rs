@@ -121,42 +121,38 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
 
 impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
     fn poll_write(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        guarded!(this.poison, this.write_unpoisoned(cx, buf))
+        guarded!(self.poison, self.write_unpoisoned(cx, buf))
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        guarded!(this.poison, this.flush_unpoisoned(cx))
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.flush_unpoisoned(cx))
     }
 
     /// Seals the last segment, writes everything and shuts the inner writer down.
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        guarded!(this.poison, this.shutdown_unpoisoned(cx))
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.shutdown_unpoisoned(cx))
     }
 }
 
 impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     fn write_unpoisoned(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        let this = self;
-        this.sealer.check()?;
-        if this.finished {
+        self.sealer.check()?;
+        if self.finished {
             return Poll::Ready(Err(io::Error::other("the stream is finished")));
         }
         let mut done = 0;
         while done < buf.len() {
-            match this.poll_drain(cx) {
+            match self.poll_drain(cx) {
                 Poll::Ready(Ok(())) => {}
                 // Bytes already taken stay taken; a failure comes at the next call.
                 Poll::Pending | Poll::Ready(Err(_)) if done > 0 => return Poll::Ready(Ok(done)),
                 other => return other.map(|r| r.map(|()| 0)),
             }
-            done += this.sealer.absorb(&buf[done..])?;
+            done += self.sealer.absorb(&buf[done..])?;
         }
         Poll::Ready(Ok(done))
     }
@@ -168,15 +164,14 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     }
 
     fn shutdown_unpoisoned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self;
-        this.sealer.check()?;
-        if !this.finished {
-            ready!(this.poll_drain(cx))?;
-            this.sealer.seal(true)?;
-            this.finished = true;
+        self.sealer.check()?;
+        if !self.finished {
+            ready!(self.poll_drain(cx))?;
+            self.sealer.seal(true)?;
+            self.finished = true;
         }
-        ready!(this.poll_drain(cx))?;
-        Pin::new(this.inner.as_mut().ok_or_else(gone)?).poll_shutdown(cx)
+        ready!(self.poll_drain(cx))?;
+        Pin::new(self.inner.as_mut().ok_or_else(gone)?).poll_shutdown(cx)
     }
 }
 
@@ -273,12 +268,11 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
 
 impl<R: AsyncRead + Unpin> AsyncRead for AsyncDecryptingReader<R> {
     fn poll_read(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        guarded!(this.poison, this.read_unpoisoned(cx, out))
+        guarded!(self.poison, self.read_unpoisoned(cx, out))
     }
 }
 
@@ -288,9 +282,8 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         cx: &mut Context<'_>,
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self;
-        ready!(this.poll_header(cx))?;
-        let (core, head, pos) = match &mut this.state {
+        ready!(self.poll_header(cx))?;
+        let (core, head, pos) = match &mut self.state {
             ReadState::Body { core, head, pos } => (core, head, pos),
             ReadState::Failed(e) => return Poll::Ready(Err(e.clone().into())),
             ReadState::Header { .. } => return Poll::Pending,
@@ -315,7 +308,7 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
                     n
                 } else {
                     let mut rb = ReadBuf::new(buf);
-                    ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+                    ready!(Pin::new(&mut self.inner).poll_read(cx, &mut rb))?;
                     rb.filled().len()
                 };
                 core.filled(n)?;

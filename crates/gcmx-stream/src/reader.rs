@@ -304,14 +304,13 @@ impl<R: Read> DecryptingReader<R> {
         let done = span.take(opened);
         let n = done.plaintext_len();
         if opened > 0 {
-            let (bodies, _) = out.split_at_mut(n);
-            let mut rest = bodies;
-            let mut parts = Vec::with_capacity(opened);
-            for s in done.segments() {
+            let mut rest = &mut out[..n];
+            let parts = done.segments().map(|s| {
                 let (b, tail) = mem::take(&mut rest).split_at_mut(s.body());
                 rest = tail;
-                parts.push(b);
-            }
+                b
+            });
+            let parts = parts.collect();
             let tag_refs: Vec<&[u8]> = tags[..opened].iter().map(|t| &t[..]).collect();
             if let Err(e) = self.core.codec().open_apart(&done, parts, &tag_refs) {
                 wipe(out);

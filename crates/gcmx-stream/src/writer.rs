@@ -289,8 +289,7 @@ impl Sealer {
     /// flight.
     pub(crate) fn seal(&mut self, last: bool) -> io::Result<()> {
         self.check()?;
-        let r = self.seal_window(last);
-        r.map_err(|e| self.fail(e))
+        self.seal_window(last).map_err(|e| self.fail(e))
     }
 
     fn seal_window(&mut self, last: bool) -> Result<()> {
