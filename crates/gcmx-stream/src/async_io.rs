@@ -1,9 +1,7 @@
-//! The adapters for tokio: [`AsyncEncryptingWriter`] (`AsyncWrite`) and
-//! [`AsyncDecryptingReader`] (`AsyncRead`), on the same cores as the std::io ones.
-//!
-//! Sealing or opening a window runs in the task's `poll` call (a window of 8 MiB takes about
-//! a millisecond on a few cores); give a smaller window ([`Options::with_window_bytes`]) to keep
-//! polls shorter.
+//! The adapters for tokio, [`AsyncEncryptingWriter`] and [`AsyncDecryptingReader`], on the
+//! std::io ones' cores. A window is sealed or opened in the `poll` call (8 MiB: about a
+//! millisecond on a few cores); a smaller one ([`Options::with_window_bytes`]) keeps polls
+//! shorter.
 
 use std::fmt;
 use std::io;
@@ -21,9 +19,9 @@ use crate::read_core::{End, ReadCore};
 use crate::writer::Sealer;
 
 impl Keyset {
-    /// The async form of [`Keyset::encrypting_writer`]: encrypts what is written into `w`.
-    /// Shut it down (`AsyncWriteExt::shutdown`) to write the last segment and shut `w` down;
-    /// a writer dropped before that leaves a stream that does not decrypt.
+    /// The async form of [`Keyset::encrypting_writer`]. Shutting it down
+    /// (`AsyncWriteExt::shutdown`) writes the last segment and shuts `w` down; without that,
+    /// the stream does not decrypt.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -56,10 +54,9 @@ impl Keyset {
         })
     }
 
-    /// The async form of [`Keyset::decrypting_reader`]: reads the plaintext of the Tink
-    /// stream `r`, only authenticated, failing with [`io::ErrorKind::InvalidData`] on a wrong
-    /// key or AAD, tampering, truncation, reordering or an extension. The header is read at
-    /// the first poll.
+    /// The async form of [`Keyset::decrypting_reader`] (only authenticated plaintext; a wrong
+    /// key or AAD, tampering, truncation, reordering or an extension fail with
+    /// [`io::ErrorKind::InvalidData`]). The header is read at the first poll.
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn decrypting_async_reader<R: AsyncRead + Unpin>(
         &self,
@@ -82,10 +79,10 @@ impl Keyset {
     }
 }
 
-/// Encrypts what is written to it into Tink's AES-GCM-HKDF streaming format, into an inner
-/// `AsyncWrite`. Made by [`Keyset::encrypting_async_writer`]; `poll_shutdown` writes the
-/// last segment. Its window, which holds plaintext, is wiped on drop. A writer whose poll
-/// panicked is poisoned, as [`EncryptingWriter`](crate::EncryptingWriter) is.
+/// Encrypts into Tink's AES-GCM-HKDF streaming format, into an inner `AsyncWrite`. Made by
+/// [`Keyset::encrypting_async_writer`]; `poll_shutdown` writes the last segment. Its window is
+/// wiped on drop. A writer whose poll panicked is poisoned, as
+/// [`EncryptingWriter`](crate::EncryptingWriter) is.
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncEncryptingWriter<W> {
     inner: Option<W>,
@@ -187,15 +184,13 @@ impl<W: fmt::Debug> fmt::Debug for AsyncEncryptingWriter<W> {
 
 /// Where an [`AsyncDecryptingReader`] is.
 enum ReadState {
-    /// Collecting the header (and, when several keys could have written the stream, the
-    /// first segment too) before the key is known.
+    /// Collecting the header (with several possible keys, the first segment too).
     Header {
         keyset: Keyset,
         aad: Vec<u8>,
         bytes: Vec<u8>,
     },
-    /// Reading segments: `head[pos..]` (bytes read with the header) comes before the inner
-    /// reader's.
+    /// Reading segments: `head[pos..]` (read with the header) comes before the inner reader's.
     Body {
         core: Box<ReadCore>,
         head: Vec<u8>,
@@ -205,10 +200,10 @@ enum ReadState {
     Failed(Error),
 }
 
-/// Decrypts a Tink AES-GCM-HKDF stream read from an inner `AsyncRead`, handing out only
-/// authenticated plaintext. Made by [`Keyset::decrypting_async_reader`]. Its window, which
-/// holds plaintext, is wiped on drop. A reader whose poll panicked is poisoned: every later poll
-/// fails with [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
+/// Decrypts a Tink AES-GCM-HKDF stream from an inner `AsyncRead`, handing out only
+/// authenticated plaintext. Made by [`Keyset::decrypting_async_reader`]. Its window is wiped on
+/// drop. A reader whose poll panicked is poisoned: every later poll fails with
+/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncDecryptingReader<R> {
     inner: R,
@@ -230,9 +225,8 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             if bytes.len() >= need {
                 break;
             }
-            // Grown with the data (by doubling, from 64 KiB), not to `need` at once: with several
-            // keys, `need` is the longest possible first segment, up to 2 GiB, whatever the
-            // stream's length.
+            // Grown with the data: with several keys, `need` is the longest first segment, up to
+            // 2 GiB, whatever the stream's length.
             let start = bytes.len();
             grow(bytes, need)?;
             let mut rb = ReadBuf::new(&mut bytes[start..]);
