@@ -1,9 +1,7 @@
-//! The adapters for tokio: [`AsyncEncryptingWriter`] (`AsyncWrite`) and
-//! [`AsyncDecryptingReader`] (`AsyncRead`), on the same cores as the std::io ones.
-//!
-//! Sealing or opening a window runs in the task's `poll` call (a window of 8 MiB takes about
-//! a millisecond on a few cores); give a smaller window ([`Options::with_window_bytes`]) to keep
-//! polls shorter.
+//! The adapters for tokio, [`AsyncEncryptingWriter`] and [`AsyncDecryptingReader`], on the
+//! std::io ones' cores. A window is sealed or opened in the `poll` call (8 MiB: about a
+//! millisecond on a few cores); a smaller one ([`Options::with_window_bytes`]) keeps polls
+//! shorter.
 
 use std::fmt;
 use std::io;
@@ -13,17 +11,17 @@ use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::codec::SegmentCodec;
-use crate::error::{Error, Result, no_memory};
-use crate::header::trial_len;
+use crate::error::{Error, Result};
+use crate::header::{grow, trial_len};
 use crate::keyset::Keyset;
-use crate::poison::Poison;
+use crate::poison::{Poison, guarded};
 use crate::read_core::{End, ReadCore};
 use crate::writer::Sealer;
 
 impl Keyset {
-    /// The async form of [`Keyset::encrypting_writer`]: encrypts what is written into `w`.
-    /// Shut it down (`AsyncWriteExt::shutdown`) to write the last segment and shut `w` down;
-    /// a writer dropped before that leaves a stream that does not decrypt.
+    /// The async form of [`Keyset::encrypting_writer`]. Shutting it down
+    /// (`AsyncWriteExt::shutdown`) writes the last segment and shuts `w` down; without that,
+    /// the stream does not decrypt.
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -48,21 +46,17 @@ impl Keyset {
         aad: &[u8],
     ) -> Result<AsyncEncryptingWriter<W>> {
         let (sealer, header) = Sealer::new(self, aad)?;
-        let sealer = sealer.in_the_call();
         Ok(AsyncEncryptingWriter {
             inner: Some(w),
-            header,
-            header_sent: 0,
-            sealer,
+            sealer: sealer.in_the_call(header),
             finished: false,
             poison: Poison::default(),
         })
     }
 
-    /// The async form of [`Keyset::decrypting_reader`]: reads the plaintext of the Tink
-    /// stream `r`, only authenticated, failing with [`io::ErrorKind::InvalidData`] on a wrong
-    /// key or AAD, tampering, truncation, reordering or an extension. The header is read at
-    /// the first poll.
+    /// The async form of [`Keyset::decrypting_reader`] (only authenticated plaintext; a wrong
+    /// key or AAD, tampering, truncation, reordering or an extension fail with
+    /// [`io::ErrorKind::InvalidData`]). The header is read at the first poll.
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn decrypting_async_reader<R: AsyncRead + Unpin>(
         &self,
@@ -85,15 +79,13 @@ impl Keyset {
     }
 }
 
-/// Encrypts what is written to it into Tink's AES-GCM-HKDF streaming format, into an inner
-/// `AsyncWrite`. Made by [`Keyset::encrypting_async_writer`]; `poll_shutdown` writes the
-/// last segment. Its window, which holds plaintext, is wiped on drop. A writer whose poll
-/// panicked is poisoned, as [`EncryptingWriter`](crate::EncryptingWriter) is.
+/// Encrypts into Tink's AES-GCM-HKDF streaming format, into an inner `AsyncWrite`. Made by
+/// [`Keyset::encrypting_async_writer`]; `poll_shutdown` writes the last segment. Its window is
+/// wiped on drop. A writer whose poll panicked is poisoned, as
+/// [`EncryptingWriter`](crate::EncryptingWriter) is.
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncEncryptingWriter<W> {
     inner: Option<W>,
-    header: Vec<u8>,
-    header_sent: usize,
     sealer: Sealer,
     finished: bool,
     poison: Poison,
@@ -110,16 +102,9 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
         self.inner.take().expect("the inner writer")
     }
 
-    /// Writes the header and every sealed byte.
+    /// Writes every pending byte (the header first).
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let inner = self.inner.as_mut().ok_or_else(gone)?;
-        while self.header_sent < self.header.len() {
-            let n = ready!(Pin::new(&mut *inner).poll_write(cx, &self.header[self.header_sent..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.header_sent += n;
-        }
         while !self.sealer.pending().is_empty() {
             let n = ready!(Pin::new(&mut *inner).poll_write(cx, self.sealer.pending()))?;
             if n == 0 {
@@ -133,51 +118,38 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
 
 impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
     fn poll_write(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.poison.enter()?;
-        let r = this.write_unpoisoned(cx, buf);
-        this.poison.leave();
-        r
+        guarded!(self.poison, self.write_unpoisoned(cx, buf))
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.poison.enter()?;
-        let r = this.flush_unpoisoned(cx);
-        this.poison.leave();
-        r
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.flush_unpoisoned(cx))
     }
 
     /// Seals the last segment, writes everything and shuts the inner writer down.
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.poison.enter()?;
-        let r = this.shutdown_unpoisoned(cx);
-        this.poison.leave();
-        r
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.shutdown_unpoisoned(cx))
     }
 }
 
 impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     fn write_unpoisoned(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        let this = self;
-        this.sealer.check()?;
-        if this.finished {
+        self.sealer.check()?;
+        if self.finished {
             return Poll::Ready(Err(io::Error::other("the stream is finished")));
         }
         let mut done = 0;
         while done < buf.len() {
-            match this.poll_drain(cx) {
+            match self.poll_drain(cx) {
                 Poll::Ready(Ok(())) => {}
                 // Bytes already taken stay taken; a failure comes at the next call.
                 Poll::Pending | Poll::Ready(Err(_)) if done > 0 => return Poll::Ready(Ok(done)),
                 other => return other.map(|r| r.map(|()| 0)),
             }
-            done += this.sealer.absorb(&buf[done..])?;
+            done += self.sealer.absorb(&buf[done..])?;
         }
         Poll::Ready(Ok(done))
     }
@@ -189,15 +161,14 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     }
 
     fn shutdown_unpoisoned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self;
-        this.sealer.check()?;
-        if !this.finished {
-            ready!(this.poll_drain(cx))?;
-            this.sealer.seal(true)?;
-            this.finished = true;
+        self.sealer.check()?;
+        if !self.finished {
+            ready!(self.poll_drain(cx))?;
+            self.sealer.seal(true)?;
+            self.finished = true;
         }
-        ready!(this.poll_drain(cx))?;
-        Pin::new(this.inner.as_mut().ok_or_else(gone)?).poll_shutdown(cx)
+        ready!(self.poll_drain(cx))?;
+        Pin::new(self.inner.as_mut().ok_or_else(gone)?).poll_shutdown(cx)
     }
 }
 
@@ -213,15 +184,13 @@ impl<W: fmt::Debug> fmt::Debug for AsyncEncryptingWriter<W> {
 
 /// Where an [`AsyncDecryptingReader`] is.
 enum ReadState {
-    /// Collecting the header (and, when several keys could have written the stream, the
-    /// first segment too) before the key is known.
+    /// Collecting the header (with several possible keys, the first segment too).
     Header {
         keyset: Keyset,
         aad: Vec<u8>,
         bytes: Vec<u8>,
     },
-    /// Reading segments: `head[pos..]` (bytes read with the header) comes before the inner
-    /// reader's.
+    /// Reading segments: `head[pos..]` (read with the header) comes before the inner reader's.
     Body {
         core: Box<ReadCore>,
         head: Vec<u8>,
@@ -231,10 +200,10 @@ enum ReadState {
     Failed(Error),
 }
 
-/// Decrypts a Tink AES-GCM-HKDF stream read from an inner `AsyncRead`, handing out only
-/// authenticated plaintext. Made by [`Keyset::decrypting_async_reader`]. Its window, which
-/// holds plaintext, is wiped on drop. A reader whose poll panicked is poisoned: every later poll
-/// fails with [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
+/// Decrypts a Tink AES-GCM-HKDF stream from an inner `AsyncRead`, handing out only
+/// authenticated plaintext. Made by [`Keyset::decrypting_async_reader`]. Its window is wiped on
+/// drop. A reader whose poll panicked is poisoned: every later poll fails with
+/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncDecryptingReader<R> {
     inner: R,
@@ -256,15 +225,10 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             if bytes.len() >= need {
                 break;
             }
-            // Grown with the data (by doubling, from 64 KiB), not to `need` at once: with several
-            // keys, `need` is the longest possible first segment, up to 2 GiB, whatever the
-            // stream's length.
+            // Grown with the data: with several keys, `need` is the longest first segment, up to
+            // 2 GiB, whatever the stream's length.
             let start = bytes.len();
-            let step = need.min(start.saturating_mul(2).max(start + (64 << 10)));
-            if bytes.try_reserve_exact(step - start).is_err() {
-                return Poll::Ready(Err(no_memory(step)));
-            }
-            bytes.resize(step, 0);
+            grow(bytes, need)?;
             let mut rb = ReadBuf::new(&mut bytes[start..]);
             let r = Pin::new(&mut self.inner).poll_read(cx, &mut rb);
             let n = rb.filled().len();
@@ -298,15 +262,11 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
 
 impl<R: AsyncRead + Unpin> AsyncRead for AsyncDecryptingReader<R> {
     fn poll_read(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.poison.enter()?;
-        let r = this.read_unpoisoned(cx, out);
-        this.poison.leave();
-        r
+        guarded!(self.poison, self.read_unpoisoned(cx, out))
     }
 }
 
@@ -316,9 +276,8 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         cx: &mut Context<'_>,
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self;
-        ready!(this.poll_header(cx))?;
-        let (core, head, pos) = match &mut this.state {
+        ready!(self.poll_header(cx))?;
+        let (core, head, pos) = match &mut self.state {
             ReadState::Body { core, head, pos } => (core, head, pos),
             ReadState::Failed(e) => return Poll::Ready(Err(e.clone().into())),
             ReadState::Header { .. } => return Poll::Pending,
@@ -343,7 +302,7 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
                     n
                 } else {
                     let mut rb = ReadBuf::new(buf);
-                    ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+                    ready!(Pin::new(&mut self.inner).poll_read(cx, &mut rb))?;
                     rb.filled().len()
                 };
                 core.filled(n)?;

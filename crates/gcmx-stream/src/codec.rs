@@ -1,6 +1,6 @@
 //! The segment codec: one stream's engine, nonce prefix and layout, built once from its header.
-//! It seals and opens [`Span`]s of segments, in a window or from a source's buffer into the
-//! caller's, and names the segment that failed to authenticate.
+//! It seals and opens [`Span`]s, in a window or from a source's buffer into another, and names
+//! the segment that failed to authenticate.
 
 use std::io::Read;
 use std::mem;
@@ -21,8 +21,8 @@ pub(crate) struct SegmentCodec {
     layout: Layout,
 }
 
-/// Where a span's plaintext goes when it is opened from a source: each body at its segment's
-/// place in the ciphertext (a window), or the bodies back to back (the caller's buffer).
+/// Where a span opened from a source goes: each body at its place in the ciphertext (a
+/// window), or the bodies back to back (the caller's buffer).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OpenTo {
     Window,
@@ -39,8 +39,8 @@ impl SegmentCodec {
         Ok((codec, header.to_bytes()))
     }
 
-    /// Reads a stream's header from `input` and finds the key that wrote it
-    /// ([`crate::header::read_header`]): the codec, and the bytes read past the header.
+    /// Reads a stream's header from `input` and finds its key ([`crate::header::read_header`]):
+    /// the codec, and the bytes read past the header.
     pub(crate) fn for_reading(
         keyset: &Keyset,
         input: &mut impl Read,
@@ -89,8 +89,8 @@ impl SegmentCodec {
         span.segments().map(|s| self.nonce(&s)).collect()
     }
 
-    /// Seals the segments of `span` in place, as one batch: `buf` holds their plaintexts at
-    /// their places in the span's ciphertext (each followed by room for its tag).
+    /// Seals the segments of `span` in place, as one batch: `buf` holds their plaintexts where
+    /// their ciphertexts go.
     pub(crate) fn seal(&self, span: &Span, buf: &mut [u8]) -> Result<()> {
         let nonces = self.nonces(span)?;
         let mut jobs: Vec<SealJob<'_>> = cut(span, buf)?
@@ -119,9 +119,8 @@ impl SegmentCodec {
         self.engine.seal_into(&nonce, src, out, tag)
     }
 
-    /// Opens the segments of `span` in place, all or nothing: `buf` holds the span's ciphertext.
-    /// On failure no byte of `buf` is plaintext, and the error names the first segment that did
-    /// not authenticate.
+    /// Opens the span's ciphertext in `buf` in place, all or nothing: on failure no byte of `buf`
+    /// is plaintext, and the error names the first segment that did not authenticate.
     pub(crate) fn open(&self, span: &Span, buf: &mut [u8]) -> Result<()> {
         let parts = cut(span, buf)?;
         let (bodies, tags): (Vec<&mut [u8]>, Vec<&mut [u8]>) = parts.into_iter().unzip();
@@ -152,9 +151,9 @@ impl SegmentCodec {
             return Ok(());
         }
         drop(jobs);
-        // Every buffer holds its ciphertext again: each segment is opened again alone, from a
-        // copy (so that the buffers keep no plaintext), to name the one that failed. The copy's
-        // room is reserved once: a reallocation would free plaintext unwiped.
+        // Every buffer holds its ciphertext again: each is opened alone from a copy (the buffers
+        // keep no plaintext), to name the one that failed; the copy's room is reserved once, as
+        // a reallocation would free plaintext unwiped.
         let most = bodies.iter().map(|b| b.len()).max().unwrap_or(0);
         let mut scratch = Zeroizing::new(Vec::with_capacity(most));
         for ((body, tag), (nonce, s)) in bodies
@@ -171,11 +170,11 @@ impl SegmentCodec {
         Err(Error::authentication(span.first(), span.count() as u64))
     }
 
-    /// Opens the segments of `span`, none of them the stream's last, from `src` (their
-    /// ciphertext back to back but for the first `pre` bytes, which are at the start of `out`
-    /// already) into `out` (laid out as `to` says), each by the task that opens it on rayon's
-    /// pool, in one pass (past the caches with `uncached`). Only where [`SegmentCodec::apart`].
-    /// The error names the first segment that did not authenticate; on failure `out` is wiped.
+    /// Opens the segments of `span`, none the stream's last, from `src` (their ciphertext but
+    /// the first `pre` bytes, at the start of `out` already) into `out` (laid out as `to` says),
+    /// a task per segment, in one pass (past the caches with `uncached`). Only where
+    /// [`SegmentCodec::apart`]. The error names the first segment that did not authenticate;
+    /// on failure `out` is wiped.
     pub(crate) fn open_into(
         &self,
         span: &Span,

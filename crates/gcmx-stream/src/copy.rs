@@ -1,16 +1,13 @@
-//! Copies between the caller's buffers and windows, split over rayon's threads when they are
-//! large: one thread copies at a fraction of the memory's bandwidth, and these copies are what a
-//! copying adapter waits for (the writer's small writes on a 16-core host: benches/results.md,
-//! "gcmx-stream restructured").
+//! Copies between the caller's buffers and windows, split over rayon's threads when large: one
+//! thread copies at a fraction of memory bandwidth, and a copying adapter waits for them
+//! (benches/results.md, "gcmx-stream restructured").
 
 use std::mem;
 
 /// Bytes a task of a copy on rayon's pool copies at most ([`copy`], [`copy_runs`]).
 const COPY_PIECE: usize = 128 << 10;
 
-/// Copies `src` into `dst` (of the same length), on rayon's pool when it is large: one thread
-/// copies at a fraction of the memory's bandwidth, and the adapters' copies between the
-/// caller's buffers and their windows are what a copying adapter waits for.
+/// Copies `src` into `dst` (of the same length), on rayon's pool when large.
 pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
     use rayon::prelude::*;
     if src.len() >= 4 * COPY_PIECE && rayon::current_num_threads() > 1 {
@@ -30,10 +27,9 @@ pub(crate) struct Run {
     pub(crate) len: usize,
 }
 
-/// Copies the `runs` (in increasing, disjoint order on both sides) from `src` into `dst`, all
-/// in one call on rayon's pool: a copy of many segments, which one [`copy`] each would hand to
-/// the pool one at a time. Runs out of either's bounds are cut to them. A small copy stays on
-/// this thread and allocates nothing.
+/// Copies the `runs` (increasing and disjoint on both sides) from `src` into `dst` in one call
+/// on rayon's pool (a [`copy`] per segment would go to the pool one at a time); runs are cut
+/// to both buffers. A small copy stays on this thread and allocates nothing.
 pub(crate) fn copy_runs(dst: &mut [u8], src: &[u8], runs: &[Run]) {
     use rayon::prelude::*;
     let total: usize = runs.iter().map(|r| r.len).sum();
@@ -41,8 +37,7 @@ pub(crate) fn copy_runs(dst: &mut [u8], src: &[u8], runs: &[Run]) {
         run_pairs(dst, src, runs).for_each(|(d, s)| d.copy_from_slice(s));
         return;
     }
-    // Pieces of at most `COPY_PIECE` bytes, so that a few large runs spread as far as many small
-    // ones.
+    // Pieces of at most `COPY_PIECE`, so that a few large runs spread as far as many small ones.
     let pieces: Vec<(&mut [u8], &[u8])> = run_pairs(dst, src, runs)
         .flat_map(|(d, s)| d.chunks_mut(COPY_PIECE).zip(s.chunks(COPY_PIECE)))
         .collect();

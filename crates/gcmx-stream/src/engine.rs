@@ -1,6 +1,5 @@
-//! Every use of the `gcmx` library by this crate, in one place: one stream key's AES-GCM, in
-//! batches (in parallel on the CPU, as one GPU call) and, on the CPU, one segment at a time
-//! from one buffer into another.
+//! Every use of `gcmx`: one stream key's AES-GCM in batches (in parallel on the CPU, one GPU
+//! call) and, on the CPU, a segment at a time from one buffer into another.
 
 use gcmx::aead::KeyInit;
 use gcmx::aead::consts::U12;
@@ -12,30 +11,27 @@ use crate::wipe::wipe_this_stack;
 
 pub(crate) use gcmx::{Backend, OpenJob, SealJob};
 
-/// Threads from which an open into a caller's large buffer writes past the caches. Writing
-/// around the caches pays only where the opens, on every core, are held by the memory's speed
-/// (benches/results.md, 2026-12-04: a 16-core host gained, 8 and 4 threads and two cores lost).
+/// Threads from which an open into a caller's large buffer writes past the caches: that pays
+/// only where memory bounds the opens (benches/results.md, 2026-12-04: 16 cores gained, 8, 4
+/// and 2 lost).
 const UNCACHED_MIN_THREADS: usize = 16;
 
-/// Threads from which a window of few segments per thread splits each segment's open over the
-/// threads, so that no thread waits at the window's end for the last whole segment (the same
-/// entry: it paid from 4 threads on; on 2 the split costs more than the wait).
+/// Threads from which a window of few segments per thread splits each open over the threads,
+/// so that none waits at the window's end for the last segment (same entry: paid from 4).
 const NESTED_MIN_THREADS: usize = 4;
 
 /// An AES-GCM engine for one stream key.
 ///
-/// Every key schedule it owns is on the heap (`gcmx::Gcm`'s behind pointers, the typed ones
-/// each in its own box), so moving an engine copies pointers only; [`Engine::new`] wipes the
-/// stack where they were built. Each schedule wipes itself when dropped.
+/// Its key schedules are on the heap, so moving it copies pointers only; [`Engine::new`] wipes
+/// the stack where they were built, and each wipes itself when dropped.
 pub(crate) struct Engine {
     gcm: gcmx::Gcm,
-    /// The same key in gcmx's typed API, where the engine is the CPU's: it seals and opens a
-    /// segment from one buffer into another in one pass, which the batch (in place) cannot.
+    /// The key in gcmx's typed API, on the CPU: it seals and opens from one buffer into another
+    /// in one pass, which the batch (in place) cannot.
     apart: Option<Apart>,
 }
 
-/// The key in gcmx's typed API: the plain form, and the variants that pay on many threads
-/// (built only there).
+/// The key in gcmx's typed API, and the variants that pay on many threads (built only there).
 struct Apart {
     serial: Serial,
     /// Opens writing past the caches ([`UNCACHED_MIN_THREADS`]).
@@ -44,16 +40,17 @@ struct Apart {
     nested: Option<Serial>,
 }
 
-/// Each key boxed alone, so that a `Serial` is two words: held inline, an empty slot (`None`,
-/// or a shorter key's variant) would carry into the heap whatever stack bytes lay under it,
-/// round keys of the expansion just made among them, and nothing wipes a slot that holds no key
-/// (gcmx-cli's residue test found a schedule in a freed engine that way).
+/// Each key boxed alone: held inline, an empty slot (`None`, or a shorter key's variant) would
+/// carry the stack bytes under it, round keys among them, into the heap, where nothing wipes
+/// them (gcmx-cli's residue test found a schedule in a freed engine that way).
 enum Serial {
     Aes128(Box<gcmx::Aes128Gcm>),
     Aes192(Box<gcmx::Aes192Gcm>),
     Aes256(Box<gcmx::Aes256Gcm>),
 }
 
+/// `$e` on the key `$c` of a `Serial`, whatever its size; with `map`, boxed into the same
+/// variant.
 macro_rules! with_serial {
     ($s:expr, $c:ident => $e:expr) => {
         match $s {
@@ -62,26 +59,33 @@ macro_rules! with_serial {
             Serial::Aes256($c) => $e,
         }
     };
+    (map $s:expr, $c:ident => $e:expr) => {
+        match $s {
+            Serial::Aes128($c) => Serial::Aes128(Box::new($e)),
+            Serial::Aes192($c) => Serial::Aes192(Box::new($e)),
+            Serial::Aes256($c) => Serial::Aes256(Box::new($e)),
+        }
+    };
 }
 
 impl Serial {
     fn new(key: &[u8]) -> Option<Serial> {
         Some(match key.len() {
-            16 => gcmx::Aes128Gcm::new_from_slice(key).ok()?.into(),
-            24 => gcmx::Aes192Gcm::new_from_slice(key).ok()?.into(),
-            32 => gcmx::Aes256Gcm::new_from_slice(key).ok()?.into(),
+            16 => Serial::Aes128(Box::new(gcmx::Aes128Gcm::new_from_slice(key).ok()?)),
+            24 => Serial::Aes192(Box::new(gcmx::Aes192Gcm::new_from_slice(key).ok()?)),
+            32 => Serial::Aes256(Box::new(gcmx::Aes256Gcm::new_from_slice(key).ok()?)),
             _ => return None,
         })
     }
 
     /// The same key, its opens into another buffer writing past the caches.
     fn uncached(&self) -> Serial {
-        with_serial!(self, c => (**c).clone().with_uncached_output().into())
+        with_serial!(map self, c => (**c).clone().with_uncached_output())
     }
 
     /// The same key, each message split over rayon's threads.
     fn nested(&self) -> Serial {
-        with_serial!(self, c => (**c).clone().with_multicore().into())
+        with_serial!(map self, c => (**c).clone().with_multicore())
     }
 
     /// Seals `src` into `out` (no associated data); the tag into `tag`.
@@ -126,9 +130,8 @@ impl Serial {
     }
 }
 
-/// A segment to open from a source into another buffer: `out` is as long as the segment's body,
-/// and its first `out.len() - src.len()` bytes hold the body's start already (a segment that
-/// began in an earlier fill of the source).
+/// A segment to open from a source into `out`, as long as its body, whose first
+/// `out.len() - src.len()` bytes hold the body's start already (from an earlier fill).
 pub(crate) struct OpenInto<'a> {
     pub(crate) nonce: [u8; NONCE_LEN],
     pub(crate) src: &'a [u8],
@@ -144,6 +147,15 @@ fn lib_error(e: gcmx::GcmError) -> Error {
     Error::gcm(what, e)
 }
 
+/// Whether a decryption authenticated: `Ok(false)` on a wrong tag.
+fn authenticated(r: std::result::Result<(), gcmx::GcmError>) -> Result<bool> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(gcmx::GcmError::Authentication) => Ok(false),
+        Err(other) => Err(lib_error(other)),
+    }
+}
+
 fn invalid() -> Error {
     Error::new(
         ErrorKind::Crypto,
@@ -152,29 +164,24 @@ fn invalid() -> Error {
 }
 
 impl Engine {
-    /// An engine for `key` on `backend`. `Backend::Auto` is the library's own rule (the CPU,
-    /// serial or on all cores by message size, and the GPU where the library finds it pays).
+    /// An engine for `key` on `backend` (`Auto`: the library's own rule).
     pub(crate) fn new(key: &[u8], backend: Backend) -> Result<Engine> {
-        // rayon's global pool is allocated on its first use, from values built on the stack
-        // whose padding carries whatever bytes lay there, for the life of the process: made
-        // now, before this key has a schedule, rather than by a batch after a kernel has
-        // spilled round keys (a wrong key's open, restoring the ciphertext) or by a wipe.
+        // rayon's pool is built at its first use from stack values whose padding carries what lay
+        // there, for the process's life: built now, before a kernel can have spilled round keys.
         rayon::current_num_threads();
         let engine = Engine::build(key, backend);
-        // The schedules were expanded, and moved into the heap, by value in the frames below
-        // this one (the `aes` crate's, `gcmx`'s and `build`'s), which keep those copies until
-        // something else overwrites them.
+        // The schedules were expanded and moved by value in the frames below this one, which
+        // keep those copies until overwritten.
         wipe_this_stack();
         engine
     }
 
-    /// [`Engine::new`] less the wipe: out of line, so that every copy of a schedule made on
-    /// the way lies below the frame that wipes.
+    /// [`Engine::new`] less the wipe: out of line, so that every copy of a schedule lies below
+    /// the frame that wipes.
     #[inline(never)]
     fn build(key: &[u8], backend: Backend) -> Result<Engine> {
         let gcm = gcmx::Gcm::with_backend(key, backend).map_err(lib_error)?;
-        // `Auto` may send large messages to the GPU ("auto-offload"): only engines that stay
-        // on the CPU open apart.
+        // `Auto` may send large messages to the GPU: only engines that stay on the CPU go apart.
         let cpu = matches!(gcm.engine_name(), "cpu" | "cpu-parallel" | "auto-cpu");
         let threads = rayon::current_num_threads();
         let apart = Serial::new(key).filter(|_| cpu).map(|serial| {
@@ -189,8 +196,8 @@ impl Engine {
         Ok(Engine { gcm, apart })
     }
 
-    /// Whether the engine seals and opens segments from one buffer into another, one rayon task
-    /// per segment ([`Engine::seal_into`], [`Engine::open_into`]): the CPU's.
+    /// Whether the engine seals and opens from one buffer into another ([`Engine::seal_into`],
+    /// [`Engine::open_into`]): the CPU's.
     pub(crate) fn apart(&self) -> bool {
         self.apart.is_some()
     }
@@ -208,25 +215,17 @@ impl Engine {
     /// Opens every job, all or nothing: `Ok(false)` on a wrong tag, and every buffer holds its
     /// ciphertext again; on any other failure the buffers are zeroed.
     pub(crate) fn open_batch(&self, jobs: &mut [OpenJob<'_>]) -> Result<bool> {
-        match self.gcm.decrypt_batch(jobs) {
-            Ok(()) => Ok(true),
-            Err(gcmx::GcmError::Authentication) => Ok(false),
-            Err(other) => Err(lib_error(other)),
-        }
+        authenticated(self.gcm.decrypt_batch(jobs))
     }
 
     /// Opens one message in place; `Ok(false)` when the tag does not match (the buffer then
     /// holds its ciphertext again).
     pub(crate) fn open(&self, nonce: &[u8], buf: &mut [u8], tag: &[u8]) -> Result<bool> {
-        match self.gcm.decrypt_detached(nonce, &[], buf, tag) {
-            Ok(()) => Ok(true),
-            Err(gcmx::GcmError::Authentication) => Ok(false),
-            Err(other) => Err(lib_error(other)),
-        }
+        authenticated(self.gcm.decrypt_detached(nonce, &[], buf, tag))
     }
 
-    /// Seals one segment from `src` into `out` on the calling thread, in one pass (the
-    /// plaintext read once, only the ciphertext written). Only where [`Engine::apart`].
+    /// Seals one segment from `src` into `out` on the calling thread, in one pass. Only where
+    /// [`Engine::apart`].
     pub(crate) fn seal_into(
         &self,
         nonce: &[u8; NONCE_LEN],
@@ -238,14 +237,12 @@ impl Engine {
         apart.serial.seal(nonce, src, out, tag).ok_or_else(invalid)
     }
 
-    /// Opens every job on rayon's pool, each from its source into its buffer in the task that
-    /// opens it: the ciphertext is read once, by every core, and the plaintext written once. The
-    /// position of the first job whose tag does not match, if any; after a failure of any kind
-    /// the other jobs' buffers may hold plaintext (the caller wipes them). Only where
-    /// [`Engine::apart`]. With `uncached` (a caller's buffer too large to stay cached) on
-    /// [`UNCACHED_MIN_THREADS`] threads or more the plaintext is written past the caches; a
-    /// window of few segments per thread, on [`NESTED_MIN_THREADS`] or more, has each segment's
-    /// open split over the threads too.
+    /// Opens every job on rayon's pool, each from its source into its buffer in one pass: the
+    /// position of the first job whose tag does not match, if any. After any failure the other
+    /// buffers may hold plaintext (the caller wipes them). Only where [`Engine::apart`].
+    /// `uncached` (a buffer too large to stay cached) writes past the caches from
+    /// [`UNCACHED_MIN_THREADS`]; few segments per thread split each open from
+    /// [`NESTED_MIN_THREADS`].
     pub(crate) fn open_into(
         &self,
         jobs: &mut [OpenInto<'_>],
@@ -265,7 +262,7 @@ impl Engine {
             .map(|j| {
                 let at = j.out.len().checked_sub(j.src.len()).ok_or_else(invalid)?;
                 if at == 0 {
-                    // The whole segment is in the source: read once, written once.
+                    // The whole segment is in the source.
                     return serial
                         .open(&j.nonce, j.src, j.out, j.tag)
                         .ok_or_else(invalid);
@@ -278,24 +275,6 @@ impl Engine {
             })
             .collect::<Result<_>>()?;
         Ok(opened.iter().position(|&ok| !ok))
-    }
-}
-
-impl From<gcmx::Aes128Gcm> for Serial {
-    fn from(c: gcmx::Aes128Gcm) -> Serial {
-        Serial::Aes128(Box::new(c))
-    }
-}
-
-impl From<gcmx::Aes192Gcm> for Serial {
-    fn from(c: gcmx::Aes192Gcm) -> Serial {
-        Serial::Aes192(Box::new(c))
-    }
-}
-
-impl From<gcmx::Aes256Gcm> for Serial {
-    fn from(c: gcmx::Aes256Gcm) -> Serial {
-        Serial::Aes256(Box::new(c))
     }
 }
 

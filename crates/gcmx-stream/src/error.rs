@@ -1,19 +1,17 @@
-//! The crate's one error type: a coarse kind, a one-line reason, and the error that caused it
-//! (an [`io::Error`] or a [`gcmx::GcmError`]) as its [`source`](std::error::Error::source).
+//! The crate's one error type.
 
 use std::error::Error as StdError;
 use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-/// What went wrong: a coarse [`ErrorKind`] for callers that react to a class of failure, a
-/// one-line reason meant for a person (`Display`), and the failure of the inner reader or writer
-/// or of the AES-GCM engine that caused it, if any, as [`source`](StdError::source).
+/// What went wrong: a coarse [`ErrorKind`], a one-line reason (`Display`), and the failure of
+/// the inner reader or writer or of the AES-GCM engine, if any, as [`source`](StdError::source).
 ///
-/// The adapters' `Read` and `Write` implementations return [`io::Error`]s; an `Error` converts
-/// into one (`From<Error> for io::Error`) of kind [`io::ErrorKind::InvalidData`] for a bad
-/// keyset, a malformed ciphertext or a failed authentication, and of its source's kind for a
-/// failed read or write. [`Error::from_io`] finds the `Error` inside such an `io::Error` again.
+/// The adapters return [`io::Error`]s: an `Error` converts into one of kind
+/// [`io::ErrorKind::InvalidData`] for a bad keyset, a malformed ciphertext or a failed
+/// authentication, and of its source's kind for a failed read or write; [`Error::from_io`]
+/// finds it again.
 ///
 /// ```
 /// use std::error::Error as _;
@@ -34,8 +32,7 @@ pub struct Error {
 /// The failure below an [`Error`].
 #[derive(Debug, Clone)]
 enum Source {
-    /// Shared: an `io::Error` cannot be cloned, and a failed stream reports its error again at
-    /// every later call.
+    /// Shared: a failed stream reports its error at every later call.
     Io(Arc<io::Error>),
     Gcm(gcmx::GcmError),
 }
@@ -58,9 +55,9 @@ pub enum ErrorKind {
     /// The crypto library refused (backend unavailable, device error, ...; the
     /// [`gcmx::GcmError`] is the source).
     Crypto,
-    /// An earlier call on the adapter panicked (in its inner reader or writer, say) before it
-    /// completed: the adapter refuses every later call, since its state is that of a call cut
-    /// short (a writer would otherwise seal new segments under nonces it already used).
+    /// An earlier call on the adapter panicked before it completed: its state is that of a call
+    /// cut short, so it refuses every later call (a writer would seal new segments under nonces
+    /// it already used).
     Poisoned,
 }
 
@@ -68,7 +65,6 @@ impl Error {
     /// An error of `kind` with a one-line `message`.
     pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         let mut message: String = message.into();
-        // Keep the reason to one line whatever the source of the text.
         if message.contains('\n') {
             message = message.replace(['\r', '\n'], " ");
         }
@@ -82,14 +78,6 @@ impl Error {
     /// The class of the failure.
     pub fn kind(&self) -> ErrorKind {
         self.kind
-    }
-
-    /// The kind of the failed read or write, for errors whose source is an [`io::Error`].
-    pub fn io_kind(&self) -> Option<io::ErrorKind> {
-        match &self.source {
-            Some(Source::Io(e)) => Some(e.kind()),
-            _ => None,
-        }
     }
 
     /// The `Error` an adapter's `io::Error` carries, if it carries one.
@@ -176,7 +164,10 @@ impl From<Error> for io::Error {
                 io::ErrorKind::InvalidData
             }
             ErrorKind::InvalidInput => io::ErrorKind::InvalidInput,
-            ErrorKind::Io => e.io_kind().unwrap_or(io::ErrorKind::Other),
+            ErrorKind::Io => match &e.source {
+                Some(Source::Io(io)) => io.kind(),
+                _ => io::ErrorKind::Other,
+            },
             ErrorKind::Crypto | ErrorKind::Poisoned => io::ErrorKind::Other,
         };
         io::Error::new(kind, e)
@@ -189,6 +180,16 @@ pub(crate) fn no_memory(len: usize) -> io::Error {
         io::ErrorKind::OutOfMemory,
         format!("cannot allocate {} MiB for a window", len.div_ceil(1 << 20)),
     )
+}
+
+/// Runs `f`, a read or write of an inner reader or writer, again while it is `Interrupted`.
+pub(crate) fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
 }
 
 /// Shorthand for results of this crate.

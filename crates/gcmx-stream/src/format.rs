@@ -76,11 +76,10 @@ type HmacSha256 = Hmac<Sha256>;
 /// SHA-256's output size, HKDF's block.
 const HASH_LEN: usize = 32;
 
-/// HKDF-SHA256(ikm, salt, info) of `len` bytes (RFC 5869), written out over HMAC so that
-/// every key-derived value is wiped: the HMAC states (the `zeroize` features of `hmac` and
-/// `sha2`), the pseudorandom key and each output block (`CtOutput` wipes itself), the chaining
-/// block and the result (`Zeroizing`). Out of line, so that its frames lie below its caller's,
-/// which wipes them ([`crate::StreamingKey`]'s `stream_key`).
+/// HKDF-SHA256(ikm, salt, info) of `len` bytes (RFC 5869), over HMAC so that every derived
+/// value is wiped: the HMAC states (`zeroize` features), the pseudorandom key and output
+/// blocks (`CtOutput`), the chaining block and the result (`Zeroizing`). Out of line, so that
+/// its frames lie below its caller's, which wipes them (`StreamingKey::stream_key`).
 #[inline(never)]
 pub(crate) fn hkdf_sha256(
     ikm: &[u8],

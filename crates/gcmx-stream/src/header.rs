@@ -5,16 +5,16 @@ use std::io::{self, Read};
 use zeroize::Zeroizing;
 
 use crate::engine::{Backend, Engine};
-use crate::error::{Error, Result, no_memory};
+use crate::error::{Error, Result, no_memory, retry};
 use crate::format::Header;
 use crate::keyset::{Keyset, StreamingKey};
 use crate::layout::TAG_LEN;
 use crate::nonce::Nonce;
 use crate::wipe::wipe_this_stack;
 
-/// Reads and checks the header, and picks the key: the one key whose header length matches,
-/// or, when several do, the one that opens the first segment (as Tink does). Returns the key,
-/// the header, and the bytes read past the header for that trial (to be read first).
+/// Reads and checks the header and picks the key whose header length matches or, when several
+/// do, the one that opens the first segment (as Tink does): the key, the header, and the bytes
+/// read past it for the trial (to be read first).
 pub(crate) fn read_header<'k>(
     input: &mut impl Read,
     keyset: &'k Keyset,
@@ -47,16 +47,15 @@ pub(crate) fn read_header<'k>(
     if candidates.len() == 1 {
         return Ok((first, header, Vec::new()));
     }
-    // Several keys could have written this stream: find the one that opens segment 0, read
-    // (with a byte more, which tells whether it is the last) as the stream brings it.
+    // Several keys could have written this stream: find the one that opens segment 0 (read with
+    // a byte more, which tells whether it is the last).
     let mut head = Vec::new();
     let n = read_growing(input, &mut head, trial_len(keyset, hl) - hl).map_err(read_err)?;
     head.truncate(n);
     for k in &candidates {
         let opened = opens_first_segment(k, &header, aad, &head);
-        // The trial's key schedules were built, and its kernels spilled round keys, in the
-        // frames below this one: wiped before anything else (a later trial's first use of
-        // rayon's pool, say) copies those bytes into the heap.
+        // The trial's key schedules and spilled round keys are in the frames below: wiped
+        // before anything (rayon's pool at its first use, say) copies them into the heap.
         wipe_this_stack();
         if opened? {
             return Ok((k, header, head));
@@ -79,26 +78,18 @@ fn candidates(keyset: &Keyset, hl: usize) -> Vec<&StreamingKey> {
         .collect()
 }
 
-/// How many bytes [`read_header`] reads of a stream whose header length byte is `hl`: the
-/// header, and when several keys have that header length, the longest first segment and a
-/// byte (to try each key on it).
+/// The bytes [`read_header`] reads of a stream whose header length byte is `hl`: the header,
+/// and with several keys of that header length the longest first segment and a byte.
 pub(crate) fn trial_len(keyset: &Keyset, hl: usize) -> usize {
     let keys = candidates(keyset, hl);
-    match keys.len() {
-        0 | 1 => hl,
-        _ => {
-            hl + keys
-                .iter()
-                .map(|k| k.layout().ciphertext_len(0))
-                .max()
-                .unwrap_or(0)
-                + 1
-        }
+    let longest = keys.iter().map(|k| k.layout().ciphertext_len(0)).max();
+    match longest {
+        Some(first) if keys.len() > 1 => hl + first + 1,
+        _ => hl,
     }
 }
 
-/// Whether `key` opens the first segment, whose bytes (and possibly one more, which tells
-/// whether it is the last) begin `head`.
+/// Whether `key` opens the first segment, at the start of `head` (a byte more if not the last).
 #[inline(never)]
 fn opens_first_segment(
     key: &StreamingKey,
@@ -123,32 +114,33 @@ fn opens_first_segment(
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        match retry(|| r.read(&mut buf[n..]))? {
+            0 => break,
+            k => n += k,
         }
     }
     Ok(n)
 }
 
-/// Reads up to `want` bytes into `buf`, growing it (by doubling, fallibly) only as data arrives:
-/// a first segment of 2 GiB costs memory only for the bytes that come.
+/// Grows `buf` towards `want` bytes for the next read, by doubling from 64 KiB, fallibly: a
+/// first segment of 2 GiB costs memory only for the bytes that come.
+pub(crate) fn grow(buf: &mut Vec<u8>, want: usize) -> io::Result<()> {
+    let n = buf.len();
+    let grown = n.saturating_mul(2).max(n + (64 << 10)).min(want);
+    buf.try_reserve_exact(grown - n)
+        .map_err(|_| no_memory(grown))?;
+    buf.resize(grown, 0);
+    Ok(())
+}
+
+/// Reads up to `want` bytes into the empty `buf`, growing it as data arrives ([`grow`]).
 fn read_growing(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
     let mut n = 0;
     while n < want {
-        if buf.len() <= n {
-            let grown = buf.len().saturating_mul(2).max(n + (64 << 10)).min(want);
-            buf.try_reserve_exact(grown - buf.len())
-                .map_err(|_| no_memory(grown))?;
-            buf.resize(grown, 0);
-        }
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        grow(buf, want)?;
+        n += read_full(r, &mut buf[n..])?;
+        if n < buf.len() {
+            break;
         }
     }
     Ok(n)

@@ -7,10 +7,7 @@
 //!   "status": "ENABLED", "keyId": N, "outputPrefixType": "RAW"}]}
 //! ```
 //!
-//! Validation follows what Tink 1.16 accepts, restricted to HKDF-SHA256: derived key size
-//! 16 or 32, input key material at least as long as the derived key, and a ciphertext
-//! segment size from `derived_key_size + 25` (one plaintext byte in the first segment) to
-//! `2^31 - 1`.
+//! Validation follows Tink 1.16, restricted to HKDF-SHA256 ([`StreamingKey::new`]).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -48,9 +45,7 @@ fn hash_name(v: u32) -> &'static str {
     }
 }
 
-/// The smallest ciphertext segment size for a derived key size: the header, a tag and one
-/// plaintext byte must fit in the first segment (57 bytes for 32-byte derived keys, 41 for
-/// 16-byte ones).
+/// The smallest segment size: the header, a tag and a plaintext byte in the first segment.
 fn min_segment_size(derived_key_size: usize) -> u32 {
     (1 + derived_key_size + NONCE_PREFIX_LEN + TAG_LEN + 1) as u32
 }
@@ -96,6 +91,11 @@ impl std::fmt::Debug for StreamingKey {
     }
 }
 
+/// A keyset error about the key `key_id`.
+fn key_error(key_id: u32, what: impl std::fmt::Display) -> Error {
+    Error::keyset(format!("key {key_id}: {what}"))
+}
+
 impl StreamingKey {
     /// A key from its parts, validated as Tink does (HKDF-SHA256 only): derived key size 16 or
     /// 32, key material at least that long, segment size from `1 + derived_key_size + 7 + 16 + 1`
@@ -113,22 +113,22 @@ impl StreamingKey {
         derived_key_size: usize,
         segment_size: u32,
     ) -> Result<Self> {
-        if derived_key_size != 16 && derived_key_size != 32 {
-            return Err(Error::keyset(format!(
-                "key {key_id}: derived key size {derived_key_size} is not supported (16 or 32 bytes)"
-            )));
+        let dks = derived_key_size;
+        if dks != 16 && dks != 32 {
+            let what = format!("derived key size {dks} is not supported (16 or 32 bytes)");
+            return Err(key_error(key_id, what));
         }
-        if ikm.len() < derived_key_size {
-            return Err(Error::keyset(format!(
-                "key {key_id}: key material has {} bytes, fewer than the derived key size {derived_key_size}",
-                ikm.len()
-            )));
+        if ikm.len() < dks {
+            let n = ikm.len();
+            let what = format!("key material has {n} bytes, fewer than the derived key size {dks}");
+            return Err(key_error(key_id, what));
         }
-        let min = min_segment_size(derived_key_size);
+        let min = min_segment_size(dks);
         if segment_size < min || segment_size > MAX_SEGMENT_SIZE {
-            return Err(Error::keyset(format!(
-                "key {key_id}: ciphertext segment size {segment_size} is out of range ({min} to {MAX_SEGMENT_SIZE} bytes)"
-            )));
+            let what = format!(
+                "ciphertext segment size {segment_size} is out of range ({min} to {MAX_SEGMENT_SIZE} bytes)"
+            );
+            return Err(key_error(key_id, what));
         }
         Ok(StreamingKey {
             key_id,
@@ -136,18 +136,6 @@ impl StreamingKey {
             derived_key_size,
             segment_size,
         })
-    }
-
-    /// A fresh random key from the operating system's generator, with a random key id.
-    fn generate(key_size: KeySize, segment_size: u32) -> Result<Self> {
-        let size = key_size.bytes();
-        let mut ikm = Zeroizing::new(vec![0u8; size]);
-        crate::format::random(&mut ikm)?;
-        let mut id = [0u8; 4];
-        crate::format::random(&mut id)?;
-        // Tink's key ids are positive 31-bit numbers in practice; keep to that range.
-        let key_id = (u32::from_be_bytes(id) & 0x7fff_ffff).max(1);
-        StreamingKey::new(key_id, &ikm, size, segment_size)
     }
 
     /// The key id in the keyset.
@@ -178,13 +166,12 @@ impl StreamingKey {
         self.layout().ciphertext_size(len)
     }
 
-    /// The AES key of one stream: HKDF-SHA256 of the key material, with the header's salt and
-    /// the associated data as info.
+    /// One stream's AES key: HKDF-SHA256 of the key material, salted by the header, with the
+    /// associated data as info.
     pub(crate) fn stream_key(&self, header: &Header, aad: &[u8]) -> Result<Zeroizing<Vec<u8>>> {
         let key = hkdf_sha256(&self.ikm, &header.salt, aad, self.derived_key_size);
-        // Each HMAC state wipes itself where it ends, but moving one by value (made, then
-        // finalized) leaves copies of it, the pseudorandom key and the output in the frames
-        // below this one.
+        // HMAC states wipe themselves, but moving one by value leaves copies of it, the
+        // pseudorandom key and the output in the frames below this one.
         wipe_this_stack();
         key
     }
@@ -194,26 +181,22 @@ impl StreamingKey {
         Layout::new(self.segment_size as usize, self.derived_key_size)
     }
 
-    /// A key from Tink's serialized `AesGcmHkdfStreamingKey` protobuf (the bytes that a JSON
-    /// keyset holds in base64), validated as [`StreamingKey::new`] does.
+    /// A key from Tink's serialized `AesGcmHkdfStreamingKey` protobuf (what a JSON keyset holds
+    /// in base64), validated as [`StreamingKey::new`] does.
     fn from_proto(key_id: u32, bytes: &[u8]) -> Result<Self> {
-        let raw = proto::decode_key(bytes).map_err(|e| {
-            Error::keyset(format!(
-                "key {key_id}: malformed AesGcmHkdfStreamingKey ({e})"
-            ))
-        })?;
+        let raw = proto::decode_key(bytes)
+            .map_err(|e| key_error(key_id, format!("malformed AesGcmHkdfStreamingKey ({e})")))?;
         if raw.version != 0 {
-            return Err(Error::keyset(format!(
-                "key {key_id}: key version {} is not supported (0)",
-                raw.version
-            )));
+            let what = format!("key version {} is not supported (0)", raw.version);
+            return Err(key_error(key_id, what));
         }
-        if raw.params.hkdf_hash_type != HASH_SHA256 {
-            return Err(Error::keyset(format!(
-                "key {key_id}: HKDF hash {} ({}) is not supported, only SHA256",
-                hash_name(raw.params.hkdf_hash_type),
-                raw.params.hkdf_hash_type
-            )));
+        let hash = raw.params.hkdf_hash_type;
+        if hash != HASH_SHA256 {
+            let what = format!(
+                "HKDF hash {} ({hash}) is not supported, only SHA256",
+                hash_name(hash)
+            );
+            return Err(key_error(key_id, what));
         }
         StreamingKey::new(
             key_id,
@@ -223,8 +206,7 @@ impl StreamingKey {
         )
     }
 
-    /// The key as Tink's serialized `AesGcmHkdfStreamingKey` protobuf (it holds the key
-    /// material: returned zeroizing).
+    /// The key as Tink's serialized `AesGcmHkdfStreamingKey` protobuf (returned zeroizing).
     fn to_proto(&self) -> Zeroizing<Vec<u8>> {
         proto::encode_key(&RawKey {
             version: 0,
@@ -241,10 +223,9 @@ impl StreamingKey {
 /// A Tink keyset of AES-GCM-HKDF streaming keys: its enabled keys and which one is primary.
 /// The primary encrypts; decryption finds the key that wrote a stream among all of them.
 ///
-/// It is the entry point of the adapters: [`Keyset::encrypting_writer`],
-/// [`Keyset::decrypting_reader`], [`Keyset::decrypting_buf_reader`], [`Keyset::seekable_reader`]
-/// (and with the `tokio` feature their async forms), which seal and open segments as the
-/// keyset's [`Options`] say ([`Keyset::with_options`]).
+/// The adapters start here: [`Keyset::encrypting_writer`], [`Keyset::decrypting_reader`],
+/// [`Keyset::decrypting_buf_reader`], [`Keyset::seekable_reader`] (and, with `tokio`, their
+/// async forms), run as the keyset's [`Options`] say ([`Keyset::with_options`]).
 ///
 /// ```
 /// use gcmx_stream::{KeySize, Keyset};
@@ -313,7 +294,14 @@ impl Keyset {
     /// random key id), primary. Its segments are `segment_size` bytes of ciphertext:
     /// [`DEFAULT_SEGMENT_SIZE`] suits most uses.
     pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Keyset> {
-        StreamingKey::generate(key_size, segment_size).map(Keyset::from)
+        let size = key_size.bytes();
+        let mut ikm = Zeroizing::new(vec![0u8; size]);
+        crate::format::random(&mut ikm)?;
+        let mut id = [0u8; 4];
+        crate::format::random(&mut id)?;
+        // Tink's key ids are positive 31-bit numbers in practice.
+        let key_id = (u32::from_be_bytes(id) & 0x7fff_ffff).max(1);
+        StreamingKey::new(key_id, &ikm, size, segment_size).map(Keyset::from)
     }
 
     /// A keyset of `keys` whose primary is `keys[primary]`; key ids must be distinct.
@@ -333,8 +321,7 @@ impl Keyset {
         })
     }
 
-    /// The same keyset whose adapters seal and open segments as `options` say (the backend
-    /// and the window).
+    /// The same keyset, its adapters run as `options` say (the backend and the window).
     ///
     /// ```
     /// use gcmx_stream::{Backend, KeySize, Keyset, Options};
@@ -359,20 +346,19 @@ impl Keyset {
 
     /// All enabled keys, the primary first (tried in this order to decrypt).
     pub(crate) fn decryption_keys(&self) -> Vec<&StreamingKey> {
-        let mut v = vec![&self.keys[self.primary]];
-        v.extend(
-            self.keys
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| i != self.primary)
-                .map(|(_, k)| k),
-        );
-        v
+        let others = self
+            .keys
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != self.primary);
+        std::iter::once(self.primary())
+            .chain(others.map(|(_, k)| k))
+            .collect()
     }
 
-    /// Parses a Tink cleartext JSON keyset (what Tink's `JsonKeysetWriter` writes and
-    /// [`Keyset::to_json`] writes). Disabled and destroyed keys are skipped; every enabled key
-    /// must be a valid `AesGcmHkdfStreamingKey`, and the primary must be enabled.
+    /// Parses a Tink cleartext JSON keyset (as Tink's `JsonKeysetWriter` and [`Keyset::to_json`]
+    /// write it). Disabled and destroyed keys are skipped; every enabled key must be a valid
+    /// `AesGcmHkdfStreamingKey`, and the primary must be enabled.
     ///
     /// ```
     /// let json = r#"{"primaryKeyId": 372866200, "key": [{"keyData": {
@@ -386,8 +372,8 @@ impl Keyset {
     /// ```
     pub fn from_json(text: &str) -> Result<Keyset> {
         let bad = |e: String| Error::keyset(format!("keyset is not a valid Tink JSON keyset: {e}"));
-        // Straight into the typed document (whose key strings are wiped on drop), not through
-        // an untyped `Value` that would keep copies of the key material.
+        // Straight into the typed document (its key strings wiped on drop): an untyped `Value`
+        // would keep copies of the key material.
         if !text.trim_start().starts_with('{') {
             // serde would also take a JSON array for the struct.
             return Err(bad("expected a JSON object".to_string()));
@@ -414,36 +400,29 @@ impl Keyset {
             match status {
                 "ENABLED" => {}
                 "DISABLED" | "DESTROYED" => continue,
-                other => {
-                    return Err(Error::keyset(format!(
-                        "key {key_id}: unknown status {other:?}"
-                    )));
-                }
+                other => return Err(key_error(key_id, format!("unknown status {other:?}"))),
             }
-            let data = k
-                .key_data
-                .as_ref()
-                .ok_or_else(|| Error::keyset(format!("key {key_id}: no keyData")))?;
+            let bad = |what: &str| key_error(key_id, what);
+            let data = k.key_data.as_ref().ok_or_else(|| bad("no keyData"))?;
             let type_url = data.type_url.as_deref().unwrap_or("");
             if type_url != TYPE_URL {
-                return Err(Error::keyset(format!(
-                    "key {key_id}: key type {type_url:?} is not supported (gcmx reads only AesGcmHkdfStreamingKey)"
+                return Err(bad(&format!(
+                    "key type {type_url:?} is not supported (gcmx reads only AesGcmHkdfStreamingKey)"
                 )));
             }
             if let Some(t) = data.key_material_type.as_deref()
                 && t != "SYMMETRIC"
             {
-                return Err(Error::keyset(format!(
-                    "key {key_id}: key material type {t:?}, expected SYMMETRIC"
-                )));
+                return Err(bad(&format!("key material type {t:?}, expected SYMMETRIC")));
             }
             let value = data
                 .value
                 .as_deref()
-                .ok_or_else(|| Error::keyset(format!("key {key_id}: keyData has no value")))?;
-            let bytes = Zeroizing::new(BASE64.decode(value).map_err(|e| {
-                Error::keyset(format!("key {key_id}: keyData value is not base64 ({e})"))
-            })?);
+                .ok_or_else(|| bad("keyData has no value"))?;
+            let bytes = BASE64.decode(value);
+            let bytes = Zeroizing::new(
+                bytes.map_err(|e| bad(&format!("keyData value is not base64 ({e})")))?,
+            );
             let key = StreamingKey::from_proto(key_id, &bytes)?;
             if key_id == primary_id {
                 if primary.is_some() {
@@ -467,8 +446,8 @@ impl Keyset {
         })
     }
 
-    /// The keyset as Tink cleartext JSON (pretty-printed, with a final newline). The text
-    /// holds key material: it is returned zeroizing.
+    /// The keyset as Tink cleartext JSON (pretty-printed, with a final newline), returned
+    /// zeroizing: it holds key material.
     pub fn to_json(&self) -> Zeroizing<String> {
         let doc = JsonKeyset {
             primary_key_id: Some(self.primary().key_id),
@@ -488,8 +467,7 @@ impl Keyset {
                 .collect(),
             encrypted_keyset: None,
         };
-        // Reserved up front (about 300 bytes per key) so that no reallocation leaves a copy
-        // of the key material behind.
+        // Reserved up front (about 300 bytes a key): a reallocation would leave key material.
         let mut bytes = Zeroizing::new(Vec::with_capacity(1024 + 1024 * self.keys.len()));
         // Serializing plain strings and numbers into memory cannot fail.
         let _ = serde_json::to_writer_pretty(&mut *bytes, &doc);

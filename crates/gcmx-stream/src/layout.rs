@@ -1,10 +1,7 @@
-//! The geometry of a stream: where each segment's plaintext and ciphertext lie, and the limits.
-//! Every adapter asks [`Layout`] where segments are and works on [`Span`]s of them.
-//!
-//! With ciphertext segments of `S` bytes and a header of `H`, segment 0 holds `S - H - 16` bytes
-//! of plaintext and every other one `S - 16`, each followed by its 16-byte tag; the stream's last
-//! segment may be shorter, down to a bare tag. A stream has at most 2^32 segments (the nonce's
-//! counter).
+//! A stream's geometry ([`Layout`]) and runs of its segments ([`Span`]). With segments of `S`
+//! bytes and a header of `H`, segment 0 holds `S - H - 16` bytes of plaintext and the others
+//! `S - 16`, each followed by its tag; the last may be shorter, down to a bare tag. A stream has
+//! at most 2^32 segments (the nonce's counter).
 
 use crate::error::{Error, Result};
 
@@ -23,8 +20,7 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    /// The layout of streams with ciphertext segments of `segment_size` bytes and derived keys
-    /// of `derived_key_size` bytes (a validated key's: see [`crate::StreamingKey::new`]).
+    /// The layout of a validated key's streams ([`crate::StreamingKey::new`]).
     pub(crate) fn new(segment_size: usize, derived_key_size: usize) -> Layout {
         Layout {
             segment_size,
@@ -120,20 +116,18 @@ impl Layout {
         count * self.segment_size - short
     }
 
-    /// How many full segments from `first` fit in `room` bytes of plaintext (at most `most`,
-    /// none past the stream's limit).
+    /// Full segments from `first` that fit in `room` bytes of plaintext (at most `most`, none
+    /// past the stream's limit).
     pub(crate) fn segments_in(&self, first: u64, room: usize, most: usize) -> usize {
         self.fit(first, room, TAG_LEN, most)
     }
 
-    /// How many full segments from `first` fit in `room` bytes of ciphertext (at most `most`,
-    /// none past the stream's limit).
+    /// [`Layout::segments_in`] for `room` bytes of ciphertext.
     pub(crate) fn segments_in_ciphertext(&self, first: u64, room: usize, most: usize) -> usize {
         self.fit(first, room, 0, most)
     }
 
-    /// Full segments from `first` that fit in `room` bytes, each counted `less` bytes shorter
-    /// than its ciphertext.
+    /// Full segments from `first` in `room` bytes, each `less` bytes shorter than its ciphertext.
     fn fit(&self, first: u64, room: usize, less: usize, most: usize) -> usize {
         let size = self.segment_size - less;
         let k = match first {
@@ -147,9 +141,8 @@ impl Layout {
         k.min(most).min(usize::try_from(left).unwrap_or(usize::MAX))
     }
 
-    /// `count` full segments from `first`, the last of them the stream's last if `ends_stream`;
-    /// an error past the stream's limit (`writing`: the plaintext is too large, else the
-    /// ciphertext has too many segments).
+    /// `count` full segments from `first`, the last the stream's last if `ends_stream`; an error
+    /// past the stream's limit (`writing`: for a plaintext, else for a ciphertext).
     pub(crate) fn full(
         &self,
         first: u64,
@@ -167,10 +160,9 @@ impl Layout {
         )
     }
 
-    /// The segments of `plain` bytes of plaintext from segment `first`: full segments and, if
-    /// `ends_stream`, the stream's last after them (a shorter one, or the last full one when
-    /// `plain` ends at a segment's end, or an empty one for an empty stream). Without
-    /// `ends_stream`, `plain` is whole segments.
+    /// The segments of `plain` bytes of plaintext from segment `first`: full ones and, if
+    /// `ends_stream`, the stream's last (shorter, the last full one, or empty for an empty
+    /// stream). Without `ends_stream`, `plain` is whole segments.
     pub(crate) fn sealing(&self, first: u64, plain: usize, ends_stream: bool) -> Result<Span> {
         let full = self.segments_in(first, plain, usize::MAX);
         let tail = plain - self.plaintext_of(first, full);
@@ -181,10 +173,9 @@ impl Layout {
         }
     }
 
-    /// The segments of `bytes` of ciphertext read from segment `first`: full ones and, if `eof`
-    /// (the input ended after them), the stream's last, which may be shorter. An error when the
-    /// bytes cannot be a stream's segments there: none at all (the segment before was not the
-    /// last), a last one shorter than a tag, too many segments.
+    /// The segments of `bytes` of ciphertext from segment `first`: full ones and, if `eof`, the
+    /// stream's last, maybe shorter. An error where they cannot be: no bytes (the segment
+    /// before was not the last), a last one shorter than a tag, too many segments.
     pub(crate) fn cut(&self, first: u64, bytes: usize, eof: bool) -> Result<Span> {
         if bytes == 0 {
             return Err(Error::format(if first == 0 {
@@ -229,9 +220,8 @@ impl Layout {
     }
 }
 
-/// Segments `first..first + count` of one stream, their ciphertexts back to back (each body
-/// followed by its tag): full segments but the last, which may be shorter and may be the
-/// stream's last.
+/// Segments `first..first + count`, their ciphertexts back to back: full but the last, which
+/// may be shorter and the stream's last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Span {
     layout: Layout,
@@ -318,8 +308,7 @@ impl Span {
         self.ciphertext_len() - self.count * TAG_LEN
     }
 
-    /// The span's first `n` segments (none of them the stream's last unless the span's last
-    /// is among them).
+    /// The span's first `n` segments (the stream's last only if all are taken).
     pub(crate) fn take(&self, n: usize) -> Span {
         if n >= self.count {
             return *self;

@@ -2,19 +2,14 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// How data flows. An adapter (`writer.rs`: `EncryptingWriter`; `reader.rs`: `DecryptingReader`;
-// `seekable.rs`; `async_io.rs`) holds its inner reader or writer and a core: the writers' is the
-// `Sealer` (`writer.rs`), the readers' the `ReadCore` (`read_core.rs`). The core owns the
-// stream's position and its `Window` (`window.rs`, the buffer) and decides each step: copy the
-// caller's bytes into the window or hand plaintext out of it, fill it, or take whole segments
-// straight from the caller's buffer or a source's (`relay.rs` and `piped.rs` run the two large
-// steps that need more than one window). Each step's crypto goes to the stream's
-// `SegmentCodec` (`codec.rs`), built once from the header (`header.rs` finds the key,
-// `format.rs` derives it): it turns a `Span` of segments (`layout.rs`, all the geometry) into
-// AES-GCM calls with each segment's `Nonce` (`nonce.rs`) on the `Engine` (`engine.rs`), the one
-// place that calls `gcmx`, in batches on every core or the GPU. Below them: keysets
-// (`keyset.rs`, `proto.rs`), options, errors, the copy and wipe helpers, and the poison flag that
-// a panic leaves on an adapter.
+// How data flows. An adapter (`writer.rs`, `reader.rs`, `seekable.rs`, `async_io.rs`) holds its
+// inner reader or writer and a core (the writers' `Sealer`, the readers' `ReadCore` in
+// `read_core.rs`), which owns the stream's position and `Window` (`window.rs`) and decides each
+// step; `relay.rs` and `piped.rs` run the large steps that span windows. The crypto goes to the
+// stream's `SegmentCodec` (`codec.rs`), built from the header (`header.rs`, `format.rs`): a
+// `Span` of segments (`layout.rs`) becomes AES-GCM calls with each segment's `Nonce`
+// (`nonce.rs`) on the `Engine` (`engine.rs`), the one place that calls `gcmx`. Below: keysets
+// (`keyset.rs`, `proto.rs`), options, errors, copies, wipes and the poison flag.
 
 #[cfg(feature = "tokio")]
 mod async_io;

@@ -19,11 +19,8 @@ pub(crate) struct Nonce {
 }
 
 impl Nonce {
-    /// The nonce of segment `index` of the stream whose header holds `prefix`, sealed as the
-    /// stream's last if `last`: an error past the counter's 32 bits (a [`Span`] never has such
-    /// a segment, so this is a second line of defence).
-    ///
-    /// [`Span`]: crate::layout::Span
+    /// The nonce of segment `index`, the stream's last if `last`: an error past the counter's
+    /// 32 bits (a second line of defence: no [`Span`](crate::layout::Span) has such a segment).
     pub(crate) fn new(prefix: &[u8; NONCE_PREFIX_LEN], index: u64, last: bool) -> Result<Nonce> {
         let counter = u32::try_from(index)
             .map_err(|_| Error::format("a stream has at most 2^32 segments"))?;

@@ -14,15 +14,12 @@ pub const MAX_WINDOW_BYTES: usize = 1 << 30;
 /// Most segments in one window, whatever the segment size (bounds the bookkeeping).
 const MAX_WINDOW_SEGMENTS: usize = 1 << 16;
 
-/// How streams are sealed and opened: the `gcmx` backend, and how many bytes of segments go
-/// to it in one batch (the window). Memory is one or two windows per adapter (the writer
-/// fills one while the other is sealed and written out; its writes of more than a window of
-/// whole segments go through a ring of two windows' worth of segment buffers), whatever the
-/// stream's length. A keyset's adapters use its options ([`Keyset::with_options`]).
+/// How a keyset's adapters run ([`Keyset::with_options`]): the `gcmx` backend, and the bytes
+/// of segments in one batch (the window). Memory is one or two windows per adapter (a writer's
+/// large writes use a ring of two windows' worth), whatever the stream's length.
 ///
-/// The defaults: [`Backend::Auto`] and the backend's default window: on the CPU 8 MiB (it stays
-/// in the last-level cache between the copy and the crypto), at least two segments per core (so
-/// 32 MiB of 1 MiB segments with 16 threads); 256 MiB on the GPU.
+/// The defaults: [`Backend::Auto`]; windows of 8 MiB on the CPU (they stay in the last-level
+/// cache between copy and crypto), at least two segments per core, and 256 MiB on the GPU.
 ///
 /// ```
 /// use gcmx_stream::{Backend, KeySize, Keyset, Options};
@@ -44,11 +41,9 @@ impl Options {
         Options { backend, ..self }
     }
 
-    /// Target ciphertext bytes per window (one batch call): at least one segment (and one per
-    /// core where that stays within 256 MiB), at most [`MAX_WINDOW_BYTES`] (a larger value makes
-    /// the adapters' constructors fail with
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)); 0 picks the backend's
-    /// default.
+    /// Target ciphertext bytes per window (one batch): at least a segment (one per core within
+    /// 256 MiB), at most [`MAX_WINDOW_BYTES`] (more makes the adapters' constructors fail with
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)); 0 is the backend's default.
     pub fn with_window_bytes(self, window_bytes: usize) -> Options {
         Options {
             window_bytes,
@@ -72,8 +67,7 @@ impl Options {
         }
     }
 
-    /// How many segments one window holds; `size_hint` (the stream's size when known) keeps
-    /// windows from being planned larger than the whole stream.
+    /// Segments per window; `size_hint` (the stream's size, when known) caps it at the stream.
     pub(crate) fn window_segments(&self, layout: &Layout, size_hint: Option<u64>) -> Result<usize> {
         let seg = layout.segment_size();
         if self.window_bytes > MAX_WINDOW_BYTES {
@@ -83,9 +77,8 @@ impl Options {
             )));
         }
         let mut n = (self.target_window_bytes() / seg).max(1);
-        // Every core gets a segment when segments are small enough for that, and by default
-        // two: a window ends when its slowest segment does, and with two or more per core the
-        // cores that finish early take the rest instead of waiting.
+        // A segment per core where they are small enough, by default two: a window ends with its
+        // slowest segment, and cores that finish early then take the rest instead of waiting.
         let threads = thread::available_parallelism().map_or(1, |p| p.get());
         let per_core = if self.window_bytes == 0 { 2 } else { 1 };
         let least = threads.saturating_mul(per_core);

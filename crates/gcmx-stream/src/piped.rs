@@ -1,8 +1,7 @@
-//! Large reads on the GPU through two windows in turn: while the GPU opens one window, the
-//! caller's thread copies the next window's ciphertext into the other and, once the open is
-//! done, the opened window's plaintext out, so that the copies and the GPU's opens overlap
-//! instead of following each other: the host's memory traffic, not the GPU, then bounds a large
-//! read (benches/results.md, "Streaming adapters on the GPU with page-locked windows", run 7).
+//! Large reads on the GPU through two windows in turn: while the GPU opens one, the caller's
+//! thread copies the next one's ciphertext in and the opened one's plaintext out, so that the
+//! copies and opens overlap (benches/results.md, "Streaming adapters on the GPU with
+//! page-locked windows", run 7).
 
 use std::mem;
 
@@ -56,14 +55,12 @@ fn empty(w: &Window, span: &Span, out: &mut [u8]) -> usize {
     to
 }
 
-/// Reads the windows `spans` (consecutive, whole segments, none the stream's last) whose
-/// ciphertext lies back to back in `src` but for the first `pre` bytes of the first window,
-/// which are at the start of `a`: each is copied into one of two windows (`a` first, then a
-/// second one, page-locked, in turn), opened on a helper thread while the next one is copied
-/// in, and its plaintext copied to `out` in order once it has authenticated. `cap` is a
-/// window's capacity. Returns the bytes of `out` written, all of them authenticated plaintext,
-/// and the outcome: on a failure, the plaintext of the windows before the one that failed. `a`
-/// is left holding one of the two windows.
+/// Reads the windows `spans` (whole segments, none the stream's last), their ciphertext back to
+/// back in `src` but for the first `pre` bytes, at the start of `a`: each is copied into `a` or
+/// a second page-locked window in turn, opened on a helper thread while the next is copied in,
+/// and its plaintext copied to `out` once authenticated. `cap`: a window's capacity. Returns
+/// the authenticated bytes written (on failure, those of the windows before) and the outcome;
+/// `a` is left holding one of the two windows.
 pub(crate) fn read_piped(
     codec: &SegmentCodec,
     a: &mut Window,
@@ -120,8 +117,7 @@ pub(crate) fn read_piped(
                 }
             };
             if let Err(e) = r {
-                // The window holds its ciphertext again (or zeros); the one ahead is wiped as
-                // it is dropped.
+                // It holds its ciphertext again (or zeros); the one ahead is wiped on drop.
                 return (produced, Err(e), w);
             }
             if let Some((next, span)) = ahead {

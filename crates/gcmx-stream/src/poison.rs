@@ -1,12 +1,9 @@
-//! Adapters that a panic interrupted refuse further use, as a `Mutex` that a panic unwound
-//! through is poisoned.
+//! Adapters that a panic interrupted refuse further use, as a poisoned `Mutex` does.
 //!
-//! A panic in the inner reader or writer (or anywhere below an adapter's call) unwinds out of
-//! the call with the adapter's state half updated: segments sealed but not yet counted, bytes
-//! consumed from the source but not yet opened. A caller that catches the panic and goes on
-//! would continue from that state, and a writer would seal new segments under nonces that
-//! already went out. So every call marks the adapter busy on entry and clears the mark on
-//! return; a call that finds the mark set knows that an earlier one unwound, and fails.
+//! A panic below an adapter's call leaves its state half updated (segments sealed but not
+//! counted, bytes consumed but not opened): a caller that caught it and went on would have a
+//! writer seal new segments under nonces already used. So every call marks the adapter busy on
+//! entry and clears the mark on return; a call that finds the mark set fails.
 
 use std::io;
 
@@ -38,6 +35,18 @@ impl Poison {
         self.busy
     }
 }
+
+/// Runs `$call`, one call on an adapter, between `$poison`'s [`Poison::enter`] (returning its
+/// error instead where an earlier call unwound) and [`Poison::leave`].
+macro_rules! guarded {
+    ($poison:expr, $call:expr) => {{
+        $poison.enter()?;
+        let r = $call;
+        $poison.leave();
+        r
+    }};
+}
+pub(crate) use guarded;
 
 /// The error of every call on an adapter after a call on it unwound.
 pub(crate) fn poisoned() -> Error {

@@ -13,21 +13,13 @@
 //! }
 //! ```
 //!
-//! Decoding follows protobuf rules: fields in any order, unknown fields skipped, the last
-//! occurrence of a scalar wins, repeated occurrences of an embedded message merge. It never
-//! panics: truncated or malformed input is an error.
+//! Decoding follows protobuf's rules (any order, unknown fields skipped, the last scalar wins,
+//! embedded messages merge) and never panics.
 
 use zeroize::Zeroizing;
 
-/// A decoding failure, with a short reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DecodeError(pub(crate) &'static str);
-
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0)
-    }
-}
+/// A decoding failure's short reason.
+pub(crate) type DecodeError = &'static str;
 
 const WIRE_VARINT: u8 = 0;
 const WIRE_I64: u8 = 1;
@@ -35,38 +27,21 @@ const WIRE_LEN: u8 = 2;
 const WIRE_I32: u8 = 5;
 
 /// `AesGcmHkdfStreamingParams`, as on the wire (not yet validated).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Default)]
 pub(crate) struct RawParams {
-    /// `ciphertext_segment_size` (field 1).
     pub(crate) ciphertext_segment_size: u32,
-    /// `derived_key_size` (field 2).
     pub(crate) derived_key_size: u32,
-    /// `hkdf_hash_type` (field 3), the `HashType` enum value.
+    /// The `HashType` enum value.
     pub(crate) hkdf_hash_type: u32,
 }
 
-/// `AesGcmHkdfStreamingKey`, as on the wire (not yet validated).
-#[derive(Clone, Default, PartialEq, Eq)]
+/// `AesGcmHkdfStreamingKey`, as on the wire (not yet validated); the key material is wiped on
+/// drop.
+#[derive(Default)]
 pub(crate) struct RawKey {
-    /// `version` (field 1).
     pub(crate) version: u32,
-    /// `params` (field 2).
     pub(crate) params: RawParams,
-    /// `key_value` (field 3): the input key material.
     pub(crate) key_value: Zeroizing<Vec<u8>>,
-}
-
-impl std::fmt::Debug for RawKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RawKey")
-            .field("version", &self.version)
-            .field("params", &self.params)
-            .field(
-                "key_value",
-                &format_args!("<{} bytes>", self.key_value.len()),
-            )
-            .finish()
-    }
 }
 
 struct Reader<'a> {
@@ -77,27 +52,24 @@ impl<'a> Reader<'a> {
     fn varint(&mut self) -> Result<u64, DecodeError> {
         let mut value: u64 = 0;
         for i in 0..10 {
-            let (&byte, rest) = self
-                .data
-                .split_first()
-                .ok_or(DecodeError("truncated varint"))?;
+            let (&byte, rest) = self.data.split_first().ok_or("truncated varint")?;
             self.data = rest;
             let bits = u64::from(byte & 0x7f);
             if i == 9 && bits > 1 {
-                return Err(DecodeError("varint overflows 64 bits"));
+                return Err("varint overflows 64 bits");
             }
             value |= bits << (7 * i);
             if byte & 0x80 == 0 {
                 return Ok(value);
             }
         }
-        Err(DecodeError("varint longer than 10 bytes"))
+        Err("varint longer than 10 bytes")
     }
 
     fn bytes(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
-        let n = usize::try_from(n).map_err(|_| DecodeError("length too large"))?;
+        let n = usize::try_from(n).map_err(|_| "length too large")?;
         if n > self.data.len() {
-            return Err(DecodeError("truncated length-delimited field"));
+            return Err("truncated length-delimited field");
         }
         let (head, rest) = self.data.split_at(n);
         self.data = rest;
@@ -112,7 +84,7 @@ impl<'a> Reader<'a> {
         let tag = self.varint()?;
         let field = tag >> 3;
         if field == 0 {
-            return Err(DecodeError("field number 0"));
+            return Err("field number 0");
         }
         Ok(Some((field, (tag & 7) as u8)))
     }
@@ -126,20 +98,20 @@ impl<'a> Reader<'a> {
                 self.bytes(n).map(|_| ())
             }
             WIRE_I32 => self.bytes(4).map(|_| ()),
-            _ => Err(DecodeError("unsupported wire type")),
+            _ => Err("unsupported wire type"),
         }
     }
 
     fn uint32(&mut self, wire: u8) -> Result<u32, DecodeError> {
         if wire != WIRE_VARINT {
-            return Err(DecodeError("wrong wire type for an integer field"));
+            return Err("wrong wire type for an integer field");
         }
-        u32::try_from(self.varint()?).map_err(|_| DecodeError("integer field exceeds 32 bits"))
+        u32::try_from(self.varint()?).map_err(|_| "integer field exceeds 32 bits")
     }
 
     fn len_delimited(&mut self, wire: u8) -> Result<&'a [u8], DecodeError> {
         if wire != WIRE_LEN {
-            return Err(DecodeError("wrong wire type for a length-delimited field"));
+            return Err("wrong wire type for a length-delimited field");
         }
         let n = self.varint()?;
         self.bytes(n)

@@ -1,15 +1,10 @@
-//! The reader core: one stream's read position and its window, under every reader (the std::io
-//! one, the seekable one and the async one).
-//!
-//! The core owns where the stream is (the next segment to fetch, the ciphertext in the window,
-//! the byte of look-ahead carried over, the plaintext handed out) and decides, for each read, how
-//! the next segments come ([`ReadCore::plan`]): out of the window, read into it, opened from a
+//! The reader core under every reader: one stream's position and window. It plans how each
+//! read's segments come ([`ReadCore::plan`]): out of the window, read into it, opened from a
 //! source's buffer into it or straight into the caller's buffer. The readers run the plan with
-//! their source and report back what came; only the core moves the position.
+//! their source and report back; only the core moves the position.
 //!
-//! The end of a stream is known in one of two ways: by reading one byte past each window (a
-//! stream read once, front to back), or from the ciphertext's length (a seekable stream, whose
-//! reads fetch only the segments they cover).
+//! A stream's end is known by reading a byte past each window (read once, front to back) or
+//! from the ciphertext's length (seekable: reads fetch only the segments they cover).
 
 use std::io;
 
@@ -20,20 +15,17 @@ use crate::layout::{Layout, Span};
 use crate::window::Window;
 use crate::wipe::wipe_stacks;
 
-/// Most segments that one read straight into the caller's buffer takes (a few words of
-/// bookkeeping each).
+/// Most segments one read takes straight into the caller's buffer (bounds the bookkeeping).
 const DIRECT_MAX_SEGMENTS: usize = 1 << 16;
 
-/// Reads into a caller's buffer of at least this many bytes, opened from a buffered source,
-/// write their plaintext past the caches (where the engine does that, on many threads): beyond
-/// the last-level cache of most CPUs, its first lines are evicted before the read returns.
+/// Reads from a buffered source into a caller's buffer this large write past the caches (where
+/// the engine does): beyond most last-level caches, the first lines are evicted before return.
 const UNCACHED_READ: usize = 64 << 20;
 
 /// How the stream's end is known.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum End {
-    /// By reading a byte past each window: the look-ahead tells whether its last segment is
-    /// the stream's last.
+    /// By reading a byte past each window: whether its last segment is the stream's last.
     LookAhead,
     /// From the ciphertext's length: `segments` segments, the last `last_len` bytes long.
     Known { segments: u64, last_len: usize },
@@ -66,7 +58,7 @@ pub(crate) enum Plan {
     /// These whole segments, none the stream's last, go straight into the caller's buffer; the
     /// first [`ReadCore::head`] bytes of their ciphertext are in the window already.
     Direct(Span),
-    /// These windows go through two windows in turn (the GPU's, [`crate::piped`]).
+    /// These windows go through two page-locked windows in turn ([`crate::piped`]).
     Piped(Vec<Span>),
 }
 
@@ -89,8 +81,8 @@ pub(crate) struct ReadCore {
     end: End,
     /// Whether the stream's last segment has authenticated.
     last_seen: bool,
-    /// Whether the stream has moved past its first window (a GPU stream's windows are
-    /// page-locked from then on).
+    /// Whether the stream has moved past its first window (a GPU stream's are page-locked
+    /// from then on).
     outgrown: bool,
     state: State,
 }
@@ -144,8 +136,21 @@ impl ReadCore {
         e.into()
     }
 
-    /// A failure of the segments being fetched: final for a stream read once, while a seekable
-    /// stream forgets the window and may read other ranges (this one fails again).
+    /// Grows the window to `len` bytes, of at most a window and a byte; failing is final.
+    fn reserve(&mut self, len: usize) -> io::Result<()> {
+        let cap = self.cap();
+        self.window
+            .reserve(len, cap)
+            .map_err(|e| self.fail(Error::io("cannot read input", e)))
+    }
+
+    /// A window's capacity: its segments and a byte of look-ahead.
+    fn cap(&self) -> usize {
+        self.per_window * self.layout().segment_size() + 1
+    }
+
+    /// A failure of the segments being fetched: final for a stream read once; a seekable one
+    /// forgets the window and may read other ranges (this one fails again).
     fn failed(&mut self, e: Error) -> io::Error {
         if let End::LookAhead = self.end {
             return self.fail(e);
@@ -160,22 +165,22 @@ impl ReadCore {
         matches!(self.state, State::Filling) && self.got <= 1 && self.skip == 0
     }
 
-    /// Whether the next plan depends on what a buffered source's buffer holds: between windows
-    /// of a stream read once, where segments can be opened from that buffer.
+    /// Whether the next plan depends on a buffered source's buffer: between windows of a
+    /// stream read once, whose segments can be opened from it.
     pub(crate) fn wants_source(&self) -> bool {
         self.at_window_start()
             && matches!(self.end, End::LookAhead)
             && (self.window.for_gpu() || self.codec.apart())
     }
 
-    /// The ciphertext of the next segments already in the window (their first byte at most,
-    /// when a plan other than [`Plan::Fill`] is made).
+    /// The next segments' ciphertext already in the window (at most a byte, for any plan but
+    /// [`Plan::Fill`]).
     pub(crate) fn head(&self) -> &[u8] {
         self.window.get(0..self.got.min(1))
     }
 
-    /// How the next bytes of a read into a buffer of `len` bytes come. `source`: the bytes ready
-    /// in a buffered source's buffer (for a plan between windows; `None` for a `Read` source).
+    /// How the next bytes of a read into `len` bytes come. `source`: the bytes ready in a
+    /// buffered source's buffer (`None` for a `Read` source).
     pub(crate) fn plan(&self, len: usize, source: Option<usize>) -> Plan {
         match &self.state {
             State::Failed(_) => return Plan::Fill,
@@ -187,13 +192,12 @@ impl ReadCore {
             return Plan::Fill;
         }
         let layout = *self.layout();
-        // Ciphertext at hand: the window's byte and the source's buffer; its segments count
-        // only with a byte after them (so that none is the stream's last).
+        // Ciphertext at hand (the window's byte and the source's buffer), less a byte, so that
+        // no segment counted is the stream's last.
         let at_hand = source.map(|src| (self.got + src).saturating_sub(1));
         if self.window.for_gpu() {
-            // The GPU's windows are page-locked and opened in place: a large read from a
-            // buffered source goes through two of them in turn (segments in the caller's buffer
-            // would be copied through staging).
+            // The GPU opens page-locked windows in place (the caller's buffer would go through
+            // staging): a large read goes through two of them in turn.
             let spans = at_hand.map_or_else(Vec::new, |bytes| self.windows_within(bytes, len));
             return if spans.len() >= 2 {
                 Plan::Piped(spans)
@@ -204,8 +208,8 @@ impl ReadCore {
         if !self.codec.apart() {
             return Plan::Fill;
         }
-        // The whole segments that a read of `len` bytes takes, between windows; from a
-        // buffered source as many as its buffer holds.
+        // The whole segments a read of `len` bytes takes (from a buffered source, at most
+        // those its buffer holds).
         let most = DIRECT_MAX_SEGMENTS.max(self.per_window);
         let mut k = layout.segments_in(self.next, len, most);
         if let Some(bytes) = at_hand {
@@ -225,8 +229,8 @@ impl ReadCore {
         }
     }
 
-    /// The full windows from the next segment whose ciphertext `bytes` hold, and whose
-    /// plaintext fits in `len` bytes.
+    /// The full windows from the next segment whose ciphertext fits in `bytes` and plaintext
+    /// in `len`.
     fn windows_within(&self, bytes: usize, len: usize) -> Vec<Span> {
         let layout = self.layout();
         let (mut spans, mut used, mut filled, mut first) = (Vec::new(), 0, 0, self.next);
@@ -242,8 +246,8 @@ impl ReadCore {
         spans
     }
 
-    /// Where to read the next ciphertext bytes into, for a read of `want` bytes of plaintext
-    /// (a seekable stream fetches only the segments a read covers); `None` unless filling.
+    /// Where to read the next ciphertext into, for a read of `want` bytes of plaintext (a
+    /// seekable stream fetches only what a read covers); `None` unless filling.
     pub(crate) fn fill_buf(&mut self, want: usize) -> io::Result<Option<&mut [u8]>> {
         if !matches!(self.state, State::Filling) {
             return Ok(None);
@@ -251,17 +255,14 @@ impl ReadCore {
         if self.planned.is_none() {
             self.plan_window(want)?;
         }
-        let cap = self.per_window * self.layout().segment_size() + 1;
-        if self.window.len() <= self.got
-            && let Err(e) = self.window.reserve(self.got + 1, cap)
-        {
-            return Err(self.fail(Error::io("cannot read input", e)));
+        if self.window.len() <= self.got {
+            self.reserve(self.got + 1)?;
         }
         let end = self.window.len().min(self.target);
         Ok(Some(self.window.input_mut(self.got..end)))
     }
 
-    /// Sets the segments of the window about to be filled, and how many bytes it takes.
+    /// Plans the segments of the window about to be filled, and its length.
     fn plan_window(&mut self, want: usize) -> io::Result<()> {
         let layout = *self.layout();
         let span = match self.end {
@@ -326,15 +327,12 @@ impl ReadCore {
         }
     }
 
-    /// Opens the window `span` (none of it the stream's last) from `src`, a source's buffer that
-    /// holds its ciphertext but for the [`ReadCore::head`] bytes, and a byte more: each segment
-    /// opened from it into the window by its own task. The bytes of `src` used.
+    /// Opens the window `span` (none of it the stream's last) from `src`, a source's buffer
+    /// holding its ciphertext but for the [`ReadCore::head`] bytes, and a byte more, a task per
+    /// segment. The bytes of `src` used.
     pub(crate) fn open_window_from(&mut self, span: Span, src: &[u8]) -> io::Result<usize> {
         let (pre, len) = (self.got, span.ciphertext_len());
-        let cap = self.per_window * self.layout().segment_size() + 1;
-        if let Err(e) = self.window.reserve(len, cap) {
-            return Err(self.fail(Error::io("cannot read input", e)));
-        }
+        self.reserve(len)?;
         let out = self.window.get_mut(0..len);
         if let Err(e) = self
             .codec
@@ -347,10 +345,8 @@ impl ReadCore {
         Ok(len - pre)
     }
 
-    /// Opens `span` (whole segments, none the stream's last) from `src`, a source's buffer that
-    /// holds their ciphertext but for the [`ReadCore::head`] bytes, and a byte more, straight
-    /// into `out`: the plaintext bytes and the bytes of `src` used. On failure the stream fails
-    /// and `out` holds no plaintext.
+    /// [`ReadCore::open_window_from`] straight into `out`: the plaintext bytes and the bytes of
+    /// `src` used. On failure the stream fails and `out` holds no plaintext.
     pub(crate) fn open_direct_from(
         &mut self,
         span: Span,
@@ -373,22 +369,18 @@ impl ReadCore {
         Ok((total, span.ciphertext_len() - pre))
     }
 
-    /// The position moves past `span`, whose plaintext went to the caller, with `carry` (the
-    /// first byte of what follows, if it was read).
+    /// Moves past `span`, whose plaintext went to the caller; `carry`: the next byte, if read.
     pub(crate) fn passed(&mut self, span: Span, carry: Option<u8>) {
         self.next = span.end();
         self.outgrown = true;
         self.start_window(carry);
     }
 
-    /// Keeps `bytes`, the ciphertext from segment `first` on that a read took but could not
-    /// open, in the window, where the next reads go on from them.
+    /// Keeps `bytes`, ciphertext from segment `first` on that a read took but could not open,
+    /// in the window, where the next reads go on.
     pub(crate) fn keep(&mut self, first: u64, bytes: &[&[u8]]) -> io::Result<()> {
         let len: usize = bytes.iter().map(|b| b.len()).sum();
-        let cap = self.per_window * self.layout().segment_size() + 1;
-        if let Err(e) = self.window.reserve(len.max(1), cap) {
-            return Err(self.fail(Error::io("cannot read input", e)));
-        }
+        self.reserve(len.max(1))?;
         let mut at = 0;
         for b in bytes {
             self.window.get_mut(at..at + b.len()).copy_from_slice(b);
@@ -419,17 +411,12 @@ impl ReadCore {
         }
         (self.got, self.carry, self.planned) = (0, None, None);
         self.state = State::Filling;
-        if let Some(b) = carry {
-            let cap = self.per_window * self.layout().segment_size() + 1;
-            match self.window.reserve(1, cap) {
-                Ok(()) => {
-                    self.window.get_mut(0..1)[0] = b;
-                    self.got = 1;
-                }
-                Err(e) => {
-                    self.fail(Error::io("cannot read input", e));
-                }
-            }
+        // A failure to reserve fails the stream, which the next call reports.
+        if let Some(b) = carry
+            && self.reserve(1).is_ok()
+        {
+            self.window.get_mut(0..1)[0] = b;
+            self.got = 1;
         }
     }
 
@@ -456,8 +443,8 @@ impl ReadCore {
         }
     }
 
-    /// The authenticated plaintext ready to be handed out (empty when a read is needed, at the
-    /// end, or after a failure).
+    /// The authenticated plaintext ready to hand out (empty when a read is needed, at the end,
+    /// or after a failure).
     pub(crate) fn plaintext(&self) -> &[u8] {
         match self.state {
             State::Serving { span, seg, pos } => {
@@ -481,9 +468,8 @@ impl ReadCore {
         }
     }
 
-    /// Copies ready plaintext into `out`: the rest of the current segment and, when `out` has
-    /// room, of the window's segments after it, in one copy (on rayon's pool when large); the
-    /// bytes copied, handed out.
+    /// Copies ready plaintext into `out`, from the current segment on through the window, in
+    /// one copy (on rayon's pool when large); the bytes copied, handed out.
     pub(crate) fn read_plaintext(&mut self, out: &mut [u8]) -> usize {
         let State::Serving { span, seg, pos } = self.state else {
             return 0;
@@ -504,8 +490,7 @@ impl ReadCore {
             }
         }
         copy_runs(out, self.window.get(0..span.ciphertext_len()), &runs);
-        // Segment by segment, in order: each consume moves on to the next segment once one is
-        // handed out, and past the window's end as a read of the rest would.
+        // Segment by segment, so that each consume moves on as a read of the rest would.
         for r in &runs {
             self.consume(r.len);
         }
@@ -556,11 +541,11 @@ impl ReadCore {
         matches!(self.state, State::Done)
     }
 
-    /// Reads the windows `spans` (the first of them beginning with the [`ReadCore::head`]
-    /// bytes, the rest of their ciphertext and a byte more in `src`) through two page-locked
-    /// windows in turn ([`crate::piped`]): the plaintext bytes written to `out`, all
-    /// authenticated, and the bytes of `src` used. When a window fails, the plaintext of those
-    /// before it is returned and the stream fails (the next read reports it).
+    /// Reads the windows `spans` (their ciphertext but the [`ReadCore::head`] bytes, and a byte
+    /// more, in `src`) through two page-locked windows in turn ([`crate::piped`]): the
+    /// authenticated plaintext bytes written to `out`, and the bytes of `src` used. When a
+    /// window fails, the plaintext before it is returned and the stream fails (the next read
+    /// reports it).
     pub(crate) fn read_piped(
         &mut self,
         spans: &[Span],
@@ -569,16 +554,15 @@ impl ReadCore {
     ) -> (usize, io::Result<usize>) {
         let pre = self.got;
         let carried = self.head().first().copied();
-        let cap = self.per_window * self.layout().segment_size() + 1;
-        // The stream outgrows a window: its windows are page-locked from here on (the byte of
-        // the window that is there already kept).
+        // The stream outgrows a window: page-locked from here on (its carried byte kept).
         self.window.pin_from_now();
         if let Some(c) = carried {
-            if let Err(e) = self.window.reserve(1, cap) {
-                return (0, Err(self.fail(Error::io("cannot read input", e))));
+            if let Err(e) = self.reserve(1) {
+                return (0, Err(e));
             }
             self.window.get_mut(0..1)[0] = c;
         }
+        let cap = self.cap();
         let (n, r) =
             crate::piped::read_piped(&self.codec, &mut self.window, pre, src, out, spans, cap);
         match (r, spans.last()) {

@@ -1,6 +1,5 @@
 //! [`DecryptingReader`]: Tink ciphertext in, authenticated plaintext out through [`Read`] and
-//! [`BufRead`]. It runs the plans of its [`ReadCore`] with its source: a [`Read`], or a
-//! [`BufRead`] whose buffer it reads in place.
+//! [`BufRead`], running its [`ReadCore`]'s plans with a [`Read`] or a [`BufRead`] source.
 
 use std::fmt;
 use std::io::{self, BufRead, Read};
@@ -8,23 +7,22 @@ use std::mem;
 
 use crate::codec::SegmentCodec;
 use crate::copy::copy;
-use crate::error::Result;
+use crate::error::{Result, retry};
 use crate::keyset::Keyset;
 use crate::layout::{Span, TAG_LEN};
-use crate::poison::Poison;
+use crate::poison::{Poison, guarded};
 use crate::read_core::{End, Plan, ReadCore};
 use crate::wipe::wipe;
 
 impl Keyset {
     /// A reader of the plaintext of the Tink stream `r`, encrypted under one of this keyset's
-    /// keys with associated data `aad`. The header is read here (with several keys of the same
-    /// header length, the first segment too, to find the key that opens it, as Tink does).
+    /// keys with associated data `aad`. The header is read here (with several keys of its
+    /// length, the first segment too, to find the key that opens it, as Tink does).
     ///
-    /// Reads return only plaintext whose segment has authenticated. A wrong key or AAD,
-    /// tampering, truncation (also at a segment boundary), reordering or bytes after the last
-    /// segment make a read fail with [`io::ErrorKind::InvalidData`] and the reason
-    /// ([`Error::from_io`](crate::Error::from_io) gives the [`Error`](crate::Error)); the
-    /// failure is final.
+    /// Reads return only authenticated plaintext. A wrong key or AAD, tampering, truncation
+    /// (also at a segment boundary), reordering or trailing bytes make a read fail for good with
+    /// [`io::ErrorKind::InvalidData`] ([`Error::from_io`](crate::Error::from_io) gives the
+    /// [`Error`](crate::Error)).
     ///
     /// ```
     /// use std::io::{Read, Write};
@@ -46,13 +44,11 @@ impl Keyset {
         self.reader(r, aad, None)
     }
 
-    /// [`Keyset::decrypting_reader`] over a buffered source, such as a slice, a
-    /// [`Cursor`](std::io::Cursor) or a [`BufReader`](std::io::BufReader): the same reader, which
-    /// takes the ciphertext from the source's own buffer instead of copying it out on the
-    /// calling thread first. Where that buffer holds whole segments (an in-memory stream holds
-    /// them all), each segment is opened from it by the task that opens it, on every core, in one
-    /// pass; with the reader's [`BufRead`] methods on the other side, no byte is copied on the
-    /// calling thread. Fails and authenticates exactly as [`Keyset::decrypting_reader`].
+    /// [`Keyset::decrypting_reader`] over a buffered source (a slice, a
+    /// [`Cursor`](std::io::Cursor), a [`BufReader`](std::io::BufReader)), taking the ciphertext
+    /// from the source's own buffer: whole segments there are opened from it on every core in
+    /// one pass, and with the reader's [`BufRead`] methods no byte is copied on the calling
+    /// thread. Fails and authenticates exactly as [`Keyset::decrypting_reader`].
     ///
     /// ```
     /// use std::io::{self, BufRead, Write};
@@ -109,8 +105,8 @@ impl Keyset {
     }
 }
 
-/// A buffered source's two [`BufRead`] methods, taken where the bound is known, so that one
-/// reader type serves both kinds of source.
+/// A buffered source's [`BufRead`] methods, taken where the bound is known, so that one reader
+/// type serves both kinds of source.
 struct Buffered<R> {
     fill: fn(&mut R) -> io::Result<&[u8]>,
     consume: fn(&mut R, usize),
@@ -124,8 +120,8 @@ impl<R> Clone for Buffered<R> {
 
 impl<R> Copy for Buffered<R> {}
 
-/// Where a reader's ciphertext comes from: the bytes read with the header (to find the key),
-/// then the inner reader.
+/// A reader's ciphertext: the bytes read with the header (to find the key), then the inner
+/// reader's.
 struct Source<R> {
     inner: R,
     /// Set for a buffered source: its buffer is read in place.
@@ -135,8 +131,8 @@ struct Source<R> {
 }
 
 impl<R: Read> Source<R> {
-    /// A buffered source's buffer, when the next ciphertext comes from it. A failed fill
-    /// consumed nothing: the caller may retry.
+    /// A buffered source's buffer, when the next ciphertext comes from it (a failed fill
+    /// consumed nothing: the caller may retry).
     fn buf(&mut self) -> io::Result<Option<&[u8]>> {
         match self.buffered {
             Some(b) if self.head_pos >= self.head.len() => (b.fill)(&mut self.inner).map(Some),
@@ -159,28 +155,19 @@ impl<R: Read> Source<R> {
             self.head_pos += n;
             return Ok(n);
         }
-        loop {
-            let r = match self.buffered {
-                Some(b) => (b.fill)(&mut self.inner).map(|src| {
-                    let n = src.len().min(buf.len());
-                    copy(&mut buf[..n], &src[..n]);
-                    n
-                }),
-                None => self.inner.read(buf),
-            };
-            match r {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Ok(n) => {
-                    self.consume(n);
-                    return Ok(n);
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        let n = retry(|| match self.buffered {
+            Some(b) => (b.fill)(&mut self.inner).map(|src| {
+                let n = src.len().min(buf.len());
+                copy(&mut buf[..n], &src[..n]);
+                n
+            }),
+            None => self.inner.read(buf),
+        })?;
+        self.consume(n);
+        Ok(n)
     }
 
-    /// Reads until `buf` is full, the input ends or a read fails: the bytes read, and the
-    /// error that stopped it.
+    /// Reads until `buf` is full, the input ends or a read fails: the bytes read, and the error.
     fn read_full(&mut self, buf: &mut [u8]) -> (usize, Option<io::Error>) {
         let mut n = 0;
         while n < buf.len() {
@@ -194,21 +181,19 @@ impl<R: Read> Source<R> {
     }
 }
 
-/// Decrypts a Tink AES-GCM-HKDF stream read from an inner reader, a window of segments at a
-/// time (opened in parallel), and returns only authenticated plaintext. Made by
+/// Decrypts a Tink AES-GCM-HKDF stream from an inner reader, a window of segments at a time
+/// (opened in parallel), returning only authenticated plaintext. Made by
 /// [`Keyset::decrypting_reader`] and [`Keyset::decrypting_buf_reader`].
 ///
-/// The end of the plaintext (a read returning 0, or an empty [`BufRead::fill_buf`]) comes
-/// only after the last segment, sealed as the last, has authenticated and the inner reader has
-/// ended. [`BufRead::fill_buf`] hands out the rest of the current segment's plaintext from the
-/// window itself. The window, which holds plaintext, is wiped on drop.
+/// The plaintext ends (a read of 0, an empty [`BufRead::fill_buf`]) only once the segment
+/// sealed as the last has authenticated and the inner reader has ended. [`BufRead::fill_buf`]
+/// hands out the current segment's plaintext from the window, which is wiped on drop.
 ///
-/// An error of the inner reader is returned as it is and ends nothing: what was read before it
-/// is kept (its authenticated plaintext returned first), and the next call reads on from there,
-/// so a transient error (`WouldBlock`, `TimedOut`, `Interrupted`) can be retried. A failed
-/// authentication or a malformed stream is final. A reader whose call panicked (in the inner
-/// reader, say, whose panic the caller caught) is poisoned: every later call fails with
-/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
+/// An error of the inner reader ends nothing: what was read is kept (its plaintext returned
+/// first), and the next call reads on, so a transient error (`WouldBlock`, `TimedOut`,
+/// `Interrupted`) can be retried. A failed authentication or a malformed stream is final. A
+/// reader whose call panicked (a panic the caller caught) is poisoned: every later call fails
+/// with [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
 pub struct DecryptingReader<R> {
     src: Source<R>,
     core: ReadCore,
@@ -216,8 +201,7 @@ pub struct DecryptingReader<R> {
 }
 
 impl<R: Read> DecryptingReader<R> {
-    /// The core's plan for a read into `len` bytes, with a buffered source's buffer looked at
-    /// where the plan depends on it.
+    /// The core's plan for a read into `len` bytes (with the source's buffer where it counts).
     fn plan(&mut self, len: usize) -> io::Result<Plan> {
         if !self.core.wants_source() {
             return Ok(self.core.plan(len, None));
@@ -226,8 +210,8 @@ impl<R: Read> DecryptingReader<R> {
         Ok(self.core.plan(len, held))
     }
 
-    /// Runs `plan` as far as filling the window: a read of ciphertext into it, or its segments
-    /// opened from the source's buffer.
+    /// Runs `plan` as far as filling the window: read into it, or opened from the source's
+    /// buffer.
     fn fill(&mut self, plan: Plan, want: usize) -> io::Result<()> {
         if let Plan::Window(span) = plan
             && let Some(src) = self.src.buf()?
@@ -244,9 +228,8 @@ impl<R: Read> DecryptingReader<R> {
         Ok(())
     }
 
-    /// Opens the whole segments of `span` straight into `out`: from a buffered source's buffer
-    /// in one pass, or read from the source first. `None` when the read goes on through the
-    /// window.
+    /// Opens the whole segments of `span` straight into `out`, from a buffered source's buffer
+    /// or read first. `None` when the read goes on through the window.
     fn direct(&mut self, span: Span, out: &mut [u8]) -> io::Result<Option<usize>> {
         if let Some(src) = self.src.buf()? {
             let (n, used) = self.core.open_direct_from(span, src, out)?;
@@ -256,13 +239,12 @@ impl<R: Read> DecryptingReader<R> {
         self.read_direct(span, out)
     }
 
-    /// Reads the segments of `span` into `out` (their bodies) and their tags aside, then opens
-    /// those that a byte follows (so that none is the stream's last) in place, saving the copy
-    /// through the window. What was read of the others goes to the window in stream order,
-    /// where the next reads go on: when the input ended there (they may hold the last segment),
-    /// or when a read of the source failed (its error is returned once no plaintext is, and
-    /// a transient one can be retried). When a segment fails to authenticate, the stream fails
-    /// and what this call wrote to `out` is wiped.
+    /// Reads the bodies of `span` into `out` and the tags aside, then opens in place those that
+    /// a byte follows (none is the stream's last), saving the copy through the window. The rest
+    /// read goes to the window, where the next reads go on: the input ended (it may hold the
+    /// last segment), or the source failed (its error is returned when no plaintext is; a
+    /// transient one can be retried). A failed authentication fails the stream and wipes what
+    /// this call wrote to `out`.
     fn read_direct(&mut self, span: Span, out: &mut [u8]) -> io::Result<Option<usize>> {
         let total = span.plaintext_len();
         let out = &mut out[..total];
@@ -312,14 +294,13 @@ impl<R: Read> DecryptingReader<R> {
         let done = span.take(opened);
         let n = done.plaintext_len();
         if opened > 0 {
-            let (bodies, _) = out.split_at_mut(n);
-            let mut rest = bodies;
-            let mut parts = Vec::with_capacity(opened);
-            for s in done.segments() {
+            let mut rest = &mut out[..n];
+            let parts = done.segments().map(|s| {
                 let (b, tail) = mem::take(&mut rest).split_at_mut(s.body());
                 rest = tail;
-                parts.push(b);
-            }
+                b
+            });
+            let parts = parts.collect();
             let tag_refs: Vec<&[u8]> = tags[..opened].iter().map(|t| &t[..]).collect();
             if let Err(e) = self.core.codec().open_apart(&done, parts, &tag_refs) {
                 wipe(out);
@@ -330,8 +311,7 @@ impl<R: Read> DecryptingReader<R> {
             self.core.passed(span, look);
             return Ok(Some(n));
         }
-        // The rest goes back in stream order to the window: the caller's buffer keeps no more
-        // than what the call returns.
+        // The rest goes to the window: the caller's buffer keeps no more than the call returns.
         let mut kept: Vec<&[u8]> = Vec::new();
         let mut at = n;
         for (s, (&(b, t), tag)) in span.segments().zip(read.iter().zip(&tags)).skip(opened) {
@@ -345,12 +325,11 @@ impl<R: Read> DecryptingReader<R> {
             return if n > 0 { Ok(Some(n)) } else { Err(e) };
         }
         if let Some(e) = err {
-            // The source failed: nothing is lost, and the next call reads on from here (the
-            // source's error again, if it lasts).
+            // The source failed: nothing is lost, and the next call reads on from here.
             return if n > 0 { Ok(Some(n)) } else { Err(e) };
         }
-        // The input ended: what is in the window is opened with the end in view. A failure there
-        // is the stream's (kept in the core): with plaintext to return, the next read reports it.
+        // The input ended: the window is opened as the end. A failure is the stream's (kept in
+        // the core): with plaintext to return, the next read reports it.
         let r = self.core.filled(0);
         if n > 0 {
             return Ok(Some(n));
@@ -403,22 +382,15 @@ impl<R: Read> DecryptingReader<R> {
 
 impl<R: Read> Read for DecryptingReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        self.poison.enter()?;
-        let r = self.read_unpoisoned(out);
-        self.poison.leave();
-        r
+        guarded!(self.poison, self.read_unpoisoned(out))
     }
 }
 
 impl<R: Read> BufRead for DecryptingReader<R> {
-    /// The rest of the current segment's authenticated plaintext, in the window (empty at the
-    /// end of the stream); a segment's plaintext is handed out once it and the segments of its
-    /// window have authenticated.
+    /// The rest of the current segment's plaintext in the window (empty at the end), once its
+    /// whole window has authenticated.
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.poison.enter()?;
-        let r = self.fill_unpoisoned();
-        self.poison.leave();
-        r?;
+        guarded!(self.poison, self.fill_unpoisoned())?;
         Ok(self.core.plaintext())
     }
 

@@ -1,22 +1,18 @@
-//! Large writes without a barrier per window: whole segments sealed from the caller's bytes
-//! on rayon's pool, a group of consecutive segments (at least [`GROUP_BYTES`] of plaintext,
-//! one segment when segments are that large) per task into a slot of a ring of buffers, and
+//! Large writes without a barrier per window: whole segments sealed from the caller's bytes on
+//! rayon's pool, a group of them (at least [`GROUP_BYTES`]) per task into a slot of a ring, and
 //! written out in order by the calling thread as the slots complete.
 //!
-//! A window sealed at once ends with every core waiting for the slowest segment and the pool
-//! woken again for the next window; with one segment per core in a window, that wait and
-//! wake-up is a share of every window's time. Here a slot, once written out, takes the next
-//! group at once, so the pool stays busy across the whole write, and a slot written by a core
-//! is most often sealed into again by the same core, while it is still in that core's cache.
-//! Memory is the ring: the writer gives it two windows' worth of segments (benches/results.md,
-//! "large writes through a ring of segments").
+//! A window sealed at once ends with every core waiting for the slowest segment; here a slot,
+//! once written out, takes the next group at once, so the pool stays busy, most often on the
+//! core whose cache holds the slot. Memory is the ring: two windows' worth of segments
+//! (benches/results.md, "large writes through a ring of segments").
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::channel;
 
 use crate::codec::SegmentCodec;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, retry};
 use crate::layout::{Span, TAG_LEN};
 use crate::window::Window;
 
@@ -30,26 +26,23 @@ pub(crate) struct Relayed {
     pub(crate) pending: Vec<u8>,
 }
 
-/// Whether the calling thread can wait for tasks on rayon's global pool: not one of its own
-/// threads (whose waiting would hold a thread the tasks need) and a pool of two threads or more.
+/// Whether the calling thread can wait for tasks on rayon's global pool: not one of its threads
+/// (its waiting would hold a thread the tasks need), and a pool of two or more.
 pub(crate) fn available() -> bool {
     rayon::current_thread_index().is_none() && rayon::current_num_threads() >= 2
 }
 
-/// Plaintext bytes that one task seals at least: a group of consecutive segments, sealed one
-/// after the other into one slot, so that small segments do not each cost a task, a message on
-/// the channel and a write.
+/// Plaintext bytes one task seals at least, so that small segments do not each cost a task, a
+/// message and a write.
 pub(crate) const GROUP_BYTES: usize = 1 << 20;
 
-/// Most segments of one [`relay`] call: its bookkeeping (a few words a segment) stays small
-/// whatever the length of the write; a longer write takes several calls.
+/// Most segments of one [`relay`] call (bounds the bookkeeping; a longer write takes several).
 pub(crate) const MAX_SEGMENTS: usize = 1 << 16;
 
-/// Seals the whole segments of `span` (none of them the stream's last) from `data` (their
-/// plaintexts back to back, exactly) and writes them to `out` in order: `group` consecutive
-/// segments per task and per slot, `slots` slots. `ring` holds ciphertext only when this
-/// returns. A write error stops new groups; the segments already sealed come back as
-/// [`Relayed::pending`]. A sealing failure wipes the ring and is returned.
+/// Seals the segments of `span` (none the stream's last) from `data` (their plaintexts back to
+/// back) and writes them to `out` in order: `group` segments per task and slot, `slots` slots.
+/// `ring` holds only ciphertext when this returns. A write error stops new groups; those sealed
+/// come back as [`Relayed::pending`]. A sealing failure wipes the ring and is returned.
 pub(crate) fn relay<W: Write + ?Sized>(
     codec: &SegmentCodec,
     span: &Span,
@@ -67,21 +60,13 @@ pub(crate) fn relay<W: Write + ?Sized>(
     if span.ends_stream() || span.plaintext_len() != data.len() {
         return Err(Error::invalid("a relay's data is not whole segments"));
     }
-    // Where each segment's plaintext starts in `data`, and its length.
-    let mut spans = Vec::with_capacity(count);
-    let mut off = 0;
-    for s in span.segments() {
-        spans.push((off, s.body()));
-        off += s.body();
-    }
     // Segments of group `g`, and its sealed length.
+    let span = *span;
     let members = move |g: usize| g * group..((g + 1) * group).min(count);
-    let sealed_len =
-        |g: usize| -> usize { spans[members(g)].iter().map(|&(_, p)| p + TAG_LEN).sum() };
+    let sealed_len = |g: usize| -> usize { members(g).map(|i| span.seg(i).len).sum() };
     let ring_len = slots * slot_len;
     ring.reserve(ring_len, ring_len)
         .map_err(|e| Error::io("cannot encrypt", e))?;
-    let first_index = span.first();
 
     let mut done = Relayed {
         segments: 0,
@@ -102,20 +87,20 @@ pub(crate) fn relay<W: Write + ?Sized>(
             while !write_failed && failure.is_none() && spawned < groups {
                 let Some(buf) = free.pop() else { break };
                 let g = spawned;
-                let spans = &spans;
                 let tx = tx.clone();
                 s.spawn(move |_| {
                     // A task that panicked would never report, and the loop below would wait
-                    // for it forever: its panic becomes a failure.
+                    // forever: its panic becomes a failure.
                     let r = panic::catch_unwind(AssertUnwindSafe(|| {
                         let mut rest = &mut buf[..];
                         for i in members(g) {
-                            let (at, p) = spans[i];
-                            let src = &data[at..at + p];
-                            let (seg, tail) = rest.split_at_mut(p + TAG_LEN);
+                            // The plaintext in `data` is the ciphertext less the tags before it.
+                            let s = span.seg(i);
+                            let src = &data[s.at - i * TAG_LEN..][..s.body()];
+                            let (seg, tail) = rest.split_at_mut(s.len);
                             rest = tail;
-                            let (ct, tag) = seg.split_at_mut(p);
-                            codec.seal_into(first_index + i as u64, src, ct, tag)?;
+                            let (ct, tag) = seg.split_at_mut(s.body());
+                            codec.seal_into(s.index, src, ct, tag)?;
                         }
                         Ok(())
                     }))
@@ -161,23 +146,20 @@ pub(crate) fn relay<W: Write + ?Sized>(
             let len = sealed_len(written);
             let mut pos = 0;
             while !write_failed && pos < len {
-                match out.write(&slot[pos..len]) {
-                    Ok(0) => write_failed = true,
+                match retry(|| out.write(&slot[pos..len])) {
+                    Ok(0) | Err(_) => write_failed = true,
                     Ok(n) => pos += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => write_failed = true,
                 }
             }
             if write_failed {
-                // Kept for the next write or flush, which meets the inner writer's error again
-                // if it lasts.
+                // Kept for the next write or flush (which meets a lasting error again).
                 done.pending.extend_from_slice(&slot[pos..len]);
             }
             free.push(slot);
             written += 1;
         }
         done.segments = (spawned * group).min(count);
-        done.taken = spans[..done.segments].iter().map(|&(_, p)| p).sum();
+        done.taken = span.take(done.segments).plaintext_len();
     });
     match failure {
         Some(e) => {
@@ -194,6 +176,8 @@ pub(crate) fn relay<W: Write + ?Sized>(
 
 #[cfg(test)]
 mod tests {
+    use std::io;
+
     use super::*;
     use crate::keyset::{Keyset, StreamingKey};
 

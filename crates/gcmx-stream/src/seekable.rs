@@ -5,22 +5,21 @@ use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
 
 use crate::codec::SegmentCodec;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, retry};
 use crate::keyset::Keyset;
 use crate::layout::TAG_LEN;
-use crate::poison::Poison;
+use crate::poison::{Poison, guarded};
 use crate::read_core::{End, Plan, ReadCore};
 
 impl Keyset {
     /// Random access to the plaintext of the Tink stream in `r` (a file, a `Cursor`, anything
     /// `Read + Seek`), encrypted under one of this keyset's keys with associated data `aad`.
     ///
-    /// The header is read and the stream's length taken here; a read then fetches and
-    /// authenticates only the segments it covers (a window of them at most per read, opened
-    /// in parallel). Tink's rules for the last segment apply: the plaintext length follows
-    /// from the ciphertext length, and the segment that holds the end is opened as the last
-    /// one, so a truncated or extended stream fails there. A read at or past the end returns
-    /// 0 only once the last segment has authenticated.
+    /// The header and the stream's length are read here; a read then fetches and authenticates
+    /// only the segments it covers (a window at most, opened in parallel). As in Tink, the
+    /// ciphertext's length gives the plaintext's, and the segment holding the end is opened as
+    /// the last, so a truncated or extended stream fails there. A read at or past the end
+    /// returns 0 only once the last segment has authenticated.
     ///
     /// ```
     /// use std::io::{Read, Seek, SeekFrom, Write};
@@ -53,8 +52,8 @@ impl Keyset {
         let ct_size = r.seek(SeekFrom::End(0)).map_err(seek_err)?;
         let layout = *codec.layout();
         let seg = layout.segment_size() as u64;
-        // Tink's seekable channel: segment i > 0 starts at i * segment_size; the remainder is
-        // the last segment, which must hold at least a tag.
+        // As Tink's seekable channel: segment i > 0 starts at i * segment_size; the remainder is
+        // the last segment, at least a tag.
         let body = ct_size.saturating_sub(layout.header_len() as u64);
         let (segments, last_len) = if ct_size <= seg {
             (1, body)
@@ -92,15 +91,13 @@ impl Keyset {
 }
 
 /// Random access to the plaintext of a Tink AES-GCM-HKDF stream: [`Read`] and [`Seek`] over
-/// plaintext offsets ([`SeekFrom::End`] from the plaintext's end). Made by
-/// [`Keyset::seekable_reader`].
+/// plaintext offsets. Made by [`Keyset::seekable_reader`].
 ///
-/// Each read fetches and authenticates only the segments it covers (a 4 KiB read opens one
-/// segment, two when it straddles a boundary); the segments of the last read stay opened
-/// for the next. Reads return only authenticated plaintext: a failing segment makes that
-/// read fail with [`io::ErrorKind::InvalidData`] (other ranges may still read). The window
-/// is wiped on drop. A reader whose read panicked (in the inner reader, say) is poisoned: every
-/// later read fails with [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
+/// Each read fetches and authenticates only the segments it covers (those of the last read
+/// stay opened for the next), and returns only authenticated plaintext: a failing segment
+/// fails that read with [`io::ErrorKind::InvalidData`] (other ranges may still read). The
+/// window is wiped on drop. A reader whose read panicked is poisoned: every later read fails
+/// with [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
 pub struct SeekableReader<R> {
     inner: R,
     /// Where the inner reader is, when known.
@@ -112,8 +109,8 @@ pub struct SeekableReader<R> {
 }
 
 impl<R: Read + Seek> SeekableReader<R> {
-    /// The plaintext's length, as the ciphertext's length gives it: authenticated once the
-    /// last segment has been read (a read at the end does that).
+    /// The plaintext's length, from the ciphertext's: authenticated once the last segment has
+    /// been read (a read at the end does that).
     pub fn plaintext_len(&self) -> u64 {
         self.plaintext_len
     }
@@ -148,16 +145,7 @@ impl<R: Read + Seek> SeekableReader<R> {
                 self.inner_at = Some(at);
             }
             if let Some(buf) = self.core.fill_buf(len)? {
-                let n = loop {
-                    match self.inner.read(buf) {
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => {
-                            self.inner_at = None;
-                            return Err(e);
-                        }
-                        Ok(n) => break n,
-                    }
-                };
+                let n = retry(|| self.inner.read(buf)).inspect_err(|_| self.inner_at = None)?;
                 self.inner_at = Some(at + n as u64);
                 self.core.filled(n)?;
             }
@@ -167,10 +155,7 @@ impl<R: Read + Seek> SeekableReader<R> {
 
 impl<R: Read + Seek> Read for SeekableReader<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        self.poison.enter()?;
-        let r = self.read_at(out);
-        self.poison.leave();
-        r
+        guarded!(self.poison, self.read_at(out))
     }
 }
 

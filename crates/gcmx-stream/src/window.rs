@@ -1,6 +1,6 @@
 //! A window: the buffer where an adapter's segments are sealed or opened a batch at a time. It
-//! knows how much of it was ever written and whether that may hold plaintext (then it is wiped
-//! before its memory is given back), and, for the GPU, whether it is page-locked.
+//! knows how much of it was written and whether that may hold plaintext (wiped before its
+//! memory is given back), and, for the GPU, whether it is page-locked.
 
 use std::io;
 use std::mem;
@@ -9,16 +9,16 @@ use std::ops::Range;
 use crate::error::no_memory;
 use crate::wipe::wipe;
 
-/// Windows of up to this many bytes (the GPU's default window, and the byte of look-ahead that
-/// a reader's window holds past its segments) are allocated whole at their first use.
+/// Windows up to this size (the GPU's default and a reader's byte of look-ahead) are allocated
+/// whole at their first use.
 const WHOLE_WINDOW_MAX: usize = (256 << 20) + 1;
 
 /// Whole windows are allocated in multiples of this.
 const WINDOW_GRAIN: usize = 64 << 10;
 
-/// The length allocated for a whole window of `len` bytes: rounded up, with room for one byte
-/// more, so that a writer's windows (whole segments) and a reader's (the same and a byte of
-/// look-ahead) are of one length, and a kept page-locked buffer serves either.
+/// The length allocated for a whole window of `len` bytes: rounded up, with a byte more, so that
+/// a writer's and a reader's (a byte of look-ahead more) windows are of one length, and a kept
+/// buffer serves either.
 const fn whole_len(len: usize) -> usize {
     (len + 1).next_multiple_of(WINDOW_GRAIN)
 }
@@ -30,14 +30,13 @@ pub(crate) struct Window {
     high_water: usize,
     /// Whether what was written may hold plaintext: then it is wiped on drop.
     plain: bool,
-    /// Allocated whole: a page-locked one is kept for a later stream once it holds no plaintext.
+    /// Allocated whole: kept for a later stream once it holds no plaintext.
     whole: bool,
     pin: Pinning,
 }
 
-/// The memory of a window: ordinary, or (feature `cuda`, windows of the GPU engine) page-locked
-/// for the buffer's whole life, so that the GPU's batches move the window's segments where they
-/// lie instead of copying them through staging, and no call pays to page-lock them.
+/// A window's memory: ordinary, or (feature `cuda`, the GPU's) page-locked for its whole life,
+/// so that the GPU's batches move segments where they lie instead of through staging.
 #[derive(Default)]
 enum Bytes {
     #[default]
@@ -52,19 +51,17 @@ enum Bytes {
 pub(crate) enum Pinning {
     /// Ordinary memory: the CPU's windows, and the GPU's where it refused to page-lock one.
     No,
-    /// A GPU stream's first window: page-locked if a kept one is at hand, else ordinary memory,
-    /// whose pages are mapped only as they are written, so that a short stream does not pay to
-    /// page-lock a whole window (which takes longer than the GPU takes to open it,
-    /// benches/results.md).
+    /// A GPU stream's first window: page-locked if a kept one is at hand, else ordinary memory
+    /// (mapped as written), so that a short stream does not pay to page-lock a whole window,
+    /// which takes longer than the GPU's open (benches/results.md).
     IfKept,
     /// Page-locked: the stream has outgrown its first window ([`Window::pin_from_now`]).
     Yes,
 }
 
 impl Bytes {
-    /// `len` zero bytes, page-locked when `pinned` and the GPU allows it (else ordinary); an
-    /// error (not an abort) when the memory cannot be had. Ordinary memory comes from the
-    /// allocator's zeroed pages, which the system maps only as they are first written.
+    /// `len` zero bytes, page-locked when `pinned` and the GPU allows it; an error (not an abort)
+    /// without memory. Ordinary memory is zeroed pages, mapped only as they are first written.
     fn zeroed(len: usize, pinned: bool) -> io::Result<Bytes> {
         #[cfg(feature = "cuda")]
         if pinned && let Ok(p) = gcmx::cuda::PinnedBuffer::zeroed(len) {
@@ -102,8 +99,8 @@ impl Bytes {
         }
     }
 
-    /// Grows the buffer to `len` bytes into ordinary memory (a page-locked buffer cannot grow),
-    /// the old one wiped: it may hold plaintext.
+    /// Grows the buffer to `len` bytes of ordinary memory (a page-locked one cannot grow), the
+    /// old one wiped: it may hold plaintext.
     fn grow(&mut self, len: usize) -> io::Result<()> {
         let mut new = Vec::new();
         new.try_reserve_exact(len).map_err(|_| no_memory(len))?;
@@ -116,8 +113,7 @@ impl Bytes {
 }
 
 impl Window {
-    /// An empty window, page-locked as the GPU's are (see [`Pinning::IfKept`]) when `gpu`: its
-    /// buffer is allocated at its first use.
+    /// An empty window (the GPU's when `gpu`: [`Pinning::IfKept`]), allocated at its first use.
     pub(crate) fn new(gpu: bool) -> Window {
         Window {
             bytes: Bytes::Empty,
@@ -145,7 +141,7 @@ impl Window {
         self.pin != Pinning::No
     }
 
-    /// Marks the window page-locked for the GPU: a test drives the GPU's paths on the CPU so.
+    /// Marks the window page-locked: a test drives the GPU's paths on the CPU so.
     #[cfg(test)]
     pub(crate) fn pretend_gpu(&mut self) {
         self.pin = Pinning::Yes;
@@ -163,16 +159,15 @@ impl Window {
         &mut self.bytes.as_mut()[range]
     }
 
-    /// The bytes in `range`, to receive ciphertext from a source: nothing secret is written
-    /// through it, so it does not count as written (the open that follows marks, with
-    /// [`Window::get_mut`], what it turns into plaintext). A source handed a whole window that
-    /// returns a segment's bytes leaves the rest of the window unwiped at the end, as it was.
+    /// The bytes in `range`, to receive ciphertext: nothing secret is written through it, so it
+    /// does not count as written (the open marks what it turns into plaintext), and a window
+    /// handed whole to a source that fills a segment's bytes needs no wipe past them.
     pub(crate) fn input_mut(&mut self, range: Range<usize>) -> &mut [u8] {
         &mut self.bytes.as_mut()[range]
     }
 
-    /// Every segment written so far was sealed and is ciphertext up to `end`: the window holds
-    /// plaintext only if bytes past `end` were ever written (a larger earlier window).
+    /// Everything up to `end` was sealed: plaintext remains only if bytes past `end` were ever
+    /// written (a larger earlier window).
     pub(crate) fn sealed(&mut self, end: usize) {
         self.plain = self.high_water.min(self.len()) > end;
     }
@@ -192,14 +187,12 @@ impl Window {
         }
     }
 
-    /// Makes the buffer at least `needed` bytes long, for a window of at most `cap` bytes. The
-    /// first allocation takes the whole window (up to 256 MiB): for the GPU a page-locked one
-    /// that an earlier stream left, else zeroed pages from the system, which are mapped only as
-    /// they are first written (a short stream touches little memory). A long stream never
-    /// copies its window to a larger one. Beyond 256 MiB it grows by doubling, the old buffer
-    /// wiped. Where the system refuses the whole window (a memory limit), the first allocation
-    /// is what is needed, and the window grows from there as data comes; an error when even
-    /// that cannot be had.
+    /// Makes the buffer at least `needed` bytes long, for a window of at most `cap`. The first
+    /// allocation takes the whole window (up to 256 MiB: a kept buffer, else zeroed pages,
+    /// mapped only as written), so a long stream never copies it to a larger one; beyond, it
+    /// grows by doubling, the old buffer wiped. Where the system refuses the whole window (a
+    /// memory limit), it takes what is needed and grows as data comes; an error if even that
+    /// cannot be had.
     pub(crate) fn reserve(&mut self, needed: usize, cap: usize) -> io::Result<()> {
         if self.len() >= needed {
             return Ok(());
@@ -233,11 +226,9 @@ impl Window {
         Ok(())
     }
 
-    /// Between windows of a GPU stream that has outgrown its first: a window that is to be
-    /// page-locked ([`Pinning::IfKept`]) but was given ordinary memory moves to a page-locked
-    /// buffer, kept or new, for the rest of the stream (its old buffer wiped where it may hold
-    /// plaintext). The window's bytes are not carried over: call it before the next window is
-    /// written.
+    /// Between windows of a GPU stream that outgrew its first: a [`Pinning::IfKept`] window in
+    /// ordinary memory moves to a page-locked buffer, kept or new, for the rest of the stream
+    /// (the old one wiped). Its bytes are not carried over: call it before the next window.
     pub(crate) fn pin_from_now(&mut self) {
         if self.pin != Pinning::IfKept {
             return;
@@ -260,8 +251,7 @@ impl Window {
 
 impl Drop for Window {
     fn drop(&mut self) {
-        // A window that may hold plaintext is wiped where it was used before its memory is
-        // given back or kept.
+        // Wiped before its memory is given back or kept.
         self.wipe();
         if self.whole {
             spare::give(mem::take(&mut self.bytes));
@@ -269,13 +259,10 @@ impl Drop for Window {
     }
 }
 
-/// Window buffers kept between streams, holding no plaintext, page-locked ones (the GPU's) as
-/// they are. A fresh buffer costs a page fault and the zeroing of every page at its first write
-/// (on a 16-thread host, whose default CPU window is 32 MiB, streams that did not keep their
-/// windows ran at 55-70 % of the speed of those that did; benches/results.md), and a page-locked
-/// one its page-locking too (more than the GPU's work on it); a stream that follows another
-/// reuses its buffers. At most a GPU writer's two windows and a reader's are kept: no more
-/// memory than one writer on the GPU holds while it runs.
+/// Window buffers kept between streams, holding no plaintext. A fresh buffer costs a page fault
+/// and zeroing per page at its first write (streams that did not keep their windows ran at
+/// 55-70 % of the speed, benches/results.md), a page-locked one its locking too. At most a GPU
+/// writer's two windows and a reader's are kept: what one GPU writer holds while it runs.
 mod spare {
     use std::sync::Mutex;
 

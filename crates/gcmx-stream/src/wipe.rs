@@ -1,18 +1,13 @@
 //! Wiping what held secrets: buffers, and what the AES-GCM kernels leave on thread stacks.
 //!
-//! `gcmx` wipes its key schedules and hash keys when a `Gcm` is dropped, but while it runs,
-//! its kernels hold round keys, counter blocks and keystream in registers spilled to the stack
-//! of whichever thread runs them: the calling thread and rayon's worker threads. Those bytes stay in
-//! the stacks' unused space until something else overwrites it. When a stream's engine is
-//! done, this overwrites that space on every thread that can have run it.
+//! `gcmx` wipes its keys when a `Gcm` is dropped, but its kernels spill round keys, counter
+//! blocks and keystream to the stacks of the threads that run them (the caller's and rayon's),
+//! where they stay until overwritten: when a stream's engine is done, this overwrites them.
 
-/// Overwrites `buf` with zeros, on several threads of its own when it is large. A bulk fill,
-/// kept from being dropped as a dead store by `black_box` (zeroize's byte-wise volatile writes
-/// run at a fraction of memory speed, and a window is megabytes).
-///
-/// Not on rayon's pool: windows are wiped when they are dropped, and a drop must not wait for
-/// the pool's other work, nor deadlock when every thread of the pool waits on the dropping
-/// thread. Threads that cannot be started leave their share to the others and to this one.
+/// Overwrites `buf` with zeros, on threads of its own when large: a bulk fill kept by
+/// `black_box` (zeroize's byte-wise volatile writes are slow for megabytes). Not on rayon's
+/// pool: a drop must not wait for its other work, nor deadlock when the pool waits on the
+/// dropping thread. Threads that cannot start leave their share to the others.
 pub(crate) fn wipe(buf: &mut [u8]) {
     const PIECE: usize = 4 << 20;
     fn zero(c: &mut [u8]) {
@@ -50,25 +45,21 @@ pub(crate) fn wipe(buf: &mut [u8]) {
     });
 }
 
-/// Bytes of stack overwritten below the caller's frame: a generous bound on what a batch call
-/// (framing, engine and kernel frames together) uses below the frame that made it.
+/// Bytes of stack overwritten below the caller's frame: a generous bound on a batch call's.
 const STACK_WIPE_BYTES: usize = 32 << 10;
 
 /// Overwrites the unused stack below the caller with zeros.
 #[inline(never)]
 pub(crate) fn wipe_this_stack() {
     let scratch = [0u8; STACK_WIPE_BYTES];
-    // `black_box` makes the zeros observable, so the compiler cannot drop them as dead stores:
-    // one bulk fill (zeroize's byte-wise volatile writes take microseconds, and every stream
-    // pays this at its set-up).
+    // `black_box` keeps the bulk fill from being dropped as a dead store (zeroize's volatile
+    // writes take microseconds, which every stream would pay at set-up).
     std::hint::black_box(&scratch);
 }
 
-/// Overwrites the unused stack of the calling thread now, and of every thread of rayon's pool
-/// (where `gcmx`'s multi-core engine runs segments) as soon as each is free: the wipes are
-/// queued on the threads, not waited for, so that a drop never waits on unrelated work in the
-/// pool (a task blocked for seconds, or one that waits on the dropping thread itself). A thread
-/// busy with other work keeps the leftovers until it next looks for work.
+/// Overwrites the unused stack of this thread now, and of each thread of rayon's pool as soon as
+/// it is free: queued, not waited for, so that a drop never waits on unrelated work in the pool
+/// (or deadlocks on it). A busy thread keeps the leftovers until it next looks for work.
 pub(crate) fn wipe_stacks() {
     wipe_this_stack();
     rayon::spawn_broadcast(|_| wipe_this_stack());

@@ -1,5 +1,5 @@
 //! [`EncryptingWriter`]: plaintext in through [`Write`], Tink ciphertext out; and its core, the
-//! [`Sealer`], which the async writer drives too.
+//! [`Sealer`], shared with the async writer.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -10,21 +10,19 @@ use std::sync::mpsc::{Receiver, sync_channel};
 
 use crate::codec::SegmentCodec;
 use crate::copy::{Run, copy_runs};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result, retry};
 use crate::keyset::Keyset;
 use crate::layout::{Span, TAG_LEN};
-use crate::poison::Poison;
+use crate::poison::{Poison, guarded};
 use crate::relay;
 use crate::window::Window;
 use crate::wipe::wipe_stacks;
 
 impl Keyset {
-    /// A writer that encrypts what is written to it into `w` with the primary key, bound to
-    /// `aad` (the associated data: decrypting needs the same bytes). Call
-    /// [`EncryptingWriter::finish`] at the end: it writes the last segment.
-    ///
-    /// The header is written to `w` at once; segments are sealed a window at a time as the
-    /// keyset's [`Options`](crate::Options) say.
+    /// A writer that encrypts into `w` with the primary key, bound to the associated data
+    /// `aad` (decrypting needs the same bytes). The header is written to `w` at once, segments
+    /// a window at a time as the keyset's [`Options`](crate::Options) say;
+    /// [`EncryptingWriter::finish`] writes the last one.
     ///
     /// ```
     /// use std::io::Write;
@@ -47,38 +45,36 @@ impl Keyset {
     }
 }
 
-/// Encrypts what is written to it into Tink's AES-GCM-HKDF streaming format, a window of
-/// segments at a time (sealed in parallel), into an inner writer. Made by
-/// [`Keyset::encrypting_writer`].
+/// Encrypts into Tink's AES-GCM-HKDF streaming format, a window of segments at a time (sealed
+/// in parallel), into an inner writer. Made by [`Keyset::encrypting_writer`].
 ///
 /// [`finish`](EncryptingWriter::finish) writes the last segment and gives the inner writer
-/// back. A writer dropped without `finish` leaves a stream without its last segment, which
-/// every reader refuses as truncated. Its buffer, which holds plaintext, is wiped on drop.
+/// back; without it, every reader refuses the stream as truncated. Its buffer, which holds
+/// plaintext, is wiped on drop.
 ///
-/// Writes are buffered: bytes written reach the inner writer a window at a time (a write of
-/// whole segments reaches it segment by segment, in order, as they are sealed on every core); [`flush`](Write::flush) writes every sealed window and flushes the
-/// inner writer, but cannot seal a partial window (its last segment could not be continued).
+/// Writes are buffered: bytes reach the inner writer a window at a time (large writes, segment
+/// by segment as they are sealed). [`flush`](Write::flush) writes every sealed window and
+/// flushes the inner writer, but cannot seal a partial window (its last segment could not be
+/// continued).
 ///
-/// An error of the inner writer is returned and ends nothing: the sealed bytes it did not take
-/// are kept and offered again by the next call. A panic is another matter: a writer whose call
-/// unwound (a panicking inner writer, say, whose panic the caller caught) is poisoned, and
-/// every later call fails with [`ErrorKind::Poisoned`], `finish` included, so that no segment
-/// is ever sealed twice under one nonce.
+/// An error of the inner writer ends nothing: the sealed bytes it did not take are offered
+/// again by the next call. A writer whose call unwound (a panicking inner writer whose panic
+/// the caller caught) is poisoned: every later call fails with [`ErrorKind::Poisoned`],
+/// `finish` included, so that no segment is ever sealed twice under one nonce.
 pub struct EncryptingWriter<W: Write> {
     inner: Option<W>,
     sealer: Sealer,
     poison: Poison,
 }
 
-/// The sans-I/O core of the writers: plaintext into a window, sealed segments out. The stream's
-/// position (the next segment's index) moves only here, and only as segments are sealed.
+/// The writers' sans-I/O core: plaintext into a window, sealed segments out. The stream's
+/// position (the next segment's index) moves only here, as segments are sealed.
 pub(crate) struct Sealer {
     codec: Arc<SegmentCodec>,
     per_window: usize,
-    /// Seal full windows on a thread of rayon's pool while the next one fills (the GPU's: a
-    /// window's call is a transfer and a wait, during which the caller's thread fills the next;
-    /// on the CPU the copy and the seal would share the same cores, and the hand-over lost on
-    /// two, benches/results.md 2026-12-06).
+    /// Seal full windows on rayon's pool while the next fills: the GPU's (a window's call is a
+    /// transfer and a wait); on the CPU the copy and the seal share the cores, and the hand-over
+    /// lost (benches/results.md 2026-12-06).
     background: bool,
     /// Plaintext of the segments being collected, each followed by room for its tag.
     window: Window,
@@ -96,8 +92,7 @@ pub(crate) struct Sealer {
     failed: Option<Error>,
     /// The ring of segment buffers of large writes ([`relay`]).
     ring: Window,
-    /// [`Sealer::absorb`]'s plan of where a write's pieces go, kept so that small writes
-    /// allocate nothing.
+    /// [`Sealer::absorb`]'s plan, kept so that small writes allocate nothing.
     runs: Vec<Run>,
 }
 
@@ -138,10 +133,12 @@ impl Sealer {
         Ok((sealer, header))
     }
 
-    /// Writes without background sealing (the async writer, which must not block on a channel).
+    /// For the async writer: seals in the call (a poll must not block on a channel), with
+    /// `header` the first bytes pending.
     #[cfg(feature = "tokio")]
-    pub(crate) fn in_the_call(mut self) -> Sealer {
+    pub(crate) fn in_the_call(mut self, header: Vec<u8>) -> Sealer {
         self.background = false;
+        self.out = Out::Bytes(header, 0);
         self
     }
 
@@ -222,17 +219,16 @@ impl Sealer {
             .segments_in(self.next, self.plain, self.per_window)
     }
 
-    /// Copies as much of `data` as fits into the window; returns how much. Seals a full
-    /// window first when `data` brings more (so the window's segments are not the last). Only
-    /// call with nothing pending.
+    /// Copies as much of `data` as fits into the window; returns how much. A full window is
+    /// sealed first (`data` follows, so none of its segments is the last). Only call with
+    /// nothing pending.
     pub(crate) fn absorb(&mut self, data: &[u8]) -> io::Result<usize> {
         self.check()?;
         if data.is_empty() {
             return Ok(0);
         }
         if self.full() == self.per_window {
-            // More data follows, so none of these segments is the last. One window is sealed
-            // at a time, and written out before the next is sealed.
+            // One window is sealed at a time, and written out before the next.
             if self.sealing() {
                 self.collect()?;
                 return Ok(0);
@@ -242,8 +238,8 @@ impl Sealer {
             }
             self.seal(false)?;
         }
-        // Where each piece of `data` goes (segment bodies, apart by the tags' room), planned
-        // first, so that the window grows once and the pieces are copied in one call.
+        // Where each piece of `data` goes (bodies, apart by the tags' room), planned first so
+        // that the window grows once and the pieces are copied in one call.
         let layout = *self.codec.layout();
         let mut runs = mem::take(&mut self.runs);
         runs.clear();
@@ -281,14 +277,12 @@ impl Sealer {
         r.map(|()| used)
     }
 
-    /// Seals the window's segments, the last of them as the stream's last when `last`: in the
-    /// background when that is on and not `last` (then [`Sealer::collect`] makes the ciphertext
-    /// pending), else here (then it is pending at once). Only call with nothing pending or in
-    /// flight.
+    /// Seals the window's segments, the last as the stream's last when `last`: in the
+    /// background when that is on and not `last` ([`Sealer::collect`] makes it pending), else
+    /// here. Only call with nothing pending or in flight.
     pub(crate) fn seal(&mut self, last: bool) -> io::Result<()> {
         self.check()?;
-        let r = self.seal_window(last);
-        r.map_err(|e| self.fail(e))
+        self.seal_window(last).map_err(|e| self.fail(e))
     }
 
     fn seal_window(&mut self, last: bool) -> Result<()> {
@@ -322,13 +316,11 @@ impl Sealer {
         Ok(())
     }
 
-    /// Seals the whole segments at the start of `data` that at least one more byte of `data`
-    /// follows and writes them to `out` through [`relay`] (no copy, no barrier per window):
-    /// for two segments or more, at a segment boundary, with nothing pending or in flight, on
-    /// the CPU, from a thread outside rayon's pool. A window that holds whole segments only is
-    /// sealed first (it becomes pending; the caller writes it out and calls again). Returns the
-    /// bytes of `data` taken: 0 when none of that applies. Sealed bytes that `out` did not take
-    /// become pending.
+    /// Seals the whole segments at the start of `data` that a byte of it follows and writes
+    /// them to `out` through [`relay`] (no copy, no barrier per window): two segments or more,
+    /// at a segment boundary, nothing pending or in flight, on the CPU, outside rayon's pool. A
+    /// window of whole segments is sealed first (pending: the caller writes it and calls again).
+    /// The bytes of `data` taken (0 when this does not apply); what `out` did not take is pending.
     pub(crate) fn relay<W: Write + ?Sized>(
         &mut self,
         data: &[u8],
@@ -398,42 +390,40 @@ fn seal(codec: &SegmentCodec, span: &Span, w: &mut Window) -> Result<usize> {
     r.map(|()| end)
 }
 
-/// Slots in the ring of [`Sealer::relay`], in windows: with one segment per core in a window,
-/// a ring of one window leaves no slot free while the oldest segment is still being sealed;
-/// two keep every core busy (benches/gpu-notes.md, 2026-12-03).
+/// Slots in the ring of [`Sealer::relay`], in windows: with a segment per core in a window, one
+/// leaves no slot free while the oldest is being sealed; two keep every core busy
+/// (benches/gpu-notes.md, 2026-12-03).
 const RING_WINDOWS: usize = 2;
+
+/// The error of a call on a writer whose stream is finished.
+fn finished() -> io::Error {
+    io::Error::other("the stream is finished")
+}
 
 impl<W: Write> EncryptingWriter<W> {
     fn inner(&mut self) -> io::Result<&mut W> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| io::Error::other("the stream is finished"))
+        self.inner.as_mut().ok_or_else(finished)
     }
 
     /// Writes every pending sealed byte.
     fn drain(&mut self) -> io::Result<()> {
         while !self.sealer.pending().is_empty() {
-            let w = self
-                .inner
-                .as_mut()
-                .ok_or_else(|| io::Error::other("the stream is finished"))?;
-            match w.write(self.sealer.pending()) {
-                Ok(0) => {
+            let w = self.inner.as_mut().ok_or_else(finished)?;
+            match retry(|| w.write(self.sealer.pending()))? {
+                0 => {
                     return Err(io::Error::new(
                         io::ErrorKind::WriteZero,
                         "the inner writer accepts no more bytes",
                     ));
                 }
-                Ok(n) => self.sealer.advance(n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                n => self.sealer.advance(n),
             }
         }
         Ok(())
     }
 
     /// Seals the last segment, writes everything, flushes the inner writer and gives it back.
-    /// Until this returns `Ok`, the stream is not complete: readers refuse it as truncated.
+    /// Until this returns `Ok`, readers refuse the stream as truncated.
     pub fn finish(mut self) -> io::Result<W> {
         // A call that unwinds drops the writer: no need to leave the mark.
         self.poison.enter()?;
@@ -444,9 +434,7 @@ impl<W: Write> EncryptingWriter<W> {
         self.sealer.seal(true)?;
         self.drain()?;
         self.inner()?.flush()?;
-        self.inner
-            .take()
-            .ok_or_else(|| io::Error::other("the stream is finished"))
+        self.inner.take().ok_or_else(finished)
     }
 
     fn write_unpoisoned(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -459,10 +447,7 @@ impl<W: Write> EncryptingWriter<W> {
                 return if done > 0 { Ok(done) } else { Err(e) };
             }
             let rest = &buf[done..];
-            let inner = self
-                .inner
-                .as_mut()
-                .ok_or_else(|| io::Error::other("the stream is finished"))?;
+            let inner = self.inner.as_mut().ok_or_else(finished)?;
             done += match self.sealer.relay(rest, inner)? {
                 0 if self.sealer.pending().is_empty() => self.sealer.absorb(rest)?,
                 n => n,
@@ -482,17 +467,11 @@ impl<W: Write> EncryptingWriter<W> {
 
 impl<W: Write> Write for EncryptingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.poison.enter()?;
-        let r = self.write_unpoisoned(buf);
-        self.poison.leave();
-        r
+        guarded!(self.poison, self.write_unpoisoned(buf))
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.poison.enter()?;
-        let r = self.flush_unpoisoned();
-        self.poison.leave();
-        r
+        guarded!(self.poison, self.flush_unpoisoned())
     }
 }
 

@@ -247,7 +247,8 @@ mod random {
                 Some(Ok(w)) => w,
                 // The header's write failed or panicked: no writer.
                 Some(Err(e)) => {
-                    prop_assert_eq!(e.io_kind(), Some(m.kind));
+                    let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<io::Error>());
+                    prop_assert_eq!(source.map(io::Error::kind), Some(m.kind));
                     return Ok(());
                 }
                 None => return Ok(()),
