@@ -90,8 +90,8 @@ macro_rules! gcm_message {
 /// with its target features, GHASH and stitched pass: `message_entry` (one call for the whole
 /// message, its parts inlined: a short message's time is mostly the calls between them
 /// otherwise; the tag written with one 16-byte store, see `zmm::message_entry`) and, per key
-/// size, a message of at most one block with at most one block of AAD by
-/// `common::one_block`, any other by [`gcm_message!`].
+/// size, a message of at most `common::SHORT_MAX` blocks with at most one block of AAD by
+/// `common::short`, any other by [`gcm_message!`].
 macro_rules! narrower_message_entry {
     ($features:literal, $ghash:ident, $crypt:ident) => {
         #[target_feature(enable = $features)]
@@ -118,8 +118,16 @@ macro_rules! narrower_message_entry {
             aad: &[u8],
             buf: InOutBuf<'_, '_, u8>,
         ) -> __m128i {
-            if aad.len() <= 16 && buf.len() <= 16 {
-                return one_block::<SEAL, NR>(keys, j0_reg(pre), aad, buf);
+            if aad.is_empty() && buf.is_empty() {
+                // the tag is E_K(J0): first, before the frame the longer paths need
+                return aes1::<NR>(keys, j0_reg(pre));
+            }
+            if aad.len() <= 16 && buf.len() <= 16 * SHORT_MAX {
+                let j0 = j0_reg(pre);
+                return match buf.len() {
+                    0..=16 => short::<SEAL, NR, 2>(keys, j0, aad, buf),
+                    _ => short::<SEAL, NR, { SHORT_MAX + 1 }>(keys, j0, aad, buf),
+                };
             }
             gcm_message!(
                 j0: j0_reg(pre),

@@ -8,8 +8,8 @@ use inout::InOutBuf;
 use zeroize::Zeroize;
 
 use super::common::{
-    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, kara128, load16, one_block, reduce, rev128,
-    store16, tag_reg,
+    SHORT_MAX, aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, kara128, load16, reduce, rev128,
+    short, store16, tag_reg,
 };
 use super::{Keys, Pre};
 

@@ -7,8 +7,8 @@ use bytemuck::cast;
 use inout::InOutBuf;
 
 use super::common::{
-    aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, load32, one_block, reduce, rev128, store32,
-    tag_reg,
+    SHORT_MAX, aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, load32, reduce, rev128, short,
+    store32, tag_reg,
 };
 use super::{Keys, NQ, Pre};
 
