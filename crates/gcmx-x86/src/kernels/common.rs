@@ -1,6 +1,7 @@
 //! Helpers of every kernel width, compiled for the narrow features (a subset of every wider
 //! set) so that they inline into each: loads and stores, key expansion and set-up, one-block
-//! AES, the GHASH reduction, and the tails (the blocks after the bulk steps).
+//! AES, the GHASH reduction, the tails (the blocks after the bulk steps) and the short messages
+//! of the 256- and 128-bit kernels.
 
 use core::arch::x86_64::*;
 
