@@ -92,23 +92,7 @@ mod tests {
             assert!(dst == want, "segments of {seg}");
         }
         let mut small = [0u8; 10];
-        let runs = [
-            Run {
-                to: 2,
-                from: 0,
-                len: 4,
-            },
-            Run {
-                to: 8,
-                from: 4,
-                len: 9,
-            },
-            Run {
-                to: 20,
-                from: 0,
-                len: 1,
-            },
-        ];
+        let runs = [(2, 0, 4), (8, 4, 9), (20, 0, 1)].map(|(to, from, len)| Run { to, from, len });
         copy_runs(&mut small, &src[..6], &runs);
         assert_eq!(small, [0, 0, 0, 1, 2, 3, 0, 0, 4, 5]);
     }

@@ -414,7 +414,7 @@ impl<R: fmt::Debug> fmt::Debug for DecryptingReader<R> {
 mod tests {
     use std::io::{self, Read, Write};
 
-    use crate::{Keyset, Options, StreamingKey};
+    use crate::{DecryptingReader, Keyset, Options, StreamingKey};
 
     fn data(n: usize, seed: u64) -> Vec<u8> {
         (0..n).map(|i| (i as u64 * 31 + seed) as u8).collect()
@@ -438,6 +438,14 @@ mod tests {
         w.finish().unwrap()
     }
 
+    /// A buffered reader of `ct` with the window marked page-locked.
+    fn gpu_reader<'a>(ks: &Keyset, opts: Options, ct: &'a [u8]) -> DecryptingReader<&'a [u8]> {
+        let ks = ks.clone().with_options(opts);
+        let mut r = ks.decrypting_buf_reader(ct, b"").unwrap();
+        r.core.pretend_gpu();
+        r
+    }
+
     /// Large reads through two windows in turn (the GPU's path, [`crate::piped`], driven here
     /// by the CPU's engine with the windows marked page-locked): the plaintext whole, in reads
     /// of several windows each, from the start or after a read that leaves a byte of the next
@@ -452,12 +460,7 @@ mod tests {
             let pt = data(n, seed);
             let ct = encrypt(&ks, b"", &pt);
             for first in [0usize, 5, p0, p0 + 3 * p] {
-                let mut r = ks
-                    .clone()
-                    .with_options(opts)
-                    .decrypting_buf_reader(&ct[..], b"")
-                    .unwrap();
-                r.core.pretend_gpu();
+                let mut r = gpu_reader(&ks, opts, &ct);
                 let mut out = vec![0u8; n];
                 r.read_exact(&mut out[..first]).unwrap();
                 let mut at = first;
@@ -486,12 +489,7 @@ mod tests {
             // failure names the segment, and nothing but their plaintext or zeros is in `out`.
             let mut bad = ct.clone();
             bad[21 * 256 + 9] ^= 1;
-            let mut r = ks
-                .clone()
-                .with_options(opts)
-                .decrypting_buf_reader(&bad[..], b"")
-                .unwrap();
-            r.core.pretend_gpu();
+            let mut r = gpu_reader(&ks, opts, &bad);
             let mut out = vec![0u8; n];
             let k = r.read(&mut out).unwrap();
             assert_eq!(k, p0 + 19 * p, "the windows before the damaged one");
