@@ -190,11 +190,10 @@ enum ReadState {
         aad: Vec<u8>,
         bytes: Vec<u8>,
     },
-    /// Reading segments: `head[pos..]` (read with the header) comes before the inner reader's.
+    /// Reading segments: `head`'s bytes (read with the header) come before the inner reader's.
     Body {
         core: Box<ReadCore>,
-        head: Vec<u8>,
-        pos: usize,
+        head: io::Cursor<Vec<u8>>,
     },
     /// The header was refused.
     Failed(Error),
@@ -251,8 +250,7 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         self.state = match parsed {
             Ok((core, head)) => ReadState::Body {
                 core: Box::new(core),
-                head,
-                pos: 0,
+                head: io::Cursor::new(head),
             },
             Err(e) => ReadState::Failed(e),
         };
@@ -277,8 +275,8 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         ready!(self.poll_header(cx))?;
-        let (core, head, pos) = match &mut self.state {
-            ReadState::Body { core, head, pos } => (core, head, pos),
+        let (core, head) = match &mut self.state {
+            ReadState::Body { core, head } => (core, head),
             ReadState::Failed(e) => return Poll::Ready(Err(e.clone().into())),
             ReadState::Header { .. } => return Poll::Pending,
         };
@@ -295,15 +293,13 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
                 return Poll::Ready(Ok(()));
             }
             if let Some(buf) = core.fill_buf(0)? {
-                let n = if *pos < head.len() {
-                    let n = (head.len() - *pos).min(buf.len());
-                    buf[..n].copy_from_slice(&head[*pos..*pos + n]);
-                    *pos += n;
-                    n
-                } else {
-                    let mut rb = ReadBuf::new(buf);
-                    ready!(Pin::new(&mut self.inner).poll_read(cx, &mut rb))?;
-                    rb.filled().len()
+                let n = match io::Read::read(head, buf)? {
+                    0 => {
+                        let mut rb = ReadBuf::new(buf);
+                        ready!(Pin::new(&mut self.inner).poll_read(cx, &mut rb))?;
+                        rb.filled().len()
+                    }
+                    n => n,
                 };
                 core.filled(n)?;
             }

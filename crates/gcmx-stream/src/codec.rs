@@ -8,7 +8,7 @@ use std::mem;
 use zeroize::Zeroizing;
 
 use crate::engine::{Engine, OpenInto, OpenJob, SealJob};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::format::Header;
 use crate::keyset::Keyset;
 use crate::layout::{Layout, Seg, Span, TAG_LEN};
@@ -184,7 +184,7 @@ impl SegmentCodec {
         to: OpenTo,
         uncached: bool,
     ) -> Result<()> {
-        let short = || Error::new(ErrorKind::Crypto, "a source is shorter than its segments");
+        let short = || Error::crypto("a source is shorter than its segments");
         let nonces = self.nonces(span)?;
         let mut jobs = Vec::with_capacity(span.count());
         let (mut rest, mut from) = (&mut out[..], 0);
@@ -228,7 +228,7 @@ impl SegmentCodec {
 fn cut<'a>(span: &Span, buf: &'a mut [u8]) -> Result<Vec<(&'a mut [u8], &'a mut [u8])>> {
     let mut rest = buf
         .get_mut(..span.ciphertext_len())
-        .ok_or_else(|| Error::new(ErrorKind::Crypto, "a window is shorter than its segments"))?;
+        .ok_or_else(|| Error::crypto("a window is shorter than its segments"))?;
     let mut parts = Vec::with_capacity(span.count());
     for s in span.segments() {
         let (seg, tail) = mem::take(&mut rest).split_at_mut(s.len);

@@ -5,7 +5,7 @@ use gcmx::aead::KeyInit;
 use gcmx::aead::consts::U12;
 use gcmx::aead::inout::InOutBuf;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::nonce::NONCE_LEN;
 use crate::wipe::wipe_this_stack;
 
@@ -157,10 +157,7 @@ fn authenticated(r: std::result::Result<(), gcmx::GcmError>) -> Result<bool> {
 }
 
 fn invalid() -> Error {
-    Error::new(
-        ErrorKind::Crypto,
-        "AES-GCM failed: a segment's nonce, tag or length is invalid",
-    )
+    Error::crypto("AES-GCM failed: a segment's nonce, tag or length is invalid")
 }
 
 impl Engine {

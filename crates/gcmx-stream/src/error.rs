@@ -97,6 +97,10 @@ impl Error {
         Error::new(ErrorKind::InvalidInput, message)
     }
 
+    pub(crate) fn crypto(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Crypto, message)
+    }
+
     /// A failed read or write: `context` says what was being done, `err` is the source.
     pub(crate) fn io(context: impl Into<String>, err: io::Error) -> Self {
         Error {

@@ -14,7 +14,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::layout::{Layout, NONCE_PREFIX_LEN};
 
 /// A ciphertext header: the salt and the nonce prefix.
@@ -63,12 +63,7 @@ impl Header {
 
 /// Fills `buf` with random bytes from the operating system's generator.
 pub(crate) fn random(buf: &mut [u8]) -> Result<()> {
-    getrandom::fill(buf).map_err(|e| {
-        Error::new(
-            ErrorKind::Crypto,
-            format!("no random numbers from the OS: {e}"),
-        )
-    })
+    getrandom::fill(buf).map_err(|e| Error::crypto(format!("no random numbers from the OS: {e}")))
 }
 
 type HmacSha256 = Hmac<Sha256>;
@@ -88,14 +83,10 @@ pub(crate) fn hkdf_sha256(
     len: usize,
 ) -> Result<Zeroizing<Vec<u8>>> {
     if len > 255 * HASH_LEN {
-        return Err(Error::new(
-            ErrorKind::Crypto,
-            "HKDF output length is too large",
-        ));
+        return Err(Error::crypto("HKDF output length is too large"));
     }
     let mac = |key: &[u8]| {
-        <HmacSha256 as KeyInit>::new_from_slice(key)
-            .map_err(|_| Error::new(ErrorKind::Crypto, "HMAC key refused"))
+        <HmacSha256 as KeyInit>::new_from_slice(key).map_err(|_| Error::crypto("HMAC key refused"))
     };
     // Extract: PRK = HMAC(salt, IKM). An empty salt is the same HMAC key as HashLen zeros.
     let mut extract = mac(salt)?;

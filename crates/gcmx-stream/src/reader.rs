@@ -8,6 +8,7 @@ use std::mem;
 use crate::codec::SegmentCodec;
 use crate::copy::copy;
 use crate::error::{Result, retry};
+use crate::header::read_full;
 use crate::keyset::Keyset;
 use crate::layout::{Span, TAG_LEN};
 use crate::poison::{Poison, guarded};
@@ -78,8 +79,8 @@ impl Keyset {
         aad: &[u8],
     ) -> Result<DecryptingReader<R>> {
         let source = Buffered {
-            fill: <R as BufRead>::fill_buf,
-            consume: <R as BufRead>::consume,
+            fill: <Input<R> as BufRead>::fill_buf,
+            consume: <Input<R> as BufRead>::consume,
         };
         self.reader(r, aad, Some(source))
     }
@@ -88,16 +89,14 @@ impl Keyset {
         &self,
         mut r: R,
         aad: &[u8],
-        buffered: Option<Buffered<R>>,
+        buffered: Option<Buffered<Input<R>>>,
     ) -> Result<DecryptingReader<R>> {
         let (codec, head) = SegmentCodec::for_reading(self, &mut r, aad)?;
         let per_window = self.options().window_segments(codec.layout(), None)?;
         Ok(DecryptingReader {
             src: Source {
-                inner: r,
+                inner: io::Cursor::new(head).chain(r),
                 buffered,
-                head,
-                head_pos: 0,
             },
             core: ReadCore::new(codec, per_window, End::LookAhead),
             poison: Poison::default(),
@@ -122,12 +121,12 @@ impl<R> Copy for Buffered<R> {}
 
 /// A reader's ciphertext: the bytes read with the header (to find the key), then the inner
 /// reader's.
+type Input<R> = io::Chain<io::Cursor<Vec<u8>>, R>;
+
 struct Source<R> {
-    inner: R,
+    inner: Input<R>,
     /// Set for a buffered source: its buffer is read in place.
-    buffered: Option<Buffered<R>>,
-    head: Vec<u8>,
-    head_pos: usize,
+    buffered: Option<Buffered<Input<R>>>,
 }
 
 impl<R: Read> Source<R> {
@@ -135,8 +134,8 @@ impl<R: Read> Source<R> {
     /// consumed nothing: the caller may retry).
     fn buf(&mut self) -> io::Result<Option<&[u8]>> {
         match self.buffered {
-            Some(b) if self.head_pos >= self.head.len() => (b.fill)(&mut self.inner).map(Some),
-            _ => Ok(None),
+            Some(b) => (b.fill)(&mut self.inner).map(Some),
+            None => Ok(None),
         }
     }
 
@@ -145,16 +144,12 @@ impl<R: Read> Source<R> {
             (b.consume)(&mut self.inner, n);
         }
     }
+}
 
+impl<R: Read> Read for Source<R> {
     /// Reads ciphertext into `buf` (from a buffered source's buffer, copied on rayon's pool
     /// when large); `Interrupted` is retried.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.head_pos < self.head.len() {
-            let n = (self.head.len() - self.head_pos).min(buf.len());
-            buf[..n].copy_from_slice(&self.head[self.head_pos..self.head_pos + n]);
-            self.head_pos += n;
-            return Ok(n);
-        }
         let n = retry(|| match self.buffered {
             Some(b) => (b.fill)(&mut self.inner).map(|src| {
                 let n = src.len().min(buf.len());
@@ -165,19 +160,6 @@ impl<R: Read> Source<R> {
         })?;
         self.consume(n);
         Ok(n)
-    }
-
-    /// Reads until `buf` is full, the input ends or a read fails: the bytes read, and the error.
-    fn read_full(&mut self, buf: &mut [u8]) -> (usize, Option<io::Error>) {
-        let mut n = 0;
-        while n < buf.len() {
-            match self.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) => return (n, Some(e)),
-            }
-        }
-        (n, None)
     }
 }
 
@@ -262,10 +244,10 @@ impl<R: Read> DecryptingReader<R> {
                 body[0] = b;
                 n = 1;
             }
-            let (got, e) = self.src.read_full(&mut body[n..]);
+            let (got, e) = read_full(&mut self.src, &mut body[n..]);
             n += got;
             let (t, e) = match e {
-                None if n == body.len() => self.src.read_full(tag),
+                None if n == body.len() => read_full(&mut self.src, tag),
                 e => (0, e),
             };
             read.push((n, t));
@@ -279,7 +261,7 @@ impl<R: Read> DecryptingReader<R> {
             && read.last().is_some_and(|r| r.1 == TAG_LEN)
         {
             let mut b = [0u8; 1];
-            match self.src.read_full(&mut b) {
+            match read_full(&mut self.src, &mut b) {
                 (1, _) => look = Some(b[0]),
                 (_, e) => err = e,
             }
@@ -404,7 +386,7 @@ impl<R: Read> BufRead for DecryptingReader<R> {
 impl<R: fmt::Debug> fmt::Debug for DecryptingReader<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DecryptingReader")
-            .field("inner", &self.src.inner)
+            .field("inner", self.src.inner.get_ref().1)
             .field("segments_read", &self.core.segments_read())
             .finish_non_exhaustive()
     }

@@ -12,7 +12,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::channel;
 
 use crate::codec::SegmentCodec;
-use crate::error::{Error, ErrorKind, Result, retry};
+use crate::error::{Error, Result, retry};
 use crate::layout::{Span, TAG_LEN};
 use crate::window::Window;
 
@@ -104,12 +104,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
                         }
                         Ok(())
                     }))
-                    .unwrap_or_else(|_| {
-                        Err(Error::new(
-                            ErrorKind::Crypto,
-                            "a task sealing segments panicked",
-                        ))
-                    });
+                    .unwrap_or_else(|_| Err(Error::crypto("a task sealing segments panicked")));
                     // The receiver outlives every task of the scope.
                     let _ = tx.send((g, buf, r));
                 });
@@ -131,8 +126,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
                     }
                     // Cannot happen while `tx` lives; stop rather than wait forever.
                     Err(_) => {
-                        failure.get_or_insert(Error::new(
-                            ErrorKind::Crypto,
+                        failure.get_or_insert(Error::crypto(
                             "a task sealing segments ended without a result",
                         ));
                         return;

@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, sync_channel};
 
 use crate::codec::SegmentCodec;
 use crate::copy::{Run, copy_runs};
-use crate::error::{Error, ErrorKind, Result, retry};
+use crate::error::{Error, Result, retry};
 use crate::keyset::Keyset;
 use crate::layout::{Span, TAG_LEN};
 use crate::poison::{Poison, guarded};
@@ -59,8 +59,9 @@ impl Keyset {
 ///
 /// An error of the inner writer ends nothing: the sealed bytes it did not take are offered
 /// again by the next call. A writer whose call unwound (a panicking inner writer whose panic
-/// the caller caught) is poisoned: every later call fails with [`ErrorKind::Poisoned`],
-/// `finish` included, so that no segment is ever sealed twice under one nonce.
+/// the caller caught) is poisoned: every later call fails with
+/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned), `finish` included, so that no segment
+/// is ever sealed twice under one nonce.
 pub struct EncryptingWriter<W: Write> {
     inner: Option<W>,
     sealer: Sealer,
@@ -205,8 +206,7 @@ impl Sealer {
                 Ok(())
             }
             Ok((_, Err(e))) => Err(self.fail(e)),
-            Err(_) => Err(self.fail(Error::new(
-                ErrorKind::Crypto,
+            Err(_) => Err(self.fail(Error::crypto(
                 "the thread sealing a window ended without a result",
             ))),
         }
