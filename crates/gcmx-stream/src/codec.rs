@@ -3,7 +3,6 @@
 //! the segment that failed to authenticate.
 
 use std::io::Read;
-use std::mem;
 
 use zeroize::Zeroizing;
 
@@ -124,7 +123,6 @@ impl SegmentCodec {
     pub(crate) fn open(&self, span: &Span, buf: &mut [u8]) -> Result<()> {
         let parts = cut(span, buf)?;
         let (bodies, tags): (Vec<&mut [u8]>, Vec<&mut [u8]>) = parts.into_iter().unzip();
-        let tags: Vec<&[u8]> = tags.into_iter().map(|t| &*t).collect();
         self.open_apart(span, bodies, &tags)
     }
 
@@ -133,7 +131,7 @@ impl SegmentCodec {
         &self,
         span: &Span,
         mut bodies: Vec<&mut [u8]>,
-        tags: &[&[u8]],
+        tags: &[impl AsRef<[u8]>],
     ) -> Result<()> {
         let nonces = self.nonces(span)?;
         let mut jobs: Vec<OpenJob<'_>> = bodies
@@ -144,7 +142,7 @@ impl SegmentCodec {
                 nonce,
                 aad: &[],
                 buf,
-                tag,
+                tag: tag.as_ref(),
             })
             .collect();
         if self.engine.open_batch(&mut jobs)? {
@@ -163,7 +161,7 @@ impl SegmentCodec {
         {
             scratch.clear();
             scratch.extend_from_slice(body);
-            if !self.engine.open(nonce, &mut scratch, tag)? {
+            if !self.engine.open(nonce, &mut scratch, tag.as_ref())? {
                 return Err(Error::authentication(s.index, 1));
             }
         }
@@ -190,13 +188,10 @@ impl SegmentCodec {
         let (mut rest, mut from) = (&mut out[..], 0);
         for (s, nonce) in span.segments().zip(nonces) {
             let skip = if s.index == span.first() { pre } else { 0 };
-            let (body, tail) = mem::take(&mut rest)
-                .split_at_mut_checked(s.body())
-                .ok_or_else(short)?;
-            rest = match to {
-                OpenTo::Window => tail.get_mut(TAG_LEN.min(tail.len())..).unwrap_or_default(),
-                OpenTo::Bodies => tail,
-            };
+            let body = rest.split_off_mut(..s.body()).ok_or_else(short)?;
+            if to == OpenTo::Window {
+                let _ = rest.split_off_mut(..TAG_LEN.min(rest.len()));
+            }
             let body_end = (from + s.body()).checked_sub(skip).ok_or_else(short)?;
             jobs.push(OpenInto {
                 nonce,
@@ -225,15 +220,10 @@ impl SegmentCodec {
 }
 
 /// Cuts `buf` (a span's ciphertext) into each segment's body and tag.
-fn cut<'a>(span: &Span, buf: &'a mut [u8]) -> Result<Vec<(&'a mut [u8], &'a mut [u8])>> {
-    let mut rest = buf
-        .get_mut(..span.ciphertext_len())
-        .ok_or_else(|| Error::crypto("a window is shorter than its segments"))?;
-    let mut parts = Vec::with_capacity(span.count());
-    for s in span.segments() {
-        let (seg, tail) = mem::take(&mut rest).split_at_mut(s.len);
-        rest = tail;
-        parts.push(seg.split_at_mut(s.body()));
-    }
-    Ok(parts)
+fn cut<'a>(span: &Span, mut buf: &'a mut [u8]) -> Result<Vec<(&'a mut [u8], &'a mut [u8])>> {
+    let parts = span
+        .segments()
+        .map(|s| Some(buf.split_off_mut(..s.len)?.split_at_mut(s.body())));
+    let parts = parts.collect::<Option<_>>();
+    parts.ok_or_else(|| Error::crypto("a window is shorter than its segments"))
 }

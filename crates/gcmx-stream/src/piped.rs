@@ -39,13 +39,8 @@ fn empty(w: &Window, span: &Span, out: &mut [u8]) -> usize {
     let runs: Vec<Run> = span
         .segments()
         .map(|s| {
-            let r = Run {
-                to,
-                from: s.at,
-                len: s.body(),
-            };
-            to += r.len;
-            r
+            to += s.body();
+            Run::new(to - s.body(), s.at, s.body())
         })
         .collect();
     copy_runs(out, w.get(0..span.ciphertext_len()), &runs);

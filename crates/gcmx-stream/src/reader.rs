@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::io::{self, BufRead, Read};
-use std::mem;
 
 use crate::codec::SegmentCodec;
 use crate::copy::copy;
@@ -228,22 +227,15 @@ impl<R: Read> DecryptingReader<R> {
     /// transient one can be retried). A failed authentication fails the stream and wipes what
     /// this call wrote to `out`.
     fn read_direct(&mut self, span: Span, out: &mut [u8]) -> io::Result<Option<usize>> {
-        let total = span.plaintext_len();
-        let out = &mut out[..total];
+        let out = &mut out[..span.plaintext_len()];
         let mut tags = vec![[0u8; TAG_LEN]; span.count()];
-        // Body and tag bytes read, per segment reached.
+        // Body and tag bytes read, per segment reached (the first body starts with the head).
         let mut read: Vec<(usize, usize)> = Vec::with_capacity(span.count());
-        let (mut err, mut look) = (None, None);
-        let pre = self.core.head().first().copied();
-        let mut at = 0;
+        let (mut err, mut n, mut at) = (None, self.core.head().len(), 0);
+        out[..n].copy_from_slice(self.core.head());
         for (s, tag) in span.segments().zip(tags.iter_mut()) {
             let body = &mut out[at..at + s.body()];
             at += s.body();
-            let mut n = 0;
-            if let (0, Some(b)) = (s.index - span.first(), pre) {
-                body[0] = b;
-                n = 1;
-            }
             let (got, e) = read_full(&mut self.src, &mut body[n..]);
             n += got;
             let (t, e) = match e {
@@ -251,40 +243,34 @@ impl<R: Read> DecryptingReader<R> {
                 e => (0, e),
             };
             read.push((n, t));
-            err = e;
+            (err, n) = (e, 0);
             if err.is_some() || t < TAG_LEN {
                 break;
             }
         }
-        if read.len() == span.count()
-            && err.is_none()
-            && read.last().is_some_and(|r| r.1 == TAG_LEN)
-        {
+        let complete = read.iter().take_while(|&&(_, t)| t == TAG_LEN).count();
+        let mut look = None;
+        if complete == span.count() {
             let mut b = [0u8; 1];
             match read_full(&mut self.src, &mut b) {
                 (1, _) => look = Some(b[0]),
                 (_, e) => err = e,
             }
         }
-        let complete = read.iter().take_while(|&&(_, t)| t == TAG_LEN).count();
         let followed = look.is_some() || read.get(complete).is_some_and(|&(n, t)| n + t > 0);
-        let opened = if followed {
-            complete
-        } else {
-            complete.saturating_sub(1)
-        };
+        let opened = complete.saturating_sub(usize::from(!followed));
         let done = span.take(opened);
         let n = done.plaintext_len();
         if opened > 0 {
             let mut rest = &mut out[..n];
-            let parts = done.segments().map(|s| {
-                let (b, tail) = mem::take(&mut rest).split_at_mut(s.body());
-                rest = tail;
-                b
-            });
-            let parts = parts.collect();
-            let tag_refs: Vec<&[u8]> = tags[..opened].iter().map(|t| &t[..]).collect();
-            if let Err(e) = self.core.codec().open_apart(&done, parts, &tag_refs) {
+            let bodies = done
+                .segments()
+                .map(|s| rest.split_off_mut(..s.body()).unwrap_or_default());
+            if let Err(e) = self
+                .core
+                .codec()
+                .open_apart(&done, bodies.collect(), &tags[..opened])
+            {
                 wipe(out);
                 return Err(self.core.fail(e));
             }
@@ -301,22 +287,18 @@ impl<R: Read> DecryptingReader<R> {
             kept.push(&tag[..t]);
             at += s.body();
         }
-        let r = self.core.keep(span.first() + opened as u64, &kept);
+        let r = self
+            .core
+            .keep(span.first() + opened as u64, &kept)
+            .and_then(|()| match err {
+                // The source failed: nothing is lost, and the next call reads on from here.
+                Some(e) => Err(e),
+                // The input ended: the window is opened as the end. A failure is the stream's (kept
+                // in the core): with plaintext to return, the next read reports it.
+                None => self.core.filled(0),
+            });
         wipe(&mut out[n..]);
-        if let Err(e) = r {
-            return if n > 0 { Ok(Some(n)) } else { Err(e) };
-        }
-        if let Some(e) = err {
-            // The source failed: nothing is lost, and the next call reads on from here.
-            return if n > 0 { Ok(Some(n)) } else { Err(e) };
-        }
-        // The input ended: the window is opened as the end. A failure is the stream's (kept in
-        // the core): with plaintext to return, the next read reports it.
-        let r = self.core.filled(0);
-        if n > 0 {
-            return Ok(Some(n));
-        }
-        r.map(|()| None)
+        if n > 0 { Ok(Some(n)) } else { r.map(|()| None) }
     }
 
     fn read_unpoisoned(&mut self, out: &mut [u8]) -> io::Result<usize> {

@@ -17,6 +17,7 @@ use crate::layout::{Span, TAG_LEN};
 use crate::window::Window;
 
 /// What [`relay`] did.
+#[derive(Default)]
 pub(crate) struct Relayed {
     /// Segments sealed (all of them taken from the caller's bytes, none the stream's last).
     pub(crate) segments: usize,
@@ -68,11 +69,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
     ring.reserve(ring_len, ring_len)
         .map_err(|e| Error::io("cannot encrypt", e))?;
 
-    let mut done = Relayed {
-        segments: 0,
-        taken: 0,
-        pending: Vec::new(),
-    };
+    let mut done = Relayed::default();
     let mut failure: Option<Error> = None;
     rayon::in_place_scope(|s| {
         let (tx, rx) = channel::<(usize, &mut [u8], Result<()>)>();

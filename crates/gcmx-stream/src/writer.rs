@@ -252,11 +252,7 @@ impl Sealer {
         while used < data.len() && index < self.next + self.per_window as u64 {
             let room = layout.plaintext_len(index);
             let n = (room - fill).min(data.len() - used);
-            runs.push(Run {
-                to: off + fill,
-                from: used,
-                len: n,
-            });
+            runs.push(Run::new(off + fill, used, n));
             used += n;
             fill += n;
             if fill == room {
