@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::io;
+use std::mem;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -232,26 +233,21 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             let r = Pin::new(&mut self.inner).poll_read(cx, &mut rb);
             let n = rb.filled().len();
             bytes.truncate(start + n);
-            match r {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) if n == 0 => break,
-                Poll::Ready(Ok(())) => {}
+            ready!(r)?;
+            if n == 0 {
+                break;
             }
         }
-        let mut cursor = io::Cursor::new(&bytes[..]);
-        let parsed =
-            SegmentCodec::for_reading(keyset, &mut cursor, aad).and_then(|(codec, head)| {
-                let per_window = keyset.options().window_segments(codec.layout(), None)?;
-                let mut rest = head;
-                rest.extend_from_slice(&bytes[cursor.position() as usize..]);
-                Ok((ReadCore::new(codec, per_window, End::LookAhead), rest))
-            });
+        let hl = bytes.first().map_or(0, |&b| u64::from(b));
+        let mut head = io::Cursor::new(mem::take(bytes));
+        let parsed = SegmentCodec::for_reading(keyset, &mut head, aad).and_then(|(codec, _)| {
+            let per_window = keyset.options().window_segments(codec.layout(), None)?;
+            Ok(Box::new(ReadCore::new(codec, per_window, End::LookAhead)))
+        });
+        // The bytes after the header (those of the trial among them) come first.
+        head.set_position(hl);
         self.state = match parsed {
-            Ok((core, head)) => ReadState::Body {
-                core: Box::new(core),
-                head: io::Cursor::new(head),
-            },
+            Ok(core) => ReadState::Body { core, head },
             Err(e) => ReadState::Failed(e),
         };
         Poll::Ready(Ok(()))

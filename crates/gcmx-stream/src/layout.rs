@@ -150,14 +150,8 @@ impl Layout {
         ends_stream: bool,
         writing: bool,
     ) -> Result<Span> {
-        let last = first + count.saturating_sub(1) as u64;
-        self.span(
-            first,
-            count,
-            self.ciphertext_len(last),
-            ends_stream,
-            writing,
-        )
+        let len = self.ciphertext_len(first + count.saturating_sub(1) as u64);
+        self.span(first, count, len, ends_stream, writing)
     }
 
     /// The segments of `plain` bytes of plaintext from segment `first`: full ones and, if

@@ -380,28 +380,6 @@ mod tests {
 
     use crate::{DecryptingReader, Keyset, Options, StreamingKey};
 
-    fn data(n: usize, seed: u64) -> Vec<u8> {
-        (0..n).map(|i| (i as u64 * 31 + seed) as u8).collect()
-    }
-
-    fn keyset(dks: usize, seg: u32) -> Keyset {
-        Keyset::from(StreamingKey::new(1, &vec![5u8; dks], dks, seg).unwrap())
-    }
-
-    /// Plaintext bytes of the first segment and of the others; the header's length.
-    fn geometry(ks: &Keyset) -> (usize, usize, usize) {
-        let k = ks.primary();
-        let header = 1 + k.derived_key_size() + 7;
-        let seg = k.segment_size() as usize;
-        (seg - header - 16, seg - 16, header)
-    }
-
-    fn encrypt(ks: &Keyset, aad: &[u8], pt: &[u8]) -> Vec<u8> {
-        let mut w = ks.encrypting_writer(Vec::new(), aad).unwrap();
-        w.write_all(pt).unwrap();
-        w.finish().unwrap()
-    }
-
     /// A buffered reader of `ct` with the window marked page-locked.
     fn gpu_reader<'a>(ks: &Keyset, opts: Options, ct: &'a [u8]) -> DecryptingReader<&'a [u8]> {
         let ks = ks.clone().with_options(opts);
@@ -417,12 +395,15 @@ mod tests {
     /// returned before it.
     #[test]
     fn reads_through_two_windows_in_turn_give_the_plaintext_or_fail() {
-        let ks = keyset(16, 256);
-        let (p0, p, _) = geometry(&ks);
+        let ks = Keyset::from(StreamingKey::new(1, &[5u8; 16], 16, 256).unwrap());
+        // Plaintext bytes of the first segment (after a header of 24 bytes) and of the others.
+        let (p0, p) = (256 - 24 - 16, 256 - 16);
         let opts = Options::default().with_window_bytes(4 * 256);
         for (n, seed) in [(p0 + 40 * p + 7, 1), (p0 + 39 * p, 2), (p0 + 8 * p, 3)] {
-            let pt = data(n, seed);
-            let ct = encrypt(&ks, b"", &pt);
+            let pt: Vec<u8> = (0..n).map(|i| (i as u64 * 31 + seed) as u8).collect();
+            let mut w = ks.encrypting_writer(Vec::new(), b"").unwrap();
+            w.write_all(&pt).unwrap();
+            let ct = w.finish().unwrap();
             for first in [0usize, 5, p0, p0 + 3 * p] {
                 let mut r = gpu_reader(&ks, opts, &ct);
                 let mut out = vec![0u8; n];
@@ -440,10 +421,7 @@ mod tests {
                 // Reads of more than a window (4 segments) took place where two whole windows
                 // and a byte follow the first: the piped path ran.
                 if n > p0 + 12 * p {
-                    assert!(
-                        most > 4 * p,
-                        "{n} bytes, first read {first}: largest read {most}"
-                    );
+                    assert!(most > 4 * p, "{n}, {first}: largest read {most}");
                 }
             }
             if n < p0 + 24 * p {

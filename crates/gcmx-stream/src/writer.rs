@@ -244,10 +244,8 @@ impl Sealer {
         let mut runs = mem::take(&mut self.runs);
         runs.clear();
         let full = self.full();
-        let (mut index, mut fill) = (
-            self.next + full as u64,
-            self.plain - layout.plaintext_of(self.next, full),
-        );
+        let mut index = self.next + full as u64;
+        let mut fill = self.plain - layout.plaintext_of(self.next, full);
         let (mut off, mut used) = (layout.ciphertext_of(self.next, full), 0);
         while used < data.len() && index < self.next + self.per_window as u64 {
             let room = layout.plaintext_len(index);
