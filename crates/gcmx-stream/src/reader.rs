@@ -110,14 +110,6 @@ struct Buffered<R> {
     consume: fn(&mut R, usize),
 }
 
-impl<R> Clone for Buffered<R> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<R> Copy for Buffered<R> {}
-
 /// A reader's ciphertext: the bytes read with the header (to find the key), then the inner
 /// reader's.
 type Input<R> = io::Chain<io::Cursor<Vec<u8>>, R>;
@@ -132,14 +124,14 @@ impl<R: Read> Source<R> {
     /// A buffered source's buffer, when the next ciphertext comes from it (a failed fill
     /// consumed nothing: the caller may retry).
     fn buf(&mut self) -> io::Result<Option<&[u8]>> {
-        match self.buffered {
+        match &self.buffered {
             Some(b) => (b.fill)(&mut self.inner).map(Some),
             None => Ok(None),
         }
     }
 
     fn consume(&mut self, n: usize) {
-        if let Some(b) = self.buffered {
+        if let Some(b) = &self.buffered {
             (b.consume)(&mut self.inner, n);
         }
     }
@@ -149,7 +141,7 @@ impl<R: Read> Read for Source<R> {
     /// Reads ciphertext into `buf` (from a buffered source's buffer, copied on rayon's pool
     /// when large); `Interrupted` is retried.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = retry(|| match self.buffered {
+        let n = retry(|| match &self.buffered {
             Some(b) => (b.fill)(&mut self.inner).map(|src| {
                 let n = src.len().min(buf.len());
                 copy(&mut buf[..n], &src[..n]);

@@ -185,8 +185,6 @@ impl Sealer {
         if drained && let Out::Window(w, _) = mem::replace(&mut self.out, Out::None) {
             // It holds ciphertext only, and is filled again next.
             self.spare = Some(w);
-        } else if drained {
-            self.out = Out::None;
         }
     }
 
