@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::format::Header;
 use crate::keyset::Keyset;
 use crate::layout::{Layout, Seg, Span, TAG_LEN};
-use crate::nonce::{NONCE_LEN, Nonce};
+use crate::nonce::{NONCE_LEN, nonce};
 
 /// One stream's AES-GCM: its key's engine, its nonces and its segments' geometry.
 pub(crate) struct SegmentCodec {
@@ -81,7 +81,7 @@ impl SegmentCodec {
     }
 
     fn nonce(&self, s: &Seg) -> Result<[u8; NONCE_LEN]> {
-        Ok(Nonce::new(&self.prefix, s.index, s.last)?.bytes())
+        nonce(&self.prefix, s.index, s.last)
     }
 
     fn nonces(&self, span: &Span) -> Result<Vec<[u8; NONCE_LEN]>> {
@@ -114,8 +114,8 @@ impl SegmentCodec {
         out: &mut [u8],
         tag: &mut [u8],
     ) -> Result<()> {
-        let nonce = Nonce::new(&self.prefix, index, false)?.bytes();
-        self.engine.seal_into(&nonce, src, out, tag)
+        self.engine
+            .seal_into(&nonce(&self.prefix, index, false)?, src, out, tag)
     }
 
     /// Opens the span's ciphertext in `buf` in place, all or nothing: on failure no byte of `buf`

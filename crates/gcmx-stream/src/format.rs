@@ -7,7 +7,7 @@
 //! segment = AES-GCM(key, nonce_i, aad = "", plaintext_i) || tag (16)
 //! ```
 //!
-//! The segments' geometry is [`Layout`]'s, their nonces [`Nonce`](crate::nonce::Nonce)'s. An
+//! The segments' geometry is [`Layout`]'s, their nonces [`nonce`](crate::nonce::nonce)'s. An
 //! empty plaintext is the header and one empty last segment (a bare tag).
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -38,24 +38,20 @@ impl Header {
 
     /// The header's bytes: length byte, salt, nonce prefix.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(1 + self.salt.len() + NONCE_PREFIX_LEN);
-        out.push((1 + self.salt.len() + NONCE_PREFIX_LEN) as u8);
-        out.extend_from_slice(&self.salt);
-        out.extend_from_slice(&self.nonce_prefix);
-        out
+        let len = [(1 + self.salt.len() + NONCE_PREFIX_LEN) as u8];
+        [&len[..], &self.salt, &self.nonce_prefix].concat()
     }
 
     /// Parses the `header_len - 1` bytes that follow a header length byte that matched
     /// `layout`.
     pub(crate) fn from_body(layout: &Layout, body: &[u8]) -> Result<Header> {
-        let dks = layout.derived_key_size();
-        if body.len() != dks + NONCE_PREFIX_LEN {
-            return Err(Error::format("ciphertext is too short: truncated header"));
-        }
-        let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
-        nonce_prefix.copy_from_slice(&body[dks..]);
+        let short = || Error::format("ciphertext is too short: truncated header");
+        let (salt, prefix) = body
+            .split_at_checked(layout.derived_key_size())
+            .ok_or_else(short)?;
+        let nonce_prefix = prefix.try_into().map_err(|_| short())?;
         Ok(Header {
-            salt: body[..dks].to_vec(),
+            salt: salt.to_vec(),
             nonce_prefix,
         })
     }
