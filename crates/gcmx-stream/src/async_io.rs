@@ -48,7 +48,7 @@ impl Keyset {
     ) -> Result<AsyncEncryptingWriter<W>> {
         let (sealer, header) = Sealer::new(self, aad)?;
         Ok(AsyncEncryptingWriter {
-            inner: Some(w),
+            inner: w,
             sealer: sealer.in_the_call(header),
             finished: false,
             poison: Poison::default(),
@@ -86,28 +86,22 @@ impl Keyset {
 /// [`EncryptingWriter`](crate::EncryptingWriter) is.
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncEncryptingWriter<W> {
-    inner: Option<W>,
+    inner: W,
     sealer: Sealer,
     finished: bool,
     poison: Poison,
 }
 
-fn gone() -> io::Error {
-    io::Error::other("the writer was taken apart")
-}
-
 impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     /// The inner writer (after `shutdown`, the complete stream has been written to it).
-    pub fn into_inner(mut self) -> W {
-        // Present until here: only this method takes it, and it consumes `self`.
-        self.inner.take().expect("the inner writer")
+    pub fn into_inner(self) -> W {
+        self.inner
     }
 
     /// Writes every pending byte (the header first).
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let inner = self.inner.as_mut().ok_or_else(gone)?;
         while !self.sealer.pending().is_empty() {
-            let n = ready!(Pin::new(&mut *inner).poll_write(cx, self.sealer.pending()))?;
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, self.sealer.pending()))?;
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
@@ -158,7 +152,7 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     fn flush_unpoisoned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.sealer.check()?;
         ready!(self.poll_drain(cx))?;
-        Pin::new(self.inner.as_mut().ok_or_else(gone)?).poll_flush(cx)
+        Pin::new(&mut self.inner).poll_flush(cx)
     }
 
     fn shutdown_unpoisoned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -169,7 +163,7 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
             self.finished = true;
         }
         ready!(self.poll_drain(cx))?;
-        Pin::new(self.inner.as_mut().ok_or_else(gone)?).poll_shutdown(cx)
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

@@ -511,6 +511,12 @@ impl ReadCore {
         self.layout().ciphertext_start(self.next) + self.got as u64
     }
 
+    /// Marks the window page-locked for the GPU: a test drives the GPU's read paths on the CPU.
+    #[cfg(test)]
+    pub(crate) fn pretend_gpu(&mut self) {
+        self.window.pretend_gpu();
+    }
+
     /// Whether a seekable stream's last segment has authenticated.
     pub(crate) fn last_seen(&self) -> bool {
         self.last_seen
@@ -562,13 +568,5 @@ impl Drop for ReadCore {
     /// The window wipes itself and the engine its key; the kernels' stack leftovers go here.
     fn drop(&mut self) {
         wipe_stacks();
-    }
-}
-
-#[cfg(test)]
-impl ReadCore {
-    /// Marks the window page-locked for the GPU: a test drives the GPU's read paths on the CPU.
-    pub(crate) fn pretend_gpu(&mut self) {
-        self.window.pretend_gpu();
     }
 }

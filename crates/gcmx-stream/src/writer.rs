@@ -38,7 +38,7 @@ impl Keyset {
         w.write_all(&header)
             .map_err(|e| Error::io("cannot write the header", e))?;
         Ok(EncryptingWriter {
-            inner: Some(w),
+            inner: w,
             sealer,
             poison: Poison::default(),
         })
@@ -63,7 +63,7 @@ impl Keyset {
 /// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned), `finish` included, so that no segment
 /// is ever sealed twice under one nonce.
 pub struct EncryptingWriter<W: Write> {
-    inner: Option<W>,
+    inner: W,
     sealer: Sealer,
     poison: Poison,
 }
@@ -387,21 +387,11 @@ fn seal(codec: &SegmentCodec, span: &Span, w: &mut Window) -> Result<usize> {
 /// (benches/gpu-notes.md, 2026-12-03).
 const RING_WINDOWS: usize = 2;
 
-/// The error of a call on a writer whose stream is finished.
-fn finished() -> io::Error {
-    io::Error::other("the stream is finished")
-}
-
 impl<W: Write> EncryptingWriter<W> {
-    fn inner(&mut self) -> io::Result<&mut W> {
-        self.inner.as_mut().ok_or_else(finished)
-    }
-
     /// Writes every pending sealed byte.
     fn drain(&mut self) -> io::Result<()> {
         while !self.sealer.pending().is_empty() {
-            let w = self.inner.as_mut().ok_or_else(finished)?;
-            match retry(|| w.write(self.sealer.pending()))? {
+            match retry(|| self.inner.write(self.sealer.pending()))? {
                 0 => {
                     return Err(io::Error::new(
                         io::ErrorKind::WriteZero,
@@ -425,13 +415,12 @@ impl<W: Write> EncryptingWriter<W> {
         self.drain()?;
         self.sealer.seal(true)?;
         self.drain()?;
-        self.inner()?.flush()?;
-        self.inner.take().ok_or_else(finished)
+        self.inner.flush()?;
+        Ok(self.inner)
     }
 
     fn write_unpoisoned(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.sealer.check()?;
-        self.inner()?;
         let mut done = 0;
         while done < buf.len() {
             if let Err(e) = self.drain() {
@@ -439,8 +428,7 @@ impl<W: Write> EncryptingWriter<W> {
                 return if done > 0 { Ok(done) } else { Err(e) };
             }
             let rest = &buf[done..];
-            let inner = self.inner.as_mut().ok_or_else(finished)?;
-            done += match self.sealer.relay(rest, inner)? {
+            done += match self.sealer.relay(rest, &mut self.inner)? {
                 0 if self.sealer.pending().is_empty() => self.sealer.absorb(rest)?,
                 n => n,
             };
@@ -453,7 +441,7 @@ impl<W: Write> EncryptingWriter<W> {
         self.drain()?;
         self.sealer.collect()?;
         self.drain()?;
-        self.inner()?.flush()
+        self.inner.flush()
     }
 }
 
