@@ -10,7 +10,7 @@ use crate::engine::{Engine, OpenInto, OpenJob, SealJob};
 use crate::error::{Error, Result};
 use crate::format::Header;
 use crate::keyset::Keyset;
-use crate::layout::{Layout, Seg, Span, TAG_LEN};
+use crate::layout::{Layout, Span, TAG_LEN};
 use crate::nonce::{NONCE_LEN, nonce};
 
 /// One stream's AES-GCM: its key's engine, its nonces and its segments' geometry.
@@ -80,12 +80,10 @@ impl SegmentCodec {
         self.engine.on_gpu()
     }
 
-    fn nonce(&self, s: &Seg) -> Result<[u8; NONCE_LEN]> {
-        nonce(&self.prefix, s.index, s.last)
-    }
-
     fn nonces(&self, span: &Span) -> Result<Vec<[u8; NONCE_LEN]>> {
-        span.segments().map(|s| self.nonce(&s)).collect()
+        span.segments()
+            .map(|s| nonce(&self.prefix, s.index, s.last))
+            .collect()
     }
 
     /// Seals the segments of `span` in place, as one batch: `buf` holds their plaintexts where
