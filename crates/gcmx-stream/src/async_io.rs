@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::io;
+use std::mem;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -47,7 +48,7 @@ impl Keyset {
     ) -> Result<AsyncEncryptingWriter<W>> {
         let (sealer, header) = Sealer::new(self, aad)?;
         Ok(AsyncEncryptingWriter {
-            inner: Some(w),
+            inner: w,
             sealer: sealer.in_the_call(header),
             finished: false,
             poison: Poison::default(),
@@ -85,28 +86,22 @@ impl Keyset {
 /// [`EncryptingWriter`](crate::EncryptingWriter) is.
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncEncryptingWriter<W> {
-    inner: Option<W>,
+    inner: W,
     sealer: Sealer,
     finished: bool,
     poison: Poison,
 }
 
-fn gone() -> io::Error {
-    io::Error::other("the writer was taken apart")
-}
-
 impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     /// The inner writer (after `shutdown`, the complete stream has been written to it).
-    pub fn into_inner(mut self) -> W {
-        // Present until here: only this method takes it, and it consumes `self`.
-        self.inner.take().expect("the inner writer")
+    pub fn into_inner(self) -> W {
+        self.inner
     }
 
     /// Writes every pending byte (the header first).
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let inner = self.inner.as_mut().ok_or_else(gone)?;
         while !self.sealer.pending().is_empty() {
-            let n = ready!(Pin::new(&mut *inner).poll_write(cx, self.sealer.pending()))?;
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, self.sealer.pending()))?;
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
@@ -157,7 +152,7 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     fn flush_unpoisoned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.sealer.check()?;
         ready!(self.poll_drain(cx))?;
-        Pin::new(self.inner.as_mut().ok_or_else(gone)?).poll_flush(cx)
+        Pin::new(&mut self.inner).poll_flush(cx)
     }
 
     fn shutdown_unpoisoned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -168,7 +163,7 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
             self.finished = true;
         }
         ready!(self.poll_drain(cx))?;
-        Pin::new(self.inner.as_mut().ok_or_else(gone)?).poll_shutdown(cx)
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -190,11 +185,10 @@ enum ReadState {
         aad: Vec<u8>,
         bytes: Vec<u8>,
     },
-    /// Reading segments: `head[pos..]` (read with the header) comes before the inner reader's.
+    /// Reading segments: `head`'s bytes (read with the header) come before the inner reader's.
     Body {
         core: Box<ReadCore>,
-        head: Vec<u8>,
-        pos: usize,
+        head: io::Cursor<Vec<u8>>,
     },
     /// The header was refused.
     Failed(Error),
@@ -233,27 +227,21 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             let r = Pin::new(&mut self.inner).poll_read(cx, &mut rb);
             let n = rb.filled().len();
             bytes.truncate(start + n);
-            match r {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) if n == 0 => break,
-                Poll::Ready(Ok(())) => {}
+            ready!(r)?;
+            if n == 0 {
+                break;
             }
         }
-        let mut cursor = io::Cursor::new(&bytes[..]);
-        let parsed =
-            SegmentCodec::for_reading(keyset, &mut cursor, aad).and_then(|(codec, head)| {
-                let per_window = keyset.options().window_segments(codec.layout(), None)?;
-                let mut rest = head;
-                rest.extend_from_slice(&bytes[cursor.position() as usize..]);
-                Ok((ReadCore::new(codec, per_window, End::LookAhead), rest))
-            });
+        let hl = bytes.first().map_or(0, |&b| u64::from(b));
+        let mut head = io::Cursor::new(mem::take(bytes));
+        let parsed = SegmentCodec::for_reading(keyset, &mut head, aad).and_then(|(codec, _)| {
+            let per_window = keyset.options().window_segments(codec.layout(), None)?;
+            Ok(Box::new(ReadCore::new(codec, per_window, End::LookAhead)))
+        });
+        // The bytes after the header (those of the trial among them) come first.
+        head.set_position(hl);
         self.state = match parsed {
-            Ok((core, head)) => ReadState::Body {
-                core: Box::new(core),
-                head,
-                pos: 0,
-            },
+            Ok(core) => ReadState::Body { core, head },
             Err(e) => ReadState::Failed(e),
         };
         Poll::Ready(Ok(()))
@@ -277,8 +265,8 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         ready!(self.poll_header(cx))?;
-        let (core, head, pos) = match &mut self.state {
-            ReadState::Body { core, head, pos } => (core, head, pos),
+        let (core, head) = match &mut self.state {
+            ReadState::Body { core, head } => (core, head),
             ReadState::Failed(e) => return Poll::Ready(Err(e.clone().into())),
             ReadState::Header { .. } => return Poll::Pending,
         };
@@ -295,15 +283,13 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
                 return Poll::Ready(Ok(()));
             }
             if let Some(buf) = core.fill_buf(0)? {
-                let n = if *pos < head.len() {
-                    let n = (head.len() - *pos).min(buf.len());
-                    buf[..n].copy_from_slice(&head[*pos..*pos + n]);
-                    *pos += n;
-                    n
-                } else {
-                    let mut rb = ReadBuf::new(buf);
-                    ready!(Pin::new(&mut self.inner).poll_read(cx, &mut rb))?;
-                    rb.filled().len()
+                let n = match io::Read::read(head, buf)? {
+                    0 => {
+                        let mut rb = ReadBuf::new(buf);
+                        ready!(Pin::new(&mut self.inner).poll_read(cx, &mut rb))?;
+                        rb.filled().len()
+                    }
+                    n => n,
                 };
                 core.filled(n)?;
             }

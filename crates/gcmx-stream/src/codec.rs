@@ -3,16 +3,15 @@
 //! the segment that failed to authenticate.
 
 use std::io::Read;
-use std::mem;
 
 use zeroize::Zeroizing;
 
 use crate::engine::{Engine, OpenInto, OpenJob, SealJob};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::format::Header;
 use crate::keyset::Keyset;
-use crate::layout::{Layout, Seg, Span, TAG_LEN};
-use crate::nonce::{NONCE_LEN, Nonce};
+use crate::layout::{Layout, Span, TAG_LEN};
+use crate::nonce::{NONCE_LEN, nonce};
 
 /// One stream's AES-GCM: its key's engine, its nonces and its segments' geometry.
 pub(crate) struct SegmentCodec {
@@ -81,12 +80,10 @@ impl SegmentCodec {
         self.engine.on_gpu()
     }
 
-    fn nonce(&self, s: &Seg) -> Result<[u8; NONCE_LEN]> {
-        Ok(Nonce::new(&self.prefix, s.index, s.last)?.bytes())
-    }
-
     fn nonces(&self, span: &Span) -> Result<Vec<[u8; NONCE_LEN]>> {
-        span.segments().map(|s| self.nonce(&s)).collect()
+        span.segments()
+            .map(|s| nonce(&self.prefix, s.index, s.last))
+            .collect()
     }
 
     /// Seals the segments of `span` in place, as one batch: `buf` holds their plaintexts where
@@ -115,8 +112,8 @@ impl SegmentCodec {
         out: &mut [u8],
         tag: &mut [u8],
     ) -> Result<()> {
-        let nonce = Nonce::new(&self.prefix, index, false)?.bytes();
-        self.engine.seal_into(&nonce, src, out, tag)
+        self.engine
+            .seal_into(&nonce(&self.prefix, index, false)?, src, out, tag)
     }
 
     /// Opens the span's ciphertext in `buf` in place, all or nothing: on failure no byte of `buf`
@@ -124,7 +121,6 @@ impl SegmentCodec {
     pub(crate) fn open(&self, span: &Span, buf: &mut [u8]) -> Result<()> {
         let parts = cut(span, buf)?;
         let (bodies, tags): (Vec<&mut [u8]>, Vec<&mut [u8]>) = parts.into_iter().unzip();
-        let tags: Vec<&[u8]> = tags.into_iter().map(|t| &*t).collect();
         self.open_apart(span, bodies, &tags)
     }
 
@@ -133,7 +129,7 @@ impl SegmentCodec {
         &self,
         span: &Span,
         mut bodies: Vec<&mut [u8]>,
-        tags: &[&[u8]],
+        tags: &[impl AsRef<[u8]>],
     ) -> Result<()> {
         let nonces = self.nonces(span)?;
         let mut jobs: Vec<OpenJob<'_>> = bodies
@@ -144,7 +140,7 @@ impl SegmentCodec {
                 nonce,
                 aad: &[],
                 buf,
-                tag,
+                tag: tag.as_ref(),
             })
             .collect();
         if self.engine.open_batch(&mut jobs)? {
@@ -163,7 +159,7 @@ impl SegmentCodec {
         {
             scratch.clear();
             scratch.extend_from_slice(body);
-            if !self.engine.open(nonce, &mut scratch, tag)? {
+            if !self.engine.open(nonce, &mut scratch, tag.as_ref())? {
                 return Err(Error::authentication(s.index, 1));
             }
         }
@@ -184,19 +180,16 @@ impl SegmentCodec {
         to: OpenTo,
         uncached: bool,
     ) -> Result<()> {
-        let short = || Error::new(ErrorKind::Crypto, "a source is shorter than its segments");
+        let short = || Error::crypto("a source is shorter than its segments");
         let nonces = self.nonces(span)?;
         let mut jobs = Vec::with_capacity(span.count());
         let (mut rest, mut from) = (&mut out[..], 0);
         for (s, nonce) in span.segments().zip(nonces) {
             let skip = if s.index == span.first() { pre } else { 0 };
-            let (body, tail) = mem::take(&mut rest)
-                .split_at_mut_checked(s.body())
-                .ok_or_else(short)?;
-            rest = match to {
-                OpenTo::Window => tail.get_mut(TAG_LEN.min(tail.len())..).unwrap_or_default(),
-                OpenTo::Bodies => tail,
-            };
+            let body = rest.split_off_mut(..s.body()).ok_or_else(short)?;
+            if to == OpenTo::Window {
+                let _ = rest.split_off_mut(..TAG_LEN.min(rest.len()));
+            }
             let body_end = (from + s.body()).checked_sub(skip).ok_or_else(short)?;
             jobs.push(OpenInto {
                 nonce,
@@ -225,15 +218,10 @@ impl SegmentCodec {
 }
 
 /// Cuts `buf` (a span's ciphertext) into each segment's body and tag.
-fn cut<'a>(span: &Span, buf: &'a mut [u8]) -> Result<Vec<(&'a mut [u8], &'a mut [u8])>> {
-    let mut rest = buf
-        .get_mut(..span.ciphertext_len())
-        .ok_or_else(|| Error::new(ErrorKind::Crypto, "a window is shorter than its segments"))?;
-    let mut parts = Vec::with_capacity(span.count());
-    for s in span.segments() {
-        let (seg, tail) = mem::take(&mut rest).split_at_mut(s.len);
-        rest = tail;
-        parts.push(seg.split_at_mut(s.body()));
-    }
-    Ok(parts)
+fn cut<'a>(span: &Span, mut buf: &'a mut [u8]) -> Result<Vec<(&'a mut [u8], &'a mut [u8])>> {
+    let parts = span
+        .segments()
+        .map(|s| Some(buf.split_off_mut(..s.len)?.split_at_mut(s.body())));
+    let parts = parts.collect::<Option<_>>();
+    parts.ok_or_else(|| Error::crypto("a window is shorter than its segments"))
 }

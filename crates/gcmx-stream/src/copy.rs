@@ -27,6 +27,12 @@ pub(crate) struct Run {
     pub(crate) len: usize,
 }
 
+impl Run {
+    pub(crate) fn new(to: usize, from: usize, len: usize) -> Run {
+        Run { to, from, len }
+    }
+}
+
 /// Copies the `runs` (increasing and disjoint on both sides) from `src` into `dst` in one call
 /// on rayon's pool (a [`copy`] per segment would go to the pool one at a time); runs are cut
 /// to both buffers. A small copy stays on this thread and allocates nothing.
@@ -92,23 +98,7 @@ mod tests {
             assert!(dst == want, "segments of {seg}");
         }
         let mut small = [0u8; 10];
-        let runs = [
-            Run {
-                to: 2,
-                from: 0,
-                len: 4,
-            },
-            Run {
-                to: 8,
-                from: 4,
-                len: 9,
-            },
-            Run {
-                to: 20,
-                from: 0,
-                len: 1,
-            },
-        ];
+        let runs = [Run::new(2, 0, 4), Run::new(8, 4, 9), Run::new(20, 0, 1)];
         copy_runs(&mut small, &src[..6], &runs);
         assert_eq!(small, [0, 0, 0, 1, 2, 3, 0, 0, 4, 5]);
     }

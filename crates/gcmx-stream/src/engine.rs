@@ -1,11 +1,11 @@
 //! Every use of `gcmx`: one stream key's AES-GCM in batches (in parallel on the CPU, one GPU
 //! call) and, on the CPU, a segment at a time from one buffer into another.
 
-use gcmx::aead::KeyInit;
 use gcmx::aead::consts::U12;
 use gcmx::aead::inout::InOutBuf;
+use gcmx::aead::{AeadInOut, KeyInit};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::nonce::NONCE_LEN;
 use crate::wipe::wipe_this_stack;
 
@@ -96,7 +96,6 @@ impl Serial {
         out: &mut [u8],
         tag: &mut [u8],
     ) -> Option<()> {
-        use gcmx::aead::AeadInOut;
         let nonce = gcmx::Nonce::<U12>::from(*nonce);
         let io = InOutBuf::new(src, out).ok()?;
         let t = with_serial!(self, c => c.encrypt_inout_detached(&nonce, &[], io).ok()?);
@@ -121,7 +120,6 @@ impl Serial {
     /// Opens `buf` in place; `false` when the tag does not match (`buf` then holds its
     /// ciphertext again).
     fn open_in_place(&self, nonce: &[u8; NONCE_LEN], buf: &mut [u8], tag: &[u8]) -> Option<bool> {
-        use gcmx::aead::AeadInOut;
         let nonce = gcmx::Nonce::<U12>::from(*nonce);
         let tag = gcmx::Tag::try_from(tag).ok()?;
         Some(
@@ -157,10 +155,7 @@ fn authenticated(r: std::result::Result<(), gcmx::GcmError>) -> Result<bool> {
 }
 
 fn invalid() -> Error {
-    Error::new(
-        ErrorKind::Crypto,
-        "AES-GCM failed: a segment's nonce, tag or length is invalid",
-    )
+    Error::crypto("AES-GCM failed: a segment's nonce, tag or length is invalid")
 }
 
 impl Engine {

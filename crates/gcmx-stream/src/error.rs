@@ -97,6 +97,10 @@ impl Error {
         Error::new(ErrorKind::InvalidInput, message)
     }
 
+    pub(crate) fn crypto(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Crypto, message)
+    }
+
     /// A failed read or write: `context` says what was being done, `err` is the source.
     pub(crate) fn io(context: impl Into<String>, err: io::Error) -> Self {
         Error {
@@ -202,22 +206,19 @@ mod tests {
     #[test]
     fn messages_are_one_line() {
         let e = Error::new(ErrorKind::Io, "a\nb\r\nc");
-        assert!(!e.to_string().contains('\n'));
-        assert!(!e.to_string().contains('\r'));
+        assert!(!e.to_string().contains(['\n', '\r']));
         assert_eq!(e.kind(), ErrorKind::Io);
     }
 
     #[test]
     fn io_errors_keep_their_kind_reason_and_source() {
-        let e = Error::io("cannot read", io::Error::from(io::ErrorKind::UnexpectedEof));
+        let eof = io::ErrorKind::UnexpectedEof;
+        let e = Error::io("cannot read", io::Error::from(eof));
         let io: io::Error = e.clone().into();
-        assert_eq!(io.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(io.kind(), eof);
         assert_eq!(Error::from_io(&io), Some(&e));
         let source = e.source().and_then(|s| s.downcast_ref::<io::Error>());
-        assert_eq!(
-            source.map(io::Error::kind),
-            Some(io::ErrorKind::UnexpectedEof)
-        );
+        assert_eq!(source.map(io::Error::kind), Some(eof));
         let auth: io::Error = Error::new(ErrorKind::Authentication, "bad tag").into();
         assert_eq!(auth.kind(), io::ErrorKind::InvalidData);
         assert_eq!(auth.to_string(), "bad tag");

@@ -7,14 +7,14 @@
 //! segment = AES-GCM(key, nonce_i, aad = "", plaintext_i) || tag (16)
 //! ```
 //!
-//! The segments' geometry is [`Layout`]'s, their nonces [`Nonce`](crate::nonce::Nonce)'s. An
+//! The segments' geometry is [`Layout`]'s, their nonces [`nonce`](crate::nonce::nonce)'s. An
 //! empty plaintext is the header and one empty last segment (a bare tag).
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::layout::{Layout, NONCE_PREFIX_LEN};
 
 /// A ciphertext header: the salt and the nonce prefix.
@@ -38,24 +38,20 @@ impl Header {
 
     /// The header's bytes: length byte, salt, nonce prefix.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(1 + self.salt.len() + NONCE_PREFIX_LEN);
-        out.push((1 + self.salt.len() + NONCE_PREFIX_LEN) as u8);
-        out.extend_from_slice(&self.salt);
-        out.extend_from_slice(&self.nonce_prefix);
-        out
+        let len = [(1 + self.salt.len() + NONCE_PREFIX_LEN) as u8];
+        [&len[..], &self.salt, &self.nonce_prefix].concat()
     }
 
     /// Parses the `header_len - 1` bytes that follow a header length byte that matched
     /// `layout`.
     pub(crate) fn from_body(layout: &Layout, body: &[u8]) -> Result<Header> {
-        let dks = layout.derived_key_size();
-        if body.len() != dks + NONCE_PREFIX_LEN {
-            return Err(Error::format("ciphertext is too short: truncated header"));
-        }
-        let mut nonce_prefix = [0u8; NONCE_PREFIX_LEN];
-        nonce_prefix.copy_from_slice(&body[dks..]);
+        let short = || Error::format("ciphertext is too short: truncated header");
+        let (salt, prefix) = body
+            .split_at_checked(layout.derived_key_size())
+            .ok_or_else(short)?;
+        let nonce_prefix = prefix.try_into().map_err(|_| short())?;
         Ok(Header {
-            salt: body[..dks].to_vec(),
+            salt: salt.to_vec(),
             nonce_prefix,
         })
     }
@@ -63,12 +59,7 @@ impl Header {
 
 /// Fills `buf` with random bytes from the operating system's generator.
 pub(crate) fn random(buf: &mut [u8]) -> Result<()> {
-    getrandom::fill(buf).map_err(|e| {
-        Error::new(
-            ErrorKind::Crypto,
-            format!("no random numbers from the OS: {e}"),
-        )
-    })
+    getrandom::fill(buf).map_err(|e| Error::crypto(format!("no random numbers from the OS: {e}")))
 }
 
 type HmacSha256 = Hmac<Sha256>;
@@ -88,14 +79,10 @@ pub(crate) fn hkdf_sha256(
     len: usize,
 ) -> Result<Zeroizing<Vec<u8>>> {
     if len > 255 * HASH_LEN {
-        return Err(Error::new(
-            ErrorKind::Crypto,
-            "HKDF output length is too large",
-        ));
+        return Err(Error::crypto("HKDF output length is too large"));
     }
     let mac = |key: &[u8]| {
-        <HmacSha256 as KeyInit>::new_from_slice(key)
-            .map_err(|_| Error::new(ErrorKind::Crypto, "HMAC key refused"))
+        <HmacSha256 as KeyInit>::new_from_slice(key).map_err(|_| Error::crypto("HMAC key refused"))
     };
     // Extract: PRK = HMAC(salt, IKM). An empty salt is the same HMAC key as HashLen zeros.
     let mut extract = mac(salt)?;
@@ -123,41 +110,30 @@ pub(crate) fn hkdf_sha256(
 mod tests {
     use super::*;
 
+    /// RFC 5869's cases 1 to 3 (the third with empty salt and info), and HKDF's longest output.
     #[test]
-    fn hkdf_matches_rfc5869_case_1() {
-        let ikm = [0x0b; 22];
-        let salt: Vec<u8> = (0x00..=0x0c).collect();
-        let info: Vec<u8> = (0xf0..=0xf9).collect();
-        let okm = hkdf_sha256(&ikm, &salt, &info, 42).unwrap();
-        assert_eq!(
-            hex::encode(okm.as_slice()),
-            "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
-        );
-    }
-
-    #[test]
-    fn hkdf_matches_rfc5869_case_2_long_inputs() {
-        let ikm: Vec<u8> = (0x00..=0x4f).collect();
-        let salt: Vec<u8> = (0x60..=0xaf).collect();
-        let info: Vec<u8> = (0xb0..=0xff).collect();
-        let okm = hkdf_sha256(&ikm, &salt, &info, 82).unwrap();
-        assert_eq!(
-            hex::encode(okm.as_slice()),
+    fn hkdf_matches_rfc5869() {
+        let r = |a: u8, b: u8| (a..=b).collect::<Vec<u8>>();
+        let (ikm, salt, info) = (r(0x00, 0x4f), r(0x60, 0xaf), r(0xb0, 0xff));
+        let short = (vec![0x0b; 22], r(0x00, 0x0c), r(0xf0, 0xf9));
+        let inputs = [
+            short.clone(),
+            (ikm.clone(), salt.clone(), info.clone()),
+            (short.0, vec![], vec![]),
+        ];
+        let okm = [
+            "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865",
             "b11e398dc80327a1c8e7f78c596a49344f012eda2d4efad8a050cc4c19afa97c\
              59045a99cac7827271cb41c65e590e09da3275600c2f09b8367793a9aca3db71\
-             cc30c58179ec3e87c14c01d5c1f3434f1d87"
-        );
+             cc30c58179ec3e87c14c01d5c1f3434f1d87",
+            "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8",
+        ];
+        for ((k, s, i), want) in inputs.iter().zip(okm) {
+            let got = hkdf_sha256(k, s, i, want.len() / 2).unwrap();
+            assert_eq!(hex::encode(got.as_slice()), want);
+        }
         assert!(hkdf_sha256(&ikm, &salt, &info, 255 * 32).is_ok());
         assert!(hkdf_sha256(&ikm, &salt, &info, 255 * 32 + 1).is_err());
-    }
-
-    #[test]
-    fn hkdf_matches_rfc5869_case_3_empty_salt_and_info() {
-        let okm = hkdf_sha256(&[0x0b; 22], &[], &[], 42).unwrap();
-        assert_eq!(
-            hex::encode(okm.as_slice()),
-            "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8"
-        );
     }
 
     #[test]

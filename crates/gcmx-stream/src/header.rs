@@ -9,7 +9,7 @@ use crate::error::{Error, Result, no_memory, retry};
 use crate::format::Header;
 use crate::keyset::{Keyset, StreamingKey};
 use crate::layout::TAG_LEN;
-use crate::nonce::Nonce;
+use crate::nonce::nonce;
 use crate::wipe::wipe_this_stack;
 
 /// Reads and checks the header and picks the key whose header length matches or, when several
@@ -20,9 +20,8 @@ pub(crate) fn read_header<'k>(
     keyset: &'k Keyset,
     aad: &[u8],
 ) -> Result<(&'k StreamingKey, Header, Vec<u8>)> {
-    let read_err = |e| Error::io("cannot read input", e);
     let mut len_byte = [0u8; 1];
-    if read_full(input, &mut len_byte).map_err(read_err)? == 0 {
+    if fill(input, &mut len_byte)? == 0 {
         return Err(Error::format("ciphertext is empty: no header"));
     }
     let hl = usize::from(len_byte[0]);
@@ -40,7 +39,7 @@ pub(crate) fn read_header<'k>(
         )));
     };
     let mut body = vec![0u8; hl - 1];
-    if read_full(input, &mut body).map_err(read_err)? < body.len() {
+    if fill(input, &mut body)? < body.len() {
         return Err(Error::format("ciphertext is truncated: incomplete header"));
     }
     let header = Header::from_body(&first.layout(), &body)?;
@@ -50,7 +49,7 @@ pub(crate) fn read_header<'k>(
     // Several keys could have written this stream: find the one that opens segment 0 (read with
     // a byte more, which tells whether it is the last).
     let mut head = Vec::new();
-    let n = read_growing(input, &mut head, trial_len(keyset, hl) - hl).map_err(read_err)?;
+    let n = read_growing(input, &mut head, trial_len(keyset, hl) - hl)?;
     head.truncate(n);
     for k in &candidates {
         let opened = opens_first_segment(k, &header, aad, &head);
@@ -106,20 +105,29 @@ fn opens_first_segment(
     let gcm = Engine::new(&key.stream_key(header, aad)?, Backend::Cpu)?;
     let (ct, tag) = seg.split_at(seg.len() - TAG_LEN);
     let mut buf = Zeroizing::new(ct.to_vec());
-    let nonce = Nonce::new(&header.nonce_prefix, 0, last)?.bytes();
-    gcm.open(&nonce, &mut buf, tag)
+    gcm.open(&nonce(&header.nonce_prefix, 0, last)?, &mut buf, tag)
 }
 
-/// Reads until `buf` is full or the input ends; returns the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+/// Reads until `buf` is full, the input ends or a read fails (`Interrupted` is retried): the
+/// bytes read, and the error.
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while n < buf.len() {
-        match retry(|| r.read(&mut buf[n..]))? {
-            0 => break,
-            k => n += k,
+        match retry(|| r.read(&mut buf[n..])) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) => return (n, Some(e)),
         }
     }
-    Ok(n)
+    (n, None)
+}
+
+/// [`read_full`] for the header: the bytes read, or the error.
+fn fill(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
+    match read_full(r, buf) {
+        (_, Some(e)) => Err(Error::io("cannot read input", e)),
+        (n, None) => Ok(n),
+    }
 }
 
 /// Grows `buf` towards `want` bytes for the next read, by doubling from 64 KiB, fallibly: a
@@ -134,11 +142,11 @@ pub(crate) fn grow(buf: &mut Vec<u8>, want: usize) -> io::Result<()> {
 }
 
 /// Reads up to `want` bytes into the empty `buf`, growing it as data arrives ([`grow`]).
-fn read_growing(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+fn read_growing(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> Result<usize> {
     let mut n = 0;
     while n < want {
-        grow(buf, want)?;
-        n += read_full(r, &mut buf[n..])?;
+        grow(buf, want).map_err(|e| Error::io("cannot read input", e))?;
+        n += fill(r, &mut buf[n..])?;
         if n < buf.len() {
             break;
         }

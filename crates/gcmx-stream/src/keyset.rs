@@ -33,22 +33,8 @@ pub const DEFAULT_SEGMENT_SIZE: u32 = 1 << 20;
 /// Largest ciphertext segment size Tink accepts.
 pub const MAX_SEGMENT_SIZE: u32 = i32::MAX as u32;
 
-fn hash_name(v: u32) -> &'static str {
-    match v {
-        0 => "UNKNOWN_HASH",
-        1 => "SHA1",
-        2 => "SHA384",
-        3 => "SHA256",
-        4 => "SHA512",
-        5 => "SHA224",
-        _ => "an unknown hash",
-    }
-}
-
-/// The smallest segment size: the header, a tag and a plaintext byte in the first segment.
-fn min_segment_size(derived_key_size: usize) -> u32 {
-    (1 + derived_key_size + NONCE_PREFIX_LEN + TAG_LEN + 1) as u32
-}
+/// Tink's `HashType` names, by value.
+const HASH_NAMES: &str = "UNKNOWN_HASH SHA1 SHA384 SHA256 SHA512 SHA224";
 
 /// The AES key size of a new key (also the size of each stream's derived key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -123,7 +109,8 @@ impl StreamingKey {
             let what = format!("key material has {n} bytes, fewer than the derived key size {dks}");
             return Err(key_error(key_id, what));
         }
-        let min = min_segment_size(dks);
+        // The header, a tag and a plaintext byte in the first segment.
+        let min = (1 + dks + NONCE_PREFIX_LEN + TAG_LEN + 1) as u32;
         if segment_size < min || segment_size > MAX_SEGMENT_SIZE {
             let what = format!(
                 "ciphertext segment size {segment_size} is out of range ({min} to {MAX_SEGMENT_SIZE} bytes)"
@@ -192,18 +179,16 @@ impl StreamingKey {
         }
         let hash = raw.params.hkdf_hash_type;
         if hash != HASH_SHA256 {
-            let what = format!(
-                "HKDF hash {} ({hash}) is not supported, only SHA256",
-                hash_name(hash)
-            );
+            let name = HASH_NAMES
+                .split(' ')
+                .nth(hash as usize)
+                .unwrap_or("an unknown hash");
+            let what = format!("HKDF hash {name} ({hash}) is not supported, only SHA256");
             return Err(key_error(key_id, what));
         }
-        StreamingKey::new(
-            key_id,
-            &raw.key_value,
-            raw.params.derived_key_size as usize,
-            raw.params.ciphertext_segment_size,
-        )
+        let dks = raw.params.derived_key_size as usize;
+        let seg = raw.params.ciphertext_segment_size;
+        StreamingKey::new(key_id, &raw.key_value, dks, seg)
     }
 
     /// The key as Tink's serialized `AesGcmHkdfStreamingKey` protobuf (returned zeroizing).
@@ -281,11 +266,7 @@ impl Drop for JsonKeyData {
 /// A keyset of one key, primary.
 impl From<StreamingKey> for Keyset {
     fn from(key: StreamingKey) -> Keyset {
-        Keyset {
-            primary: 0,
-            keys: vec![key],
-            options: Options::default(),
-        }
+        Keyset::of(0, vec![key])
     }
 }
 
@@ -314,11 +295,16 @@ impl Keyset {
                 return Err(Error::keyset(format!("key id {} appears twice", k.key_id)));
             }
         }
-        Ok(Keyset {
+        Ok(Keyset::of(primary, keys))
+    }
+
+    /// The keyset of `keys` (checked), `keys[primary]` primary, with the default options.
+    fn of(primary: usize, keys: Vec<StreamingKey>) -> Keyset {
+        Keyset {
             primary,
             keys,
             options: Options::default(),
-        })
+        }
     }
 
     /// The same keyset, its adapters run as `options` say (the backend and the window).
@@ -346,14 +332,9 @@ impl Keyset {
 
     /// All enabled keys, the primary first (tried in this order to decrypt).
     pub(crate) fn decryption_keys(&self) -> Vec<&StreamingKey> {
-        let others = self
-            .keys
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != self.primary);
-        std::iter::once(self.primary())
-            .chain(others.map(|(_, k)| k))
-            .collect()
+        let mut keys: Vec<&StreamingKey> = self.keys.iter().collect();
+        keys[..=self.primary].rotate_right(1);
+        keys
     }
 
     /// Parses a Tink cleartext JSON keyset (as Tink's `JsonKeysetWriter` and [`Keyset::to_json`]
@@ -419,10 +400,10 @@ impl Keyset {
                 .value
                 .as_deref()
                 .ok_or_else(|| bad("keyData has no value"))?;
-            let bytes = BASE64.decode(value);
-            let bytes = Zeroizing::new(
-                bytes.map_err(|e| bad(&format!("keyData value is not base64 ({e})")))?,
-            );
+            let bytes = BASE64
+                .decode(value)
+                .map_err(|e| format!("keyData value is not base64 ({e})"));
+            let bytes = Zeroizing::new(bytes.map_err(|e| bad(&e))?);
             let key = StreamingKey::from_proto(key_id, &bytes)?;
             if key_id == primary_id {
                 if primary.is_some() {
@@ -434,16 +415,9 @@ impl Keyset {
             }
             keys.push(key);
         }
-        let primary = primary.ok_or_else(|| {
-            Error::keyset(format!(
-                "keyset's primary key {primary_id} is missing or not enabled"
-            ))
-        })?;
-        Ok(Keyset {
-            primary,
-            keys,
-            options: Options::default(),
-        })
+        let missing = format!("keyset's primary key {primary_id} is missing or not enabled");
+        let primary = primary.ok_or_else(|| Error::keyset(missing))?;
+        Ok(Keyset::of(primary, keys))
     }
 
     /// The keyset as Tink cleartext JSON (pretty-printed, with a final newline), returned

@@ -150,14 +150,8 @@ impl Layout {
         ends_stream: bool,
         writing: bool,
     ) -> Result<Span> {
-        let last = first + count.saturating_sub(1) as u64;
-        self.span(
-            first,
-            count,
-            self.ciphertext_len(last),
-            ends_stream,
-            writing,
-        )
+        let len = self.ciphertext_len(first + count.saturating_sub(1) as u64);
+        self.span(first, count, len, ends_stream, writing)
     }
 
     /// The segments of `plain` bytes of plaintext from segment `first`: full ones and, if
@@ -330,25 +324,18 @@ mod tests {
     #[test]
     fn sizes_and_offsets() {
         let l = Layout::new(4096, 32);
-        assert_eq!(l.header_len(), 40);
-        assert_eq!(l.plaintext_len(0), 4096 - 40 - 16);
-        assert_eq!(l.plaintext_len(1), 4080);
-        assert_eq!(l.segment_count(0), 1);
-        assert_eq!(l.segment_count(4040), 1);
-        assert_eq!(l.segment_count(4041), 2);
-        assert_eq!(l.segment_count(4040 + 4080), 2);
-        assert_eq!(l.segment_count(4040 + 4080 + 1), 3);
-        assert_eq!(l.ciphertext_size(0), Some(40 + 16));
-        assert_eq!(l.ciphertext_size(4040), Some(4096));
-        assert_eq!(l.ciphertext_size(4040 + 4080), Some(8192));
+        let lens = (l.header_len(), l.plaintext_len(0), l.plaintext_len(1));
+        assert_eq!(lens, (40, 4096 - 40 - 16, 4080));
+        let counts = [0, 4040, 4041, 4040 + 4080, 4040 + 4080 + 1].map(|n| l.segment_count(n));
+        assert_eq!(counts, [1, 1, 2, 2, 3]);
+        let sizes = [0, 4040, 4040 + 4080].map(|n| l.ciphertext_size(n));
+        assert_eq!(sizes, [Some(40 + 16), Some(4096), Some(8192)]);
         for i in 0..5 {
             let start = l.plaintext_start(i);
             assert_eq!(l.segment_of(start), i);
             assert_eq!(l.segment_of(start + l.plaintext_len(i) as u64 - 1), i);
-            assert_eq!(
-                l.ciphertext_start(i) as usize,
-                l.header_len() + l.ciphertext_of(0, i as usize)
-            );
+            let at = l.header_len() + l.ciphertext_of(0, i as usize);
+            assert_eq!(l.ciphertext_start(i) as usize, at);
         }
         // Tink 1.16.1: 100 bytes with segment size 57, dks 32 gave 204 bytes
         assert_eq!(Layout::new(57, 32).ciphertext_size(100), Some(204));

@@ -7,7 +7,7 @@
 // `read_core.rs`), which owns the stream's position and `Window` (`window.rs`) and decides each
 // step; `relay.rs` and `piped.rs` run the large steps that span windows. The crypto goes to the
 // stream's `SegmentCodec` (`codec.rs`), built from the header (`header.rs`, `format.rs`): a
-// `Span` of segments (`layout.rs`) becomes AES-GCM calls with each segment's `Nonce`
+// `Span` of segments (`layout.rs`) becomes AES-GCM calls with each segment's nonce
 // (`nonce.rs`) on the `Engine` (`engine.rs`), the one place that calls `gcmx`. Below: keysets
 // (`keyset.rs`, `proto.rs`), options, errors, copies, wipes and the poison flag.
 

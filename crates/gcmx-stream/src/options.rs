@@ -108,9 +108,7 @@ mod tests {
         let big = Options::default().with_window_bytes(MAX_WINDOW_BYTES + 1);
         assert!(big.window_segments(&l, None).is_err());
         let tiny = Layout::new(41, 16);
-        assert_eq!(
-            Options::default().window_segments(&tiny, None).unwrap(),
-            MAX_WINDOW_SEGMENTS
-        );
+        let n = Options::default().window_segments(&tiny, None).unwrap();
+        assert_eq!(n, MAX_WINDOW_SEGMENTS);
     }
 }

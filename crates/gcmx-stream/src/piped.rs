@@ -7,7 +7,7 @@ use std::mem;
 
 use crate::codec::SegmentCodec;
 use crate::copy::{Run, copy, copy_runs};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::layout::Span;
 use crate::window::Window;
 
@@ -25,12 +25,9 @@ fn fill(
     w.reserve(len, cap)
         .map_err(|e| Error::io("cannot read input", e))?;
     let n = len - skip;
-    let s = src.get(from..from + n).ok_or_else(|| {
-        Error::new(
-            ErrorKind::Crypto,
-            "a source is shorter than the windows planned from it",
-        )
-    })?;
+    let s = src
+        .get(from..from + n)
+        .ok_or_else(|| Error::crypto("a source is shorter than the windows planned from it"))?;
     copy(w.get_mut(skip..len), s);
     Ok(n)
 }
@@ -42,13 +39,8 @@ fn empty(w: &Window, span: &Span, out: &mut [u8]) -> usize {
     let runs: Vec<Run> = span
         .segments()
         .map(|s| {
-            let r = Run {
-                to,
-                from: s.at,
-                len: s.body(),
-            };
-            to += r.len;
-            r
+            to += s.body();
+            Run::new(to - s.body(), s.at, s.body())
         })
         .collect();
     copy_runs(out, w.get(0..span.ciphertext_len()), &runs);
@@ -112,7 +104,7 @@ pub(crate) fn read_piped(
             let (w, r) = match handle.join() {
                 Ok(done) => done,
                 Err(_) => {
-                    let e = Error::new(ErrorKind::Crypto, "a window's open panicked");
+                    let e = Error::crypto("a window's open panicked");
                     return (produced, Err(e), Window::pinned());
                 }
             };

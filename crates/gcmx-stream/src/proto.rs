@@ -93,10 +93,7 @@ impl<'a> Reader<'a> {
         match wire {
             WIRE_VARINT => self.varint().map(|_| ()),
             WIRE_I64 => self.bytes(8).map(|_| ()),
-            WIRE_LEN => {
-                let n = self.varint()?;
-                self.bytes(n).map(|_| ())
-            }
+            WIRE_LEN => self.len_delimited(wire).map(|_| ()),
             WIRE_I32 => self.bytes(4).map(|_| ()),
             _ => Err("unsupported wire type"),
         }
@@ -138,14 +135,8 @@ pub(crate) fn decode_key(data: &[u8]) -> Result<RawKey, DecodeError> {
     while let Some((field, wire)) = r.tag()? {
         match field {
             1 => key.version = r.uint32(wire)?,
-            2 => {
-                let sub = r.len_delimited(wire)?;
-                merge_params(&mut key.params, sub)?;
-            }
-            3 => {
-                let v = r.len_delimited(wire)?;
-                key.key_value = Zeroizing::new(v.to_vec());
-            }
+            2 => merge_params(&mut key.params, r.len_delimited(wire)?)?,
+            3 => key.key_value = Zeroizing::new(r.len_delimited(wire)?.to_vec()),
             _ => r.skip(wire)?,
         }
     }

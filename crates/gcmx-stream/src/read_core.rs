@@ -391,16 +391,12 @@ impl ReadCore {
         Ok(())
     }
 
-    /// The window `span` was opened: its plaintext is handed out from `skip` bytes on.
-    fn opened(&mut self, span: Span, skip: usize) {
+    /// The window `span` was opened: its plaintext is handed out from `pos` bytes on.
+    fn opened(&mut self, span: Span, pos: usize) {
         self.next = span.end();
         self.last_seen |= span.ends_stream();
         (self.got, self.skip, self.planned) = (0, 0, None);
-        self.state = State::Serving {
-            span,
-            seg: 0,
-            pos: skip,
-        };
+        self.state = State::Serving { span, seg: 0, pos };
         self.skip_empty();
     }
 
@@ -428,11 +424,8 @@ impl ReadCore {
                 return;
             }
             if seg + 1 < span.count() {
-                self.state = State::Serving {
-                    span,
-                    seg: seg + 1,
-                    pos: pos - s.body(),
-                };
+                let (seg, pos) = (seg + 1, pos - s.body());
+                self.state = State::Serving { span, seg, pos };
             } else if span.ends_stream() {
                 self.state = State::Done;
             } else {
@@ -458,12 +451,8 @@ impl ReadCore {
     /// `n` bytes of [`ReadCore::plaintext`] were handed out.
     pub(crate) fn consume(&mut self, n: usize) {
         if let State::Serving { span, seg, pos } = self.state {
-            let body = span.seg(seg).body();
-            self.state = State::Serving {
-                span,
-                seg,
-                pos: (pos + n).min(body),
-            };
+            let pos = (pos + n).min(span.seg(seg).body());
+            self.state = State::Serving { span, seg, pos };
             self.skip_empty();
         }
     }
@@ -478,11 +467,7 @@ impl ReadCore {
         let (mut to, mut pos) = (0, pos);
         for s in span.segments().skip(seg) {
             let n = (s.body() - pos).min(out.len() - to);
-            runs.push(Run {
-                to,
-                from: s.at + pos,
-                len: n,
-            });
+            runs.push(Run::new(to, s.at + pos, n));
             to += n;
             pos = 0;
             if to == out.len() {
@@ -508,12 +493,8 @@ impl ReadCore {
         let off = (pos - layout.plaintext_start(seg).min(pos)) as usize;
         match self.state {
             State::Serving { span, .. } if (span.first()..span.end()).contains(&seg) => {
-                let j = (seg - span.first()) as usize;
-                self.state = State::Serving {
-                    span,
-                    seg: j,
-                    pos: off,
-                };
+                let (seg, pos) = ((seg - span.first()) as usize, off);
+                self.state = State::Serving { span, seg, pos };
                 self.skip_empty();
             }
             State::Failed(_) => {}
@@ -528,6 +509,12 @@ impl ReadCore {
     /// Where in the stream the next ciphertext byte is to be read from.
     pub(crate) fn fetch_at(&self) -> u64 {
         self.layout().ciphertext_start(self.next) + self.got as u64
+    }
+
+    /// Marks the window page-locked for the GPU: a test drives the GPU's read paths on the CPU.
+    #[cfg(test)]
+    pub(crate) fn pretend_gpu(&mut self) {
+        self.window.pretend_gpu();
     }
 
     /// Whether a seekable stream's last segment has authenticated.
@@ -581,13 +568,5 @@ impl Drop for ReadCore {
     /// The window wipes itself and the engine its key; the kernels' stack leftovers go here.
     fn drop(&mut self) {
         wipe_stacks();
-    }
-}
-
-#[cfg(test)]
-impl ReadCore {
-    /// Marks the window page-locked for the GPU: a test drives the GPU's read paths on the CPU.
-    pub(crate) fn pretend_gpu(&mut self) {
-        self.window.pretend_gpu();
     }
 }

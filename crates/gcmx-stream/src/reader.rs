@@ -3,11 +3,11 @@
 
 use std::fmt;
 use std::io::{self, BufRead, Read};
-use std::mem;
 
 use crate::codec::SegmentCodec;
 use crate::copy::copy;
 use crate::error::{Result, retry};
+use crate::header::read_full;
 use crate::keyset::Keyset;
 use crate::layout::{Span, TAG_LEN};
 use crate::poison::{Poison, guarded};
@@ -78,8 +78,8 @@ impl Keyset {
         aad: &[u8],
     ) -> Result<DecryptingReader<R>> {
         let source = Buffered {
-            fill: <R as BufRead>::fill_buf,
-            consume: <R as BufRead>::consume,
+            fill: <Input<R> as BufRead>::fill_buf,
+            consume: <Input<R> as BufRead>::consume,
         };
         self.reader(r, aad, Some(source))
     }
@@ -88,16 +88,14 @@ impl Keyset {
         &self,
         mut r: R,
         aad: &[u8],
-        buffered: Option<Buffered<R>>,
+        buffered: Option<Buffered<Input<R>>>,
     ) -> Result<DecryptingReader<R>> {
         let (codec, head) = SegmentCodec::for_reading(self, &mut r, aad)?;
         let per_window = self.options().window_segments(codec.layout(), None)?;
         Ok(DecryptingReader {
             src: Source {
-                inner: r,
+                inner: io::Cursor::new(head).chain(r),
                 buffered,
-                head,
-                head_pos: 0,
             },
             core: ReadCore::new(codec, per_window, End::LookAhead),
             poison: Poison::default(),
@@ -112,50 +110,38 @@ struct Buffered<R> {
     consume: fn(&mut R, usize),
 }
 
-impl<R> Clone for Buffered<R> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<R> Copy for Buffered<R> {}
-
 /// A reader's ciphertext: the bytes read with the header (to find the key), then the inner
 /// reader's.
+type Input<R> = io::Chain<io::Cursor<Vec<u8>>, R>;
+
 struct Source<R> {
-    inner: R,
+    inner: Input<R>,
     /// Set for a buffered source: its buffer is read in place.
-    buffered: Option<Buffered<R>>,
-    head: Vec<u8>,
-    head_pos: usize,
+    buffered: Option<Buffered<Input<R>>>,
 }
 
 impl<R: Read> Source<R> {
     /// A buffered source's buffer, when the next ciphertext comes from it (a failed fill
     /// consumed nothing: the caller may retry).
     fn buf(&mut self) -> io::Result<Option<&[u8]>> {
-        match self.buffered {
-            Some(b) if self.head_pos >= self.head.len() => (b.fill)(&mut self.inner).map(Some),
-            _ => Ok(None),
+        match &self.buffered {
+            Some(b) => (b.fill)(&mut self.inner).map(Some),
+            None => Ok(None),
         }
     }
 
     fn consume(&mut self, n: usize) {
-        if let Some(b) = self.buffered {
+        if let Some(b) = &self.buffered {
             (b.consume)(&mut self.inner, n);
         }
     }
+}
 
+impl<R: Read> Read for Source<R> {
     /// Reads ciphertext into `buf` (from a buffered source's buffer, copied on rayon's pool
     /// when large); `Interrupted` is retried.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.head_pos < self.head.len() {
-            let n = (self.head.len() - self.head_pos).min(buf.len());
-            buf[..n].copy_from_slice(&self.head[self.head_pos..self.head_pos + n]);
-            self.head_pos += n;
-            return Ok(n);
-        }
-        let n = retry(|| match self.buffered {
+        let n = retry(|| match &self.buffered {
             Some(b) => (b.fill)(&mut self.inner).map(|src| {
                 let n = src.len().min(buf.len());
                 copy(&mut buf[..n], &src[..n]);
@@ -165,19 +151,6 @@ impl<R: Read> Source<R> {
         })?;
         self.consume(n);
         Ok(n)
-    }
-
-    /// Reads until `buf` is full, the input ends or a read fails: the bytes read, and the error.
-    fn read_full(&mut self, buf: &mut [u8]) -> (usize, Option<io::Error>) {
-        let mut n = 0;
-        while n < buf.len() {
-            match self.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) => return (n, Some(e)),
-            }
-        }
-        (n, None)
     }
 }
 
@@ -246,63 +219,50 @@ impl<R: Read> DecryptingReader<R> {
     /// transient one can be retried). A failed authentication fails the stream and wipes what
     /// this call wrote to `out`.
     fn read_direct(&mut self, span: Span, out: &mut [u8]) -> io::Result<Option<usize>> {
-        let total = span.plaintext_len();
-        let out = &mut out[..total];
+        let out = &mut out[..span.plaintext_len()];
         let mut tags = vec![[0u8; TAG_LEN]; span.count()];
-        // Body and tag bytes read, per segment reached.
+        // Body and tag bytes read, per segment reached (the first body starts with the head).
         let mut read: Vec<(usize, usize)> = Vec::with_capacity(span.count());
-        let (mut err, mut look) = (None, None);
-        let pre = self.core.head().first().copied();
-        let mut at = 0;
+        let (mut err, mut n, mut at) = (None, self.core.head().len(), 0);
+        out[..n].copy_from_slice(self.core.head());
         for (s, tag) in span.segments().zip(tags.iter_mut()) {
             let body = &mut out[at..at + s.body()];
             at += s.body();
-            let mut n = 0;
-            if let (0, Some(b)) = (s.index - span.first(), pre) {
-                body[0] = b;
-                n = 1;
-            }
-            let (got, e) = self.src.read_full(&mut body[n..]);
+            let (got, e) = read_full(&mut self.src, &mut body[n..]);
             n += got;
             let (t, e) = match e {
-                None if n == body.len() => self.src.read_full(tag),
+                None if n == body.len() => read_full(&mut self.src, tag),
                 e => (0, e),
             };
             read.push((n, t));
-            err = e;
+            (err, n) = (e, 0);
             if err.is_some() || t < TAG_LEN {
                 break;
             }
         }
-        if read.len() == span.count()
-            && err.is_none()
-            && read.last().is_some_and(|r| r.1 == TAG_LEN)
-        {
+        let complete = read.iter().take_while(|&&(_, t)| t == TAG_LEN).count();
+        let mut look = None;
+        if complete == span.count() {
             let mut b = [0u8; 1];
-            match self.src.read_full(&mut b) {
+            match read_full(&mut self.src, &mut b) {
                 (1, _) => look = Some(b[0]),
                 (_, e) => err = e,
             }
         }
-        let complete = read.iter().take_while(|&&(_, t)| t == TAG_LEN).count();
         let followed = look.is_some() || read.get(complete).is_some_and(|&(n, t)| n + t > 0);
-        let opened = if followed {
-            complete
-        } else {
-            complete.saturating_sub(1)
-        };
+        let opened = complete.saturating_sub(usize::from(!followed));
         let done = span.take(opened);
         let n = done.plaintext_len();
         if opened > 0 {
             let mut rest = &mut out[..n];
-            let parts = done.segments().map(|s| {
-                let (b, tail) = mem::take(&mut rest).split_at_mut(s.body());
-                rest = tail;
-                b
-            });
-            let parts = parts.collect();
-            let tag_refs: Vec<&[u8]> = tags[..opened].iter().map(|t| &t[..]).collect();
-            if let Err(e) = self.core.codec().open_apart(&done, parts, &tag_refs) {
+            let bodies = done
+                .segments()
+                .map(|s| rest.split_off_mut(..s.body()).unwrap_or_default());
+            if let Err(e) = self
+                .core
+                .codec()
+                .open_apart(&done, bodies.collect(), &tags[..opened])
+            {
                 wipe(out);
                 return Err(self.core.fail(e));
             }
@@ -319,22 +279,18 @@ impl<R: Read> DecryptingReader<R> {
             kept.push(&tag[..t]);
             at += s.body();
         }
-        let r = self.core.keep(span.first() + opened as u64, &kept);
+        let r = self
+            .core
+            .keep(span.first() + opened as u64, &kept)
+            .and_then(|()| match err {
+                // The source failed: nothing is lost, and the next call reads on from here.
+                Some(e) => Err(e),
+                // The input ended: the window is opened as the end. A failure is the stream's (kept
+                // in the core): with plaintext to return, the next read reports it.
+                None => self.core.filled(0),
+            });
         wipe(&mut out[n..]);
-        if let Err(e) = r {
-            return if n > 0 { Ok(Some(n)) } else { Err(e) };
-        }
-        if let Some(e) = err {
-            // The source failed: nothing is lost, and the next call reads on from here.
-            return if n > 0 { Ok(Some(n)) } else { Err(e) };
-        }
-        // The input ended: the window is opened as the end. A failure is the stream's (kept in
-        // the core): with plaintext to return, the next read reports it.
-        let r = self.core.filled(0);
-        if n > 0 {
-            return Ok(Some(n));
-        }
-        r.map(|()| None)
+        if n > 0 { Ok(Some(n)) } else { r.map(|()| None) }
     }
 
     fn read_unpoisoned(&mut self, out: &mut [u8]) -> io::Result<usize> {
@@ -404,7 +360,7 @@ impl<R: Read> BufRead for DecryptingReader<R> {
 impl<R: fmt::Debug> fmt::Debug for DecryptingReader<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DecryptingReader")
-            .field("inner", &self.src.inner)
+            .field("inner", self.src.inner.get_ref().1)
             .field("segments_read", &self.core.segments_read())
             .finish_non_exhaustive()
     }
@@ -414,28 +370,14 @@ impl<R: fmt::Debug> fmt::Debug for DecryptingReader<R> {
 mod tests {
     use std::io::{self, Read, Write};
 
-    use crate::{Keyset, Options, StreamingKey};
+    use crate::{DecryptingReader, Keyset, Options, StreamingKey};
 
-    fn data(n: usize, seed: u64) -> Vec<u8> {
-        (0..n).map(|i| (i as u64 * 31 + seed) as u8).collect()
-    }
-
-    fn keyset(dks: usize, seg: u32) -> Keyset {
-        Keyset::from(StreamingKey::new(1, &vec![5u8; dks], dks, seg).unwrap())
-    }
-
-    /// Plaintext bytes of the first segment and of the others; the header's length.
-    fn geometry(ks: &Keyset) -> (usize, usize, usize) {
-        let k = ks.primary();
-        let header = 1 + k.derived_key_size() + 7;
-        let seg = k.segment_size() as usize;
-        (seg - header - 16, seg - 16, header)
-    }
-
-    fn encrypt(ks: &Keyset, aad: &[u8], pt: &[u8]) -> Vec<u8> {
-        let mut w = ks.encrypting_writer(Vec::new(), aad).unwrap();
-        w.write_all(pt).unwrap();
-        w.finish().unwrap()
+    /// A buffered reader of `ct` with the window marked page-locked.
+    fn gpu_reader<'a>(ks: &Keyset, opts: Options, ct: &'a [u8]) -> DecryptingReader<&'a [u8]> {
+        let ks = ks.clone().with_options(opts);
+        let mut r = ks.decrypting_buf_reader(ct, b"").unwrap();
+        r.core.pretend_gpu();
+        r
     }
 
     /// Large reads through two windows in turn (the GPU's path, [`crate::piped`], driven here
@@ -445,19 +387,17 @@ mod tests {
     /// returned before it.
     #[test]
     fn reads_through_two_windows_in_turn_give_the_plaintext_or_fail() {
-        let ks = keyset(16, 256);
-        let (p0, p, _) = geometry(&ks);
+        let ks = Keyset::from(StreamingKey::new(1, &[5u8; 16], 16, 256).unwrap());
+        // Plaintext bytes of the first segment (after a header of 24 bytes) and of the others.
+        let (p0, p) = (256 - 24 - 16, 256 - 16);
         let opts = Options::default().with_window_bytes(4 * 256);
         for (n, seed) in [(p0 + 40 * p + 7, 1), (p0 + 39 * p, 2), (p0 + 8 * p, 3)] {
-            let pt = data(n, seed);
-            let ct = encrypt(&ks, b"", &pt);
+            let pt: Vec<u8> = (0..n).map(|i| (i as u64 * 31 + seed) as u8).collect();
+            let mut w = ks.encrypting_writer(Vec::new(), b"").unwrap();
+            w.write_all(&pt).unwrap();
+            let ct = w.finish().unwrap();
             for first in [0usize, 5, p0, p0 + 3 * p] {
-                let mut r = ks
-                    .clone()
-                    .with_options(opts)
-                    .decrypting_buf_reader(&ct[..], b"")
-                    .unwrap();
-                r.core.pretend_gpu();
+                let mut r = gpu_reader(&ks, opts, &ct);
                 let mut out = vec![0u8; n];
                 r.read_exact(&mut out[..first]).unwrap();
                 let mut at = first;
@@ -473,10 +413,7 @@ mod tests {
                 // Reads of more than a window (4 segments) took place where two whole windows
                 // and a byte follow the first: the piped path ran.
                 if n > p0 + 12 * p {
-                    assert!(
-                        most > 4 * p,
-                        "{n} bytes, first read {first}: largest read {most}"
-                    );
+                    assert!(most > 4 * p, "{n}, {first}: largest read {most}");
                 }
             }
             if n < p0 + 24 * p {
@@ -486,12 +423,7 @@ mod tests {
             // failure names the segment, and nothing but their plaintext or zeros is in `out`.
             let mut bad = ct.clone();
             bad[21 * 256 + 9] ^= 1;
-            let mut r = ks
-                .clone()
-                .with_options(opts)
-                .decrypting_buf_reader(&bad[..], b"")
-                .unwrap();
-            r.core.pretend_gpu();
+            let mut r = gpu_reader(&ks, opts, &bad);
             let mut out = vec![0u8; n];
             let k = r.read(&mut out).unwrap();
             assert_eq!(k, p0 + 19 * p, "the windows before the damaged one");

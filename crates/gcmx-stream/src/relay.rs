@@ -12,11 +12,12 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::channel;
 
 use crate::codec::SegmentCodec;
-use crate::error::{Error, ErrorKind, Result, retry};
+use crate::error::{Error, Result, retry};
 use crate::layout::{Span, TAG_LEN};
 use crate::window::Window;
 
 /// What [`relay`] did.
+#[derive(Default)]
 pub(crate) struct Relayed {
     /// Segments sealed (all of them taken from the caller's bytes, none the stream's last).
     pub(crate) segments: usize,
@@ -68,11 +69,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
     ring.reserve(ring_len, ring_len)
         .map_err(|e| Error::io("cannot encrypt", e))?;
 
-    let mut done = Relayed {
-        segments: 0,
-        taken: 0,
-        pending: Vec::new(),
-    };
+    let mut done = Relayed::default();
     let mut failure: Option<Error> = None;
     rayon::in_place_scope(|s| {
         let (tx, rx) = channel::<(usize, &mut [u8], Result<()>)>();
@@ -104,12 +101,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
                         }
                         Ok(())
                     }))
-                    .unwrap_or_else(|_| {
-                        Err(Error::new(
-                            ErrorKind::Crypto,
-                            "a task sealing segments panicked",
-                        ))
-                    });
+                    .unwrap_or_else(|_| Err(Error::crypto("a task sealing segments panicked")));
                     // The receiver outlives every task of the scope.
                     let _ = tx.send((g, buf, r));
                 });
@@ -131,8 +123,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
                     }
                     // Cannot happen while `tx` lives; stop rather than wait forever.
                     Err(_) => {
-                        failure.get_or_insert(Error::new(
-                            ErrorKind::Crypto,
+                        failure.get_or_insert(Error::crypto(
                             "a task sealing segments ended without a result",
                         ));
                         return;
@@ -181,22 +172,17 @@ mod tests {
     use super::*;
     use crate::keyset::{Keyset, StreamingKey};
 
-    /// Takes at most `max` bytes a call, and fails its `fail_at`-th call.
-    struct Flaky {
-        out: Vec<u8>,
-        calls: usize,
-        max: usize,
-        fail_at: usize,
-    }
+    /// Takes at most `max` bytes a call, and fails its `fail_at`-th call: (out, calls, max, fail_at).
+    struct Flaky(Vec<u8>, usize, usize, usize);
 
     impl Write for Flaky {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.calls += 1;
-            if self.calls == self.fail_at {
+            self.1 += 1;
+            if self.1 == self.3 {
                 return Err(io::Error::other("refused"));
             }
-            let n = buf.len().min(self.max);
-            self.out.extend_from_slice(&buf[..n]);
+            let n = buf.len().min(self.2);
+            self.0.extend_from_slice(&buf[..n]);
             Ok(n)
         }
         fn flush(&mut self) -> io::Result<()> {
@@ -218,12 +204,8 @@ mod tests {
             return;
         }
         let layout = *codec.layout();
-        for (first, count) in [
-            (0u64, 1usize),
-            (0, 37),
-            (5, 64),
-            (u64::from(u32::MAX) - 9, 10),
-        ] {
+        let top = u64::from(u32::MAX);
+        for (first, count) in [(0, 1), (0, 37), (5, 64), (top - 9, 10)] {
             let span = layout.full(first, count, false, true).unwrap();
             let data: Vec<u8> = (0..span.plaintext_len())
                 .map(|i| (i * 7 + 1) as u8)
@@ -238,34 +220,23 @@ mod tests {
                 want.extend_from_slice(&seg);
                 at += s.body();
             }
-            for (max, fail_at, group, slots) in [
-                (usize::MAX, 0, 1, 4),
-                (usize::MAX, 3, 1, 4),
-                (usize::MAX, 3, 5, 3),
-                (37, 5, 1, 2),
-                (37, 5, 3, 2),
-                (1000, 1, 8, 8),
-                (13, 40, 1, 1),
-                (13, 40, 7, 1),
-                (usize::MAX, 0, 100, 2),
-            ] {
-                let mut out = Flaky {
-                    out: Vec::new(),
-                    calls: 0,
-                    max,
-                    fail_at,
-                };
+            // Rows of (max, fail_at, group, slots).
+            let m = usize::MAX;
+            let rows = [
+                m, 0, 1, 4, m, 3, 1, 4, m, 3, 5, 3, 37, 5, 1, 2, 37, 5, 3, 2, 1000, 1, 8, 8, 13,
+                40, 1, 1, 13, 40, 7, 1, m, 0, 100, 2,
+            ];
+            for row in rows.chunks(4) {
+                let [max, fail_at, group, slots] = row.try_into().unwrap();
+                let mut out = Flaky(Vec::new(), 0, max, fail_at);
                 let mut ring = Window::new(false);
                 let done = relay(&codec, &span, &data, &mut ring, group, slots, &mut out).unwrap();
-                let mut got = out.out.clone();
+                let mut got = out.0.clone();
                 got.extend_from_slice(&done.pending);
                 let end = span.take(done.segments).ciphertext_len();
                 assert_eq!(done.taken, span.take(done.segments).plaintext_len());
-                assert!(
-                    got == want[..end],
-                    "first {first}, count {count}, max {max}"
-                );
-                if fail_at == 0 || out.calls < fail_at {
+                assert!(got == want[..end], "{first}, {count}, {max}");
+                if fail_at == 0 || out.1 < fail_at {
                     assert_eq!(done.segments, count);
                     assert!(done.pending.is_empty());
                 } else {
@@ -279,24 +250,13 @@ mod tests {
     #[test]
     fn data_that_is_not_whole_segments_is_refused() {
         let codec = codec();
-        let layout = *codec.layout();
-        let span = layout.full(0, 2, false, true).unwrap();
+        let span = codec.layout().full(0, 2, false, true).unwrap();
         let mut ring = Window::new(false);
         for len in [span.plaintext_len() - 1, span.plaintext_len() + 1] {
-            let r = relay(
-                &codec,
-                &span,
-                &vec![0u8; len],
-                &mut ring,
-                1,
-                2,
-                &mut Vec::new(),
-            );
-            assert!(r.is_err());
+            let mut out = Vec::new();
+            assert!(relay(&codec, &span, &vec![0u8; len], &mut ring, 1, 2, &mut out).is_err());
         }
-        assert!(
-            layout.full(u64::from(u32::MAX), 2, false, true).is_err(),
-            "indexes past 2^32"
-        );
+        let past = codec.layout().full(u64::from(u32::MAX), 2, false, true);
+        assert!(past.is_err(), "indexes past 2^32");
     }
 }

@@ -7,7 +7,6 @@ use std::io::{self, Read, Seek, SeekFrom};
 use crate::codec::SegmentCodec;
 use crate::error::{Error, Result, retry};
 use crate::keyset::Keyset;
-use crate::layout::TAG_LEN;
 use crate::poison::{Poison, guarded};
 use crate::read_core::{End, Plan, ReadCore};
 
@@ -51,33 +50,19 @@ impl Keyset {
         let (codec, _) = SegmentCodec::for_reading(self, &mut r, aad)?;
         let ct_size = r.seek(SeekFrom::End(0)).map_err(seek_err)?;
         let layout = *codec.layout();
-        let seg = layout.segment_size() as u64;
         // As Tink's seekable channel: segment i > 0 starts at i * segment_size; the remainder is
         // the last segment, at least a tag.
         let body = ct_size.saturating_sub(layout.header_len() as u64);
-        let (segments, last_len) = if ct_size <= seg {
-            (1, body)
-        } else {
-            let n = ct_size.div_ceil(seg);
-            (n, ct_size - (n - 1) * seg)
-        };
-        if last_len < TAG_LEN as u64 {
-            return Err(Error::format(if segments == 1 && body == 0 {
-                "ciphertext is truncated: it has a header but no segment"
-            } else {
-                "ciphertext is truncated: last segment is shorter than a tag"
-            }));
-        }
-        if segments - 1 > u64::from(u32::MAX) {
-            return Err(Error::format("ciphertext has more than 2^32 segments"));
-        }
-        let plaintext_len = body - segments * TAG_LEN as u64;
+        let body = usize::try_from(body)
+            .map_err(|_| Error::format("ciphertext is too long for this platform"))?;
+        let span = layout.cut(0, body, true)?;
+        let plaintext_len = span.plaintext_len() as u64;
         let per_window = self
             .options()
             .window_segments(&layout, Some(plaintext_len))?;
         let end = End::Known {
-            segments,
-            last_len: last_len as usize,
+            segments: span.end(),
+            last_len: span.seg(span.count() - 1).len,
         };
         Ok(SeekableReader {
             inner: r,

@@ -37,10 +37,7 @@ pub(crate) struct Window {
 
 /// A window's memory: ordinary, or (feature `cuda`, the GPU's) page-locked for its whole life,
 /// so that the GPU's batches move segments where they lie instead of through staging.
-#[derive(Default)]
 enum Bytes {
-    #[default]
-    Empty,
     Heap(Vec<u8>),
     #[cfg(feature = "cuda")]
     Pinned(gcmx::cuda::PinnedBuffer),
@@ -83,7 +80,6 @@ impl Bytes {
 
     fn as_slice(&self) -> &[u8] {
         match self {
-            Bytes::Empty => &[],
             Bytes::Heap(v) => v,
             #[cfg(feature = "cuda")]
             Bytes::Pinned(p) => p,
@@ -92,7 +88,6 @@ impl Bytes {
 
     fn as_mut(&mut self) -> &mut [u8] {
         match self {
-            Bytes::Empty => &mut [],
             Bytes::Heap(v) => v,
             #[cfg(feature = "cuda")]
             Bytes::Pinned(p) => p,
@@ -116,7 +111,7 @@ impl Window {
     /// An empty window (the GPU's when `gpu`: [`Pinning::IfKept`]), allocated at its first use.
     pub(crate) fn new(gpu: bool) -> Window {
         Window {
-            bytes: Bytes::Empty,
+            bytes: Bytes::Heap(Vec::new()),
             high_water: 0,
             plain: false,
             whole: false,
@@ -254,7 +249,7 @@ impl Drop for Window {
         // Wiped before its memory is given back or kept.
         self.wipe();
         if self.whole {
-            spare::give(mem::take(&mut self.bytes));
+            spare::give(mem::replace(&mut self.bytes, Bytes::Heap(Vec::new())));
         }
     }
 }

@@ -73,12 +73,10 @@ mod tests {
     /// after them on each thread finds them done.
     #[test]
     fn wiping_runs_on_every_pool_thread() {
+        use rayon::ThreadPoolBuilder;
         use std::sync::atomic::{AtomicUsize, Ordering};
         static WIPED: AtomicUsize = AtomicUsize::new(0);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .unwrap();
+        let pool = ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         pool.install(|| {
             rayon::spawn_broadcast(|_| {
                 wipe_this_stack();

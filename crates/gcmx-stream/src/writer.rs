@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, sync_channel};
 
 use crate::codec::SegmentCodec;
 use crate::copy::{Run, copy_runs};
-use crate::error::{Error, ErrorKind, Result, retry};
+use crate::error::{Error, Result, retry};
 use crate::keyset::Keyset;
 use crate::layout::{Span, TAG_LEN};
 use crate::poison::{Poison, guarded};
@@ -38,7 +38,7 @@ impl Keyset {
         w.write_all(&header)
             .map_err(|e| Error::io("cannot write the header", e))?;
         Ok(EncryptingWriter {
-            inner: Some(w),
+            inner: w,
             sealer,
             poison: Poison::default(),
         })
@@ -59,10 +59,11 @@ impl Keyset {
 ///
 /// An error of the inner writer ends nothing: the sealed bytes it did not take are offered
 /// again by the next call. A writer whose call unwound (a panicking inner writer whose panic
-/// the caller caught) is poisoned: every later call fails with [`ErrorKind::Poisoned`],
-/// `finish` included, so that no segment is ever sealed twice under one nonce.
+/// the caller caught) is poisoned: every later call fails with
+/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned), `finish` included, so that no segment
+/// is ever sealed twice under one nonce.
 pub struct EncryptingWriter<W: Write> {
-    inner: Option<W>,
+    inner: W,
     sealer: Sealer,
     poison: Poison,
 }
@@ -184,8 +185,6 @@ impl Sealer {
         if drained && let Out::Window(w, _) = mem::replace(&mut self.out, Out::None) {
             // It holds ciphertext only, and is filled again next.
             self.spare = Some(w);
-        } else if drained {
-            self.out = Out::None;
         }
     }
 
@@ -205,8 +204,7 @@ impl Sealer {
                 Ok(())
             }
             Ok((_, Err(e))) => Err(self.fail(e)),
-            Err(_) => Err(self.fail(Error::new(
-                ErrorKind::Crypto,
+            Err(_) => Err(self.fail(Error::crypto(
                 "the thread sealing a window ended without a result",
             ))),
         }
@@ -244,19 +242,13 @@ impl Sealer {
         let mut runs = mem::take(&mut self.runs);
         runs.clear();
         let full = self.full();
-        let (mut index, mut fill) = (
-            self.next + full as u64,
-            self.plain - layout.plaintext_of(self.next, full),
-        );
+        let mut index = self.next + full as u64;
+        let mut fill = self.plain - layout.plaintext_of(self.next, full);
         let (mut off, mut used) = (layout.ciphertext_of(self.next, full), 0);
         while used < data.len() && index < self.next + self.per_window as u64 {
             let room = layout.plaintext_len(index);
             let n = (room - fill).min(data.len() - used);
-            runs.push(Run {
-                to: off + fill,
-                from: used,
-                len: n,
-            });
+            runs.push(Run::new(off + fill, used, n));
             used += n;
             fill += n;
             if fill == room {
@@ -395,21 +387,11 @@ fn seal(codec: &SegmentCodec, span: &Span, w: &mut Window) -> Result<usize> {
 /// (benches/gpu-notes.md, 2026-12-03).
 const RING_WINDOWS: usize = 2;
 
-/// The error of a call on a writer whose stream is finished.
-fn finished() -> io::Error {
-    io::Error::other("the stream is finished")
-}
-
 impl<W: Write> EncryptingWriter<W> {
-    fn inner(&mut self) -> io::Result<&mut W> {
-        self.inner.as_mut().ok_or_else(finished)
-    }
-
     /// Writes every pending sealed byte.
     fn drain(&mut self) -> io::Result<()> {
         while !self.sealer.pending().is_empty() {
-            let w = self.inner.as_mut().ok_or_else(finished)?;
-            match retry(|| w.write(self.sealer.pending()))? {
+            match retry(|| self.inner.write(self.sealer.pending()))? {
                 0 => {
                     return Err(io::Error::new(
                         io::ErrorKind::WriteZero,
@@ -433,13 +415,12 @@ impl<W: Write> EncryptingWriter<W> {
         self.drain()?;
         self.sealer.seal(true)?;
         self.drain()?;
-        self.inner()?.flush()?;
-        self.inner.take().ok_or_else(finished)
+        self.inner.flush()?;
+        Ok(self.inner)
     }
 
     fn write_unpoisoned(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.sealer.check()?;
-        self.inner()?;
         let mut done = 0;
         while done < buf.len() {
             if let Err(e) = self.drain() {
@@ -447,8 +428,7 @@ impl<W: Write> EncryptingWriter<W> {
                 return if done > 0 { Ok(done) } else { Err(e) };
             }
             let rest = &buf[done..];
-            let inner = self.inner.as_mut().ok_or_else(finished)?;
-            done += match self.sealer.relay(rest, inner)? {
+            done += match self.sealer.relay(rest, &mut self.inner)? {
                 0 if self.sealer.pending().is_empty() => self.sealer.absorb(rest)?,
                 n => n,
             };
@@ -461,7 +441,7 @@ impl<W: Write> EncryptingWriter<W> {
         self.drain()?;
         self.sealer.collect()?;
         self.drain()?;
-        self.inner()?.flush()
+        self.inner.flush()
     }
 }
 
