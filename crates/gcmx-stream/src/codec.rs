@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::format::Header;
 use crate::keyset::Keyset;
 use crate::layout::{Layout, Span, TAG_LEN};
-use crate::nonce::{NONCE_LEN, nonce};
+use crate::nonce::{NONCE_LEN, Nonce};
 
 /// One stream's AES-GCM: its key's engine, its nonces and its segments' geometry.
 pub(crate) struct SegmentCodec {
@@ -82,7 +82,7 @@ impl SegmentCodec {
 
     fn nonces(&self, span: &Span) -> Result<Vec<[u8; NONCE_LEN]>> {
         span.segments()
-            .map(|s| nonce(&self.prefix, s.index, s.last))
+            .map(|s| Ok(Nonce::new(&self.prefix, s.index, s.last)?.bytes()))
             .collect()
     }
 
@@ -112,8 +112,12 @@ impl SegmentCodec {
         out: &mut [u8],
         tag: &mut [u8],
     ) -> Result<()> {
-        self.engine
-            .seal_into(&nonce(&self.prefix, index, false)?, src, out, tag)
+        self.engine.seal_into(
+            &Nonce::new(&self.prefix, index, false)?.bytes(),
+            src,
+            out,
+            tag,
+        )
     }
 
     /// Opens the span's ciphertext in `buf` in place, all or nothing: on failure no byte of `buf`

@@ -9,7 +9,7 @@ use crate::error::{Error, Result, no_memory, retry};
 use crate::format::Header;
 use crate::keyset::{Keyset, StreamingKey};
 use crate::layout::TAG_LEN;
-use crate::nonce::nonce;
+use crate::nonce::Nonce;
 use crate::wipe::wipe_this_stack;
 
 /// Reads and checks the header and picks the key whose header length matches or, when several
@@ -105,7 +105,11 @@ fn opens_first_segment(
     let gcm = Engine::new(&key.stream_key(header, aad)?, Backend::Cpu)?;
     let (ct, tag) = seg.split_at(seg.len() - TAG_LEN);
     let mut buf = Zeroizing::new(ct.to_vec());
-    gcm.open(&nonce(&header.nonce_prefix, 0, last)?, &mut buf, tag)
+    gcm.open(
+        &Nonce::new(&header.nonce_prefix, 0, last)?.bytes(),
+        &mut buf,
+        tag,
+    )
 }
 
 /// Reads until `buf` is full, the input ends or a read fails (`Interrupted` is retried): the
