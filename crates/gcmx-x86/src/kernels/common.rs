@@ -301,7 +301,7 @@ fn load_partial16(b: &[u8]) -> __m128i {
 /// in memory (the last zero-padded), written to the array `$x` (seal: the output, open: the
 /// input). A macro, not a function: inside a `#[target_feature]` function a helper is inlined
 /// only where the compiler chooses, and out of line its arrays go through memory (the tails of
-/// the 256-bit kernels were 10 % slower so).
+/// the 256-bit kernels measurably slower so: benches/results.md).
 macro_rules! xor_part {
     ($seal:expr, $ks:expr, $part:expr, $x:expr) => {{
         let part: &mut InOutBuf<'_, '_, u8> = $part;
