@@ -738,10 +738,14 @@ fn par_each<M: Msg>(
 
 /// Threads worth using to pack `bytes` bytes: one per 4 MiB, at most the hardware threads (and 16).
 fn pack_threads(bytes: usize) -> usize {
-    let hw = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(16);
-    (bytes >> 22).clamp(1, hw)
+    let want = bytes >> 22;
+    if want < 2 {
+        // The hardware's count reads the system's limits (tens of microseconds): asked only
+        // where it can matter.
+        return 1;
+    }
+    let hw = std::thread::available_parallelism().map_or(1, |n| n.get());
+    want.min(hw).min(16)
 }
 
 #[cfg(test)]

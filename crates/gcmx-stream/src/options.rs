@@ -1,7 +1,5 @@
 //! How the adapters run: the backend and the window size.
 
-use std::thread;
-
 use gcmx::Backend;
 
 use crate::engine;
@@ -79,7 +77,9 @@ impl Options {
         let mut n = (self.target_window_bytes() / seg).max(1);
         // A segment per core where they are small enough, by default two: a window ends with its
         // slowest segment, and cores that finish early then take the rest instead of waiting.
-        let threads = thread::available_parallelism().map_or(1, |p| p.get());
+        // rayon's threads open the segments (and counting them is free, where the system's
+        // count reads its limits at every call).
+        let threads = rayon::current_num_threads();
         let per_core = if self.window_bytes == 0 { 2 } else { 1 };
         let least = threads.saturating_mul(per_core);
         if n < least && least.saturating_mul(seg) <= 256 << 20 {
