@@ -109,28 +109,7 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
         }
         Poll::Ready(Ok(()))
     }
-}
 
-impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        guarded!(self.poison, self.write_unpoisoned(cx, buf))
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        guarded!(self.poison, self.flush_unpoisoned(cx))
-    }
-
-    /// Seals the last segment, writes everything and shuts the inner writer down.
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        guarded!(self.poison, self.shutdown_unpoisoned(cx))
-    }
-}
-
-impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     fn write_unpoisoned(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.sealer.check()?;
         if self.finished {
@@ -164,6 +143,25 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
         }
         ready!(self.poll_drain(cx))?;
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        guarded!(self.poison, self.write_unpoisoned(cx, buf))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.flush_unpoisoned(cx))
+    }
+
+    /// Seals the last segment, writes everything and shuts the inner writer down.
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.shutdown_unpoisoned(cx))
     }
 }
 
@@ -246,19 +244,7 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         };
         Poll::Ready(Ok(()))
     }
-}
 
-impl<R: AsyncRead + Unpin> AsyncRead for AsyncDecryptingReader<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        out: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        guarded!(self.poison, self.read_unpoisoned(cx, out))
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
     fn read_unpoisoned(
         &mut self,
         cx: &mut Context<'_>,
@@ -294,6 +280,16 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
                 core.filled(n)?;
             }
         }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for AsyncDecryptingReader<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.read_unpoisoned(cx, out))
     }
 }
 

@@ -112,12 +112,8 @@ impl SegmentCodec {
         out: &mut [u8],
         tag: &mut [u8],
     ) -> Result<()> {
-        self.engine.seal_into(
-            &Nonce::new(&self.prefix, index, false)?.bytes(),
-            src,
-            out,
-            tag,
-        )
+        let nonce = Nonce::new(&self.prefix, index, false)?.bytes();
+        self.engine.seal_into(&nonce, src, out, tag)
     }
 
     /// Opens the span's ciphertext in `buf` in place, all or nothing: on failure no byte of `buf`

@@ -52,18 +52,18 @@ enum Serial {
 /// `$e` on the key `$c` of a `Serial`, whatever its size; with `map`, boxed into the same
 /// variant.
 macro_rules! with_serial {
-    ($s:expr, $c:ident => $e:expr) => {
-        match $s {
-            Serial::Aes128($c) => $e,
-            Serial::Aes192($c) => $e,
-            Serial::Aes256($c) => $e,
-        }
-    };
     (map $s:expr, $c:ident => $e:expr) => {
         match $s {
             Serial::Aes128($c) => Serial::Aes128(Box::new($e)),
             Serial::Aes192($c) => Serial::Aes192(Box::new($e)),
             Serial::Aes256($c) => Serial::Aes256(Box::new($e)),
+        }
+    };
+    ($s:expr, $c:ident => $e:expr) => {
+        match $s {
+            Serial::Aes128($c) => $e,
+            Serial::Aes192($c) => $e,
+            Serial::Aes256($c) => $e,
         }
     };
 }
@@ -76,16 +76,6 @@ impl Serial {
             32 => Serial::Aes256(Box::new(gcmx::Aes256Gcm::new_from_slice(key).ok()?)),
             _ => return None,
         })
-    }
-
-    /// The same key, its opens into another buffer writing past the caches.
-    fn uncached(&self) -> Serial {
-        with_serial!(map self, c => (**c).clone().with_uncached_output())
-    }
-
-    /// The same key, each message split over rayon's threads.
-    fn nested(&self) -> Serial {
-        with_serial!(map self, c => (**c).clone().with_multicore())
     }
 
     /// Seals `src` into `out` (no associated data); the tag into `tag`.
@@ -180,8 +170,10 @@ impl Engine {
         let cpu = matches!(gcm.engine_name(), "cpu" | "cpu-parallel" | "auto-cpu");
         let threads = rayon::current_num_threads();
         let apart = Serial::new(key).filter(|_| cpu).map(|serial| {
-            let uncached = (threads >= UNCACHED_MIN_THREADS).then(|| serial.uncached());
-            let nested = (threads >= NESTED_MIN_THREADS).then(|| serial.nested());
+            let uncached = (threads >= UNCACHED_MIN_THREADS)
+                .then(|| with_serial!(map &serial, c => (**c).clone().with_uncached_output()));
+            let nested = (threads >= NESTED_MIN_THREADS)
+                .then(|| with_serial!(map &serial, c => (**c).clone().with_multicore()));
             Apart {
                 serial,
                 uncached,

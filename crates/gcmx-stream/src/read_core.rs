@@ -217,13 +217,11 @@ impl ReadCore {
             k = k.min(held);
             if k == 0 && held >= self.per_window {
                 // A small read: the window is opened from the buffer.
-                return match layout.full(self.next, self.per_window, false, false) {
-                    Ok(span) => Plan::Window(span),
-                    Err(_) => Plan::Fill,
-                };
+                let span = layout.full(self.next, self.per_window, false);
+                return span.map_or(Plan::Fill, Plan::Window);
             }
         }
-        match layout.full(self.next, k, false, false) {
+        match layout.full(self.next, k, false) {
             Ok(span) if k > 0 => Plan::Direct(span),
             _ => Plan::Fill,
         }
@@ -234,7 +232,7 @@ impl ReadCore {
     fn windows_within(&self, bytes: usize, len: usize) -> Vec<Span> {
         let layout = self.layout();
         let (mut spans, mut used, mut filled, mut first) = (Vec::new(), 0, 0, self.next);
-        while let Ok(span) = layout.full(first, self.per_window, false, false) {
+        while let Ok(span) = layout.full(first, self.per_window, false) {
             used += span.ciphertext_len();
             filled += span.plaintext_len();
             if used > bytes || filled > len {
@@ -267,7 +265,7 @@ impl ReadCore {
         let layout = *self.layout();
         let span = match self.end {
             // A full window and a byte: the input's end may cut it shorter.
-            End::LookAhead => layout.full(self.next, self.per_window, false, false),
+            End::LookAhead => layout.full(self.next, self.per_window, false),
             // The segments that the read covers, a window at most.
             End::Known { segments, last_len } => {
                 let upto = layout.plaintext_start(self.next) + (self.skip + want.max(1)) as u64;
@@ -276,22 +274,17 @@ impl ReadCore {
                     .clamp(self.next + 1, segments);
                 let count = (end - self.next) as usize;
                 if end < segments {
-                    layout.full(self.next, count, false, false)
+                    layout.full(self.next, count, false)
                 } else {
                     let bytes = layout.ciphertext_of(self.next, count - 1) + last_len;
                     layout.cut(self.next, bytes, true)
                 }
             }
         };
-        match span {
-            Ok(span) => {
-                let look_ahead = matches!(self.end, End::LookAhead);
-                self.target = span.ciphertext_len() + usize::from(look_ahead);
-                self.planned = Some(span);
-                Ok(())
-            }
-            Err(e) => Err(self.fail(e)),
-        }
+        let span = span.map_err(|e| self.fail(e))?;
+        self.target = span.ciphertext_len() + usize::from(matches!(self.end, End::LookAhead));
+        self.planned = Some(span);
+        Ok(())
     }
 
     /// `n` bytes were read into [`ReadCore::fill_buf`]'s buffer; 0 is the end of the input.
@@ -312,19 +305,16 @@ impl ReadCore {
                 "ciphertext is shorter than when it was opened",
             )),
         };
-        let r = span.and_then(|span| {
-            let len = span.ciphertext_len();
-            self.codec
-                .open(&span, self.window.get_mut(0..len))
-                .map(|()| span)
-        });
-        match r {
-            Ok(span) => {
-                self.opened(span, self.skip);
-                Ok(())
-            }
-            Err(e) => Err(self.failed(e)),
-        }
+        let span = span
+            .and_then(|span| {
+                let len = span.ciphertext_len();
+                self.codec
+                    .open(&span, self.window.get_mut(0..len))
+                    .map(|()| span)
+            })
+            .map_err(|e| self.failed(e))?;
+        self.opened(span, self.skip);
+        Ok(())
     }
 
     /// Opens the window `span` (none of it the stream's last) from `src`, a source's buffer
@@ -334,12 +324,9 @@ impl ReadCore {
         let (pre, len) = (self.got, span.ciphertext_len());
         self.reserve(len)?;
         let out = self.window.get_mut(0..len);
-        if let Err(e) = self
-            .codec
+        self.codec
             .open_into(&span, src, pre, out, OpenTo::Window, false)
-        {
-            return Err(self.fail(e));
-        }
+            .map_err(|e| self.fail(e))?;
         self.carry = None;
         self.opened(span, 0);
         Ok(len - pre)
@@ -359,12 +346,9 @@ impl ReadCore {
             out[0] = self.head()[0];
         }
         let uncached = out.len() >= UNCACHED_READ;
-        if let Err(e) = self
-            .codec
+        self.codec
             .open_into(&span, src, pre, out, OpenTo::Bodies, uncached)
-        {
-            return Err(self.fail(e));
-        }
+            .map_err(|e| self.fail(e))?;
         self.passed(span, None);
         Ok((total, span.ciphertext_len() - pre))
     }

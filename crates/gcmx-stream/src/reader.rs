@@ -141,12 +141,12 @@ impl<R: Read> Read for Source<R> {
     /// Reads ciphertext into `buf` (from a buffered source's buffer, copied on rayon's pool
     /// when large); `Interrupted` is retried.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = retry(|| match &self.buffered {
-            Some(b) => (b.fill)(&mut self.inner).map(|src| {
+        let n = retry(|| match self.buf()? {
+            Some(src) => {
                 let n = src.len().min(buf.len());
                 copy(&mut buf[..n], &src[..n]);
-                n
-            }),
+                Ok(n)
+            }
             None => self.inner.read(buf),
         })?;
         self.consume(n);

@@ -206,14 +206,14 @@ mod tests {
         let layout = *codec.layout();
         let top = u64::from(u32::MAX);
         for (first, count) in [(0, 1), (0, 37), (5, 64), (top - 9, 10)] {
-            let span = layout.full(first, count, false, true).unwrap();
+            let span = layout.full(first, count, true).unwrap();
             let data: Vec<u8> = (0..span.plaintext_len())
                 .map(|i| (i * 7 + 1) as u8)
                 .collect();
             let mut want = Vec::new();
             let mut at = 0;
             for s in span.segments() {
-                let one = layout.full(s.index, 1, false, true).unwrap();
+                let one = layout.full(s.index, 1, true).unwrap();
                 let mut seg = data[at..at + s.body()].to_vec();
                 seg.resize(s.len, 0);
                 codec.seal(&one, &mut seg).unwrap();
@@ -250,13 +250,13 @@ mod tests {
     #[test]
     fn data_that_is_not_whole_segments_is_refused() {
         let codec = codec();
-        let span = codec.layout().full(0, 2, false, true).unwrap();
+        let span = codec.layout().full(0, 2, true).unwrap();
         let mut ring = Window::new(false);
         for len in [span.plaintext_len() - 1, span.plaintext_len() + 1] {
             let mut out = Vec::new();
             assert!(relay(&codec, &span, &vec![0u8; len], &mut ring, 1, 2, &mut out).is_err());
         }
-        let past = codec.layout().full(u64::from(u32::MAX), 2, false, true);
+        let past = codec.layout().full(u64::from(u32::MAX), 2, true);
         assert!(past.is_err(), "indexes past 2^32");
     }
 }

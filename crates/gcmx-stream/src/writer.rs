@@ -341,32 +341,19 @@ impl Sealer {
             self.seal(false)?;
             return Ok(0);
         }
-        let span = layout
-            .full(first, count, false, true)
-            .map_err(|e| self.fail(e))?;
+        let span = layout.full(first, count, true).map_err(|e| self.fail(e))?;
         // Groups of about [`relay::GROUP_BYTES`], a task per thread at least.
         let threads = rayon::current_num_threads();
         let group = (relay::GROUP_BYTES / layout.segment_size()).clamp(1, count.div_ceil(threads));
         let slots = (RING_WINDOWS * self.per_window).div_ceil(group);
-        let taken = span.plaintext_len();
-        match relay::relay(
-            &self.codec,
-            &span,
-            &data[..taken],
-            &mut self.ring,
-            group,
-            slots,
-            out,
-        ) {
-            Ok(done) => {
-                self.next += done.segments as u64;
-                if !done.pending.is_empty() {
-                    self.out = Out::Bytes(done.pending, 0);
-                }
-                Ok(done.taken)
-            }
-            Err(e) => Err(self.fail(e)),
+        let data = &data[..span.plaintext_len()];
+        let done = relay::relay(&self.codec, &span, data, &mut self.ring, group, slots, out)
+            .map_err(|e| self.fail(e))?;
+        self.next += done.segments as u64;
+        if !done.pending.is_empty() {
+            self.out = Out::Bytes(done.pending, 0);
         }
+        Ok(done.taken)
     }
 }
 
@@ -409,10 +396,7 @@ impl<W: Write> EncryptingWriter<W> {
     pub fn finish(mut self) -> io::Result<W> {
         // A call that unwinds drops the writer: no need to leave the mark.
         self.poison.enter()?;
-        self.sealer.check()?;
-        self.drain()?;
-        self.sealer.collect()?;
-        self.drain()?;
+        self.drain_all()?;
         self.sealer.seal(true)?;
         self.drain()?;
         self.inner.flush()?;
@@ -436,12 +420,12 @@ impl<W: Write> EncryptingWriter<W> {
         Ok(done)
     }
 
-    fn flush_unpoisoned(&mut self) -> io::Result<()> {
+    /// Writes every sealed window, the one in flight too.
+    fn drain_all(&mut self) -> io::Result<()> {
         self.sealer.check()?;
         self.drain()?;
         self.sealer.collect()?;
-        self.drain()?;
-        self.inner.flush()
+        self.drain()
     }
 }
 
@@ -451,7 +435,10 @@ impl<W: Write> Write for EncryptingWriter<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        guarded!(self.poison, self.flush_unpoisoned())
+        guarded!(
+            self.poison,
+            self.drain_all().and_then(|()| self.inner.flush())
+        )
     }
 }
 
