@@ -65,7 +65,6 @@ impl SegmentCodec {
         })
     }
 
-    /// The stream's segments.
     pub(crate) fn layout(&self) -> &Layout {
         &self.layout
     }
@@ -75,7 +74,6 @@ impl SegmentCodec {
         self.engine.apart()
     }
 
-    /// Whether the engine is the GPU's.
     pub(crate) fn on_gpu(&self) -> bool {
         self.engine.on_gpu()
     }

@@ -242,7 +242,6 @@ impl Seg {
 }
 
 impl Span {
-    /// The index of the first segment.
     pub(crate) fn first(&self) -> u64 {
         self.first
     }
@@ -252,17 +251,14 @@ impl Span {
         self.first + self.count as u64
     }
 
-    /// Number of segments.
     pub(crate) fn count(&self) -> usize {
         self.count
     }
 
-    /// Whether the span's last segment is the stream's last.
     pub(crate) fn ends_stream(&self) -> bool {
         self.ends_stream
     }
 
-    /// The segments in order.
     pub(crate) fn segments(&self) -> impl Iterator<Item = Seg> + use<> {
         let span = *self;
         (0..span.count).map(move |j| span.seg(j))
@@ -284,7 +280,6 @@ impl Span {
         }
     }
 
-    /// Ciphertext bytes of the whole span.
     pub(crate) fn ciphertext_len(&self) -> usize {
         match self.count {
             0 => 0,
@@ -292,7 +287,6 @@ impl Span {
         }
     }
 
-    /// Plaintext bytes of the whole span.
     pub(crate) fn plaintext_len(&self) -> usize {
         self.ciphertext_len() - self.count * TAG_LEN
     }

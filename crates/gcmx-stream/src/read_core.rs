@@ -11,7 +11,7 @@ use std::io;
 use crate::codec::{OpenTo, SegmentCodec};
 use crate::copy::{Run, copy_runs};
 use crate::error::Error;
-use crate::layout::{Layout, Span};
+use crate::layout::Span;
 use crate::window::Window;
 use crate::wipe::wipe_stacks;
 
@@ -81,9 +81,6 @@ pub(crate) struct ReadCore {
     end: End,
     /// Whether the stream's last segment has authenticated.
     last_seen: bool,
-    /// Whether the stream has moved past its first window (a GPU stream's are page-locked
-    /// from then on).
-    outgrown: bool,
     state: State,
 }
 
@@ -103,17 +100,12 @@ impl ReadCore {
             skip: 0,
             end,
             last_seen: false,
-            outgrown: false,
             state: State::Filling,
         }
     }
 
     pub(crate) fn codec(&self) -> &SegmentCodec {
         &self.codec
-    }
-
-    fn layout(&self) -> &Layout {
-        self.codec.layout()
     }
 
     /// Segments fetched so far.
@@ -146,7 +138,7 @@ impl ReadCore {
 
     /// A window's capacity: its segments and a byte of look-ahead.
     fn cap(&self) -> usize {
-        self.per_window * self.layout().segment_size() + 1
+        self.per_window * self.codec.layout().segment_size() + 1
     }
 
     /// A failure of the segments being fetched: final for a stream read once; a seekable one
@@ -191,7 +183,7 @@ impl ReadCore {
         if !self.at_window_start() || !matches!(self.end, End::LookAhead) {
             return Plan::Fill;
         }
-        let layout = *self.layout();
+        let layout = *self.codec.layout();
         // Ciphertext at hand (the window's byte and the source's buffer), less a byte, so that
         // no segment counted is the stream's last.
         let at_hand = source.map(|src| (self.got + src).saturating_sub(1));
@@ -199,11 +191,10 @@ impl ReadCore {
             // The GPU opens page-locked windows in place (the caller's buffer would go through
             // staging): a large read goes through two of them in turn.
             let spans = at_hand.map_or_else(Vec::new, |bytes| self.windows_within(bytes, len));
-            return if spans.len() >= 2 {
-                Plan::Piped(spans)
-            } else {
-                Plan::Fill
-            };
+            if spans.len() >= 2 {
+                return Plan::Piped(spans);
+            }
+            return Plan::Fill;
         }
         if !self.codec.apart() {
             return Plan::Fill;
@@ -230,7 +221,7 @@ impl ReadCore {
     /// The full windows from the next segment whose ciphertext fits in `bytes` and plaintext
     /// in `len`.
     fn windows_within(&self, bytes: usize, len: usize) -> Vec<Span> {
-        let layout = self.layout();
+        let layout = self.codec.layout();
         let (mut spans, mut used, mut filled, mut first) = (Vec::new(), 0, 0, self.next);
         while let Ok(span) = layout.full(first, self.per_window, false) {
             used += span.ciphertext_len();
@@ -262,7 +253,7 @@ impl ReadCore {
 
     /// Plans the segments of the window about to be filled, and its length.
     fn plan_window(&mut self, want: usize) -> io::Result<()> {
-        let layout = *self.layout();
+        let layout = *self.codec.layout();
         let span = match self.end {
             // A full window and a byte: the input's end may cut it shorter.
             End::LookAhead => layout.full(self.next, self.per_window, false),
@@ -298,21 +289,17 @@ impl ReadCore {
             (End::LookAhead, _) => {
                 let body = if eof { self.got } else { self.got - 1 };
                 self.carry = (!eof).then(|| self.window.get(body..body + 1)[0]);
-                self.layout().cut(self.next, body, eof)
+                self.codec.layout().cut(self.next, body, eof)
             }
             (End::Known { .. }, Some(span)) if !eof => Ok(span),
             (End::Known { .. }, _) => Err(Error::format(
                 "ciphertext is shorter than when it was opened",
             )),
         };
-        let span = span
-            .and_then(|span| {
-                let len = span.ciphertext_len();
-                self.codec
-                    .open(&span, self.window.get_mut(0..len))
-                    .map(|()| span)
-            })
-            .map_err(|e| self.failed(e))?;
+        let span = span.map_err(|e| self.failed(e))?;
+        let len = span.ciphertext_len();
+        let r = self.codec.open(&span, self.window.get_mut(0..len));
+        r.map_err(|e| self.failed(e))?;
         self.opened(span, self.skip);
         Ok(())
     }
@@ -356,7 +343,6 @@ impl ReadCore {
     /// Moves past `span`, whose plaintext went to the caller; `carry`: the next byte, if read.
     pub(crate) fn passed(&mut self, span: Span, carry: Option<u8>) {
         self.next = span.end();
-        self.outgrown = true;
         self.start_window(carry);
     }
 
@@ -384,11 +370,10 @@ impl ReadCore {
         self.skip_empty();
     }
 
-    /// Starts filling the next window, with `carry` as its first byte.
+    /// Starts filling the next window, with `carry` as its first byte: the stream has outgrown
+    /// its first (a GPU stream's windows are page-locked from then on).
     fn start_window(&mut self, carry: Option<u8>) {
-        if self.outgrown {
-            self.window.pin_from_now();
-        }
+        self.window.pin_from_now();
         (self.got, self.carry, self.planned) = (0, None, None);
         self.state = State::Filling;
         // A failure to reserve fails the stream, which the next call reports.
@@ -413,7 +398,6 @@ impl ReadCore {
             } else if span.ends_stream() {
                 self.state = State::Done;
             } else {
-                self.outgrown = true;
                 let carry = self.carry.take();
                 self.start_window(carry);
             }
@@ -468,7 +452,7 @@ impl ReadCore {
 
     /// Seeking (a stream whose end is known): the next plaintext byte to hand out is at `pos`.
     pub(crate) fn seek(&mut self, pos: u64) {
-        let layout = *self.layout();
+        let layout = *self.codec.layout();
         let segments = match self.end {
             End::Known { segments, .. } => segments,
             End::LookAhead => u64::MAX,
@@ -492,7 +476,7 @@ impl ReadCore {
 
     /// Where in the stream the next ciphertext byte is to be read from.
     pub(crate) fn fetch_at(&self) -> u64 {
-        self.layout().ciphertext_start(self.next) + self.got as u64
+        self.codec.layout().ciphertext_start(self.next) + self.got as u64
     }
 
     /// Marks the window page-locked for the GPU: a test drives the GPU's read paths on the CPU.

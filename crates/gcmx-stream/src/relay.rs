@@ -114,21 +114,14 @@ pub(crate) fn relay<W: Write + ?Sized>(
                 if let Some(b) = ready[written % slots].take() {
                     break b;
                 }
-                match rx.recv() {
-                    Ok((g, b, r)) => {
-                        if let Err(e) = r {
-                            failure.get_or_insert(e);
-                        }
-                        ready[g % slots] = Some(b);
-                    }
-                    // Cannot happen while `tx` lives; stop rather than wait forever.
-                    Err(_) => {
-                        failure.get_or_insert(Error::crypto(
-                            "a task sealing segments ended without a result",
-                        ));
-                        return;
-                    }
-                }
+                // An error cannot happen while `tx` lives; stop rather than wait forever.
+                let Ok((g, b, r)) = rx.recv() else {
+                    let e = Error::crypto("a task sealing segments ended without a result");
+                    failure.get_or_insert(e);
+                    return;
+                };
+                failure = failure.take().or(r.err());
+                ready[g % slots] = Some(b);
             };
             if failure.is_some() {
                 // Nothing more is written; the tasks in flight end with the scope.

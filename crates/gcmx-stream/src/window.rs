@@ -126,7 +126,6 @@ impl Window {
         w
     }
 
-    /// The buffer's length.
     pub(crate) fn len(&self) -> usize {
         self.bytes.as_slice().len()
     }
@@ -142,7 +141,6 @@ impl Window {
         self.pin = Pinning::Yes;
     }
 
-    /// The bytes in `range`.
     pub(crate) fn get(&self, range: Range<usize>) -> &[u8] {
         &self.bytes.as_slice()[range]
     }

@@ -143,7 +143,6 @@ impl Sealer {
         self
     }
 
-    /// Segments sealed so far.
     pub(crate) fn segments_sealed(&self) -> u64 {
         self.next
     }
