@@ -259,13 +259,10 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         loop {
             core.check()?;
             let p = core.plaintext();
-            if !p.is_empty() || out.remaining() == 0 {
+            if !p.is_empty() || out.remaining() == 0 || core.is_done() {
                 let n = p.len().min(out.remaining());
                 out.put_slice(&p[..n]);
                 core.consume(n);
-                return Poll::Ready(Ok(()));
-            }
-            if core.is_done() {
                 return Poll::Ready(Ok(()));
             }
             if let Some(buf) = core.fill_buf(0)? {

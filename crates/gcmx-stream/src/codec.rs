@@ -32,8 +32,7 @@ impl SegmentCodec {
     /// A codec for a new stream under the keyset's primary key, and the stream's header.
     pub(crate) fn for_writing(keyset: &Keyset, aad: &[u8]) -> Result<(SegmentCodec, Vec<u8>)> {
         let key = keyset.primary();
-        let layout = key.layout();
-        let header = Header::random(&layout)?;
+        let header = Header::random(&key.layout())?;
         let codec = SegmentCodec::new(keyset, key, &header, aad)?;
         Ok((codec, header.to_bytes()))
     }
@@ -51,7 +50,7 @@ impl SegmentCodec {
     }
 
     /// The codec of the stream with `header` under `key`, on the keyset's backend.
-    pub(crate) fn new(
+    fn new(
         keyset: &Keyset,
         key: &crate::StreamingKey,
         header: &Header,

@@ -496,11 +496,9 @@ impl ReadCore {
         matches!(self.state, State::Done)
     }
 
-    /// Reads the windows `spans` (their ciphertext but the [`ReadCore::head`] bytes, and a byte
-    /// more, in `src`) through two page-locked windows in turn ([`crate::piped`]): the
-    /// authenticated plaintext bytes written to `out`, and the bytes of `src` used. When a
-    /// window fails, the plaintext before it is returned and the stream fails (the next read
-    /// reports it).
+    /// [`crate::piped::read_piped`] of the windows `spans` (their ciphertext but the
+    /// [`ReadCore::head`] bytes, and a byte more, in `src`), and the bytes of `src` used. A
+    /// failing window fails the stream (the next read reports it).
     pub(crate) fn read_piped(
         &mut self,
         spans: &[Span],

@@ -101,7 +101,7 @@ pub(crate) struct Sealer {
 enum Out {
     None,
     Window(Window, Range<usize>),
-    Bytes(Vec<u8>, usize),
+    Bytes(Range<usize>, Vec<u8>),
 }
 
 impl Drop for Sealer {
@@ -139,7 +139,7 @@ impl Sealer {
     #[cfg(feature = "tokio")]
     pub(crate) fn in_the_call(mut self, header: Vec<u8>) -> Sealer {
         self.background = false;
-        self.out = Out::Bytes(header, 0);
+        self.out = Out::Bytes(0..header.len(), header);
         self
     }
 
@@ -164,7 +164,7 @@ impl Sealer {
         match &self.out {
             Out::None => &[],
             Out::Window(w, range) => w.get(range.clone()),
-            Out::Bytes(b, at) => &b[*at..],
+            Out::Bytes(range, b) => &b[range.clone()],
         }
     }
 
@@ -172,13 +172,9 @@ impl Sealer {
     pub(crate) fn advance(&mut self, n: usize) {
         let drained = match &mut self.out {
             Out::None => false,
-            Out::Window(_, range) => {
+            Out::Window(_, range) | Out::Bytes(range, _) => {
                 range.start = (range.start + n).min(range.end);
                 range.start == range.end
-            }
-            Out::Bytes(b, at) => {
-                *at = (*at + n).min(b.len());
-                *at == b.len()
             }
         };
         if drained && let Out::Window(w, _) = mem::replace(&mut self.out, Out::None) {
@@ -197,16 +193,11 @@ impl Sealer {
         let Some(rx) = self.in_flight.take() else {
             return Ok(());
         };
-        match rx.recv() {
-            Ok((w, Ok(end))) => {
-                self.out = Out::Window(w, 0..end);
-                Ok(())
-            }
-            Ok((_, Err(e))) => Err(self.fail(e)),
-            Err(_) => Err(self.fail(Error::crypto(
-                "the thread sealing a window ended without a result",
-            ))),
-        }
+        let lost = || Error::crypto("the thread sealing a window ended without a result");
+        let (w, r) = rx.recv().map_err(|_| self.fail(lost()))?;
+        let end = r.map_err(|e| self.fail(e))?;
+        self.out = Out::Window(w, 0..end);
+        Ok(())
     }
 
     /// Full segments in the window.
@@ -350,7 +341,7 @@ impl Sealer {
             .map_err(|e| self.fail(e))?;
         self.next += done.segments as u64;
         if !done.pending.is_empty() {
-            self.out = Out::Bytes(done.pending, 0);
+            self.out = Out::Bytes(0..done.pending.len(), done.pending);
         }
         Ok(done.taken)
     }
