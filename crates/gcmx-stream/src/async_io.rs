@@ -55,9 +55,8 @@ impl Keyset {
         })
     }
 
-    /// The async form of [`Keyset::decrypting_reader`] (only authenticated plaintext; a wrong
-    /// key or AAD, tampering, truncation, reordering or an extension fail with
-    /// [`io::ErrorKind::InvalidData`]). The header is read at the first poll.
+    /// The async form of [`Keyset::decrypting_reader`], failing as it does; the header is read
+    /// at the first poll.
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn decrypting_async_reader<R: AsyncRead + Unpin>(
         &self,
@@ -192,10 +191,9 @@ enum ReadState {
     Failed(Error),
 }
 
-/// Decrypts a Tink AES-GCM-HKDF stream from an inner `AsyncRead`, handing out only
-/// authenticated plaintext. Made by [`Keyset::decrypting_async_reader`]. Its window is wiped on
-/// drop. A reader whose poll panicked is poisoned: every later poll fails with
-/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
+/// Decrypts a Tink AES-GCM-HKDF stream from an inner `AsyncRead`, as
+/// [`DecryptingReader`](crate::DecryptingReader) does (poisoned by a poll that panicked). Made
+/// by [`Keyset::decrypting_async_reader`].
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncDecryptingReader<R> {
     inner: R,
@@ -210,10 +208,9 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             return Poll::Ready(Ok(()));
         };
         loop {
-            let need = match bytes.first() {
-                None => 1,
-                Some(&hl) => trial_len(keyset, usize::from(hl)),
-            };
+            let need = bytes
+                .first()
+                .map_or(1, |&hl| trial_len(keyset, usize::from(hl)));
             if bytes.len() >= need {
                 break;
             }

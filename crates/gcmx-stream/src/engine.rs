@@ -93,28 +93,21 @@ impl Serial {
         Some(())
     }
 
-    /// Opens `src` into `out` of the same length, in one pass; `false` when the tag does not
-    /// match (`out` is then zeroed).
-    fn open(
-        &self,
-        nonce: &[u8; NONCE_LEN],
-        src: &[u8],
-        out: &mut [u8],
-        tag: &[u8],
-    ) -> Option<bool> {
-        let nonce = gcmx::Nonce::<U12>::from(*nonce);
-        let tag = gcmx::Tag::try_from(tag).ok()?;
-        Some(with_serial!(self, c => c.decrypt_into_detached(&nonce, &[], src, out, &tag).is_ok()))
-    }
-
-    /// Opens `buf` in place; `false` when the tag does not match (`buf` then holds its
-    /// ciphertext again).
-    fn open_in_place(&self, nonce: &[u8; NONCE_LEN], buf: &mut [u8], tag: &[u8]) -> Option<bool> {
-        let nonce = gcmx::Nonce::<U12>::from(*nonce);
-        let tag = gcmx::Tag::try_from(tag).ok()?;
-        Some(
-            with_serial!(self, c => c.decrypt_inout_detached(&nonce, &[], buf.into(), &tag).is_ok()),
-        )
+    /// Opens the job `j` in one pass; `false` when the tag does not match. A whole body goes
+    /// from the source into `out` (zeroed on a wrong tag); a body whose start is in `out`
+    /// already is completed there and opened in place (its ciphertext again on a wrong tag).
+    fn open(&self, j: &mut OpenInto<'_>) -> Option<bool> {
+        let nonce = gcmx::Nonce::<U12>::from(j.nonce);
+        let tag = gcmx::Tag::try_from(j.tag).ok()?;
+        let at = j.out.len().checked_sub(j.src.len())?;
+        let r = if at == 0 {
+            with_serial!(self, c => c.decrypt_into_detached(&nonce, &[], j.src, j.out, &tag))
+        } else {
+            j.out[at..].copy_from_slice(j.src);
+            let buf = InOutBuf::from(&mut *j.out);
+            with_serial!(self, c => c.decrypt_inout_detached(&nonce, &[], buf, &tag))
+        };
+        Some(r.is_ok())
     }
 }
 
@@ -246,20 +239,7 @@ impl Engine {
         let opened: Vec<bool> = jobs
             .par_iter_mut()
             .with_max_len(1)
-            .map(|j| {
-                let at = j.out.len().checked_sub(j.src.len()).ok_or_else(invalid)?;
-                if at == 0 {
-                    // The whole segment is in the source.
-                    return serial
-                        .open(&j.nonce, j.src, j.out, j.tag)
-                        .ok_or_else(invalid);
-                }
-                // Its start is in `out` already: completed there, and opened in place.
-                j.out[at..].copy_from_slice(j.src);
-                serial
-                    .open_in_place(&j.nonce, j.out, j.tag)
-                    .ok_or_else(invalid)
-            })
+            .map(|j| serial.open(j).ok_or_else(invalid))
             .collect::<Result<_>>()?;
         Ok(opened.iter().position(|&ok| !ok))
     }

@@ -180,7 +180,7 @@ impl ReadCore {
             State::Serving { .. } => return Plan::Serve,
             State::Filling => {}
         }
-        if !self.at_window_start() || !matches!(self.end, End::LookAhead) {
+        if !self.wants_source() {
             return Plan::Fill;
         }
         let layout = *self.codec.layout();
@@ -194,9 +194,6 @@ impl ReadCore {
             if spans.len() >= 2 {
                 return Plan::Piped(spans);
             }
-            return Plan::Fill;
-        }
-        if !self.codec.apart() {
             return Plan::Fill;
         }
         // The whole segments a read of `len` bytes takes (from a buffered source, at most
@@ -329,9 +326,7 @@ impl ReadCore {
     ) -> io::Result<(usize, usize)> {
         let (pre, total) = (self.got, span.plaintext_len());
         let out = &mut out[..total];
-        if pre == 1 {
-            out[0] = self.head()[0];
-        }
+        out[..pre].copy_from_slice(self.head());
         let uncached = out.len() >= UNCACHED_READ;
         self.codec
             .open_into(&span, src, pre, out, OpenTo::Bodies, uncached)

@@ -368,15 +368,12 @@ impl<W: Write> EncryptingWriter<W> {
     /// Writes every pending sealed byte.
     fn drain(&mut self) -> io::Result<()> {
         while !self.sealer.pending().is_empty() {
-            match retry(|| self.inner.write(self.sealer.pending()))? {
-                0 => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "the inner writer accepts no more bytes",
-                    ));
-                }
-                n => self.sealer.advance(n),
+            let n = retry(|| self.inner.write(self.sealer.pending()))?;
+            if n == 0 {
+                let msg = "the inner writer accepts no more bytes";
+                return Err(io::Error::new(io::ErrorKind::WriteZero, msg));
             }
+            self.sealer.advance(n);
         }
         Ok(())
     }
