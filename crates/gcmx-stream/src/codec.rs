@@ -68,7 +68,6 @@ impl SegmentCodec {
         &self.layout
     }
 
-    /// Whether segments are sealed and opened from one buffer into another (the CPU's engine).
     pub(crate) fn apart(&self) -> bool {
         self.engine.apart()
     }
@@ -149,15 +148,11 @@ impl SegmentCodec {
         // a reallocation would free plaintext unwiped.
         let most = bodies.iter().map(|b| b.len()).max().unwrap_or(0);
         let mut scratch = Zeroizing::new(Vec::with_capacity(most));
-        for ((body, tag), (nonce, s)) in bodies
-            .iter()
-            .zip(tags)
-            .zip(nonces.iter().zip(span.segments()))
-        {
+        for (j, ((body, tag), nonce)) in bodies.iter().zip(tags).zip(&nonces).enumerate() {
             scratch.clear();
             scratch.extend_from_slice(body);
             if !self.engine.open(nonce, &mut scratch, tag.as_ref())? {
-                return Err(Error::authentication(s.index, 1));
+                return Err(Error::authentication(span.first() + j as u64, 1));
             }
         }
         Err(Error::authentication(span.first(), span.count() as u64))

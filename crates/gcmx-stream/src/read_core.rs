@@ -480,7 +480,6 @@ impl ReadCore {
         self.window.pretend_gpu();
     }
 
-    /// Whether a seekable stream's last segment has authenticated.
     pub(crate) fn last_seen(&self) -> bool {
         self.last_seen
     }

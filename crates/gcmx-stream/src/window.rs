@@ -23,7 +23,6 @@ const fn whole_len(len: usize) -> usize {
     (len + 1).next_multiple_of(WINDOW_GRAIN)
 }
 
-/// A window's buffer.
 pub(crate) struct Window {
     bytes: Bytes,
     /// How much of the buffer was ever written.

@@ -159,7 +159,6 @@ impl Sealer {
         e.into()
     }
 
-    /// The sealed bytes still to write.
     pub(crate) fn pending(&self) -> &[u8] {
         match &self.out {
             Out::None => &[],
@@ -183,7 +182,6 @@ impl Sealer {
         }
     }
 
-    /// Whether a window is being sealed in the background.
     pub(crate) fn sealing(&self) -> bool {
         self.in_flight.is_some()
     }
