@@ -99,17 +99,11 @@ impl SegmentCodec {
         self.engine.seal_batch(&mut jobs)
     }
 
-    /// Seals segment `index` (not the stream's last) from `src` into `out` and `tag` on the
-    /// calling thread, in one pass. Only where [`SegmentCodec::apart`].
-    pub(crate) fn seal_into(
-        &self,
-        index: u64,
-        src: &[u8],
-        out: &mut [u8],
-        tag: &mut [u8],
-    ) -> Result<()> {
+    /// Seals segment `index` (not the stream's last) from `src` into `seg` (its body, then its
+    /// tag) on the calling thread, in one pass. Only where [`SegmentCodec::apart`].
+    pub(crate) fn seal_into(&self, index: u64, src: &[u8], seg: &mut [u8]) -> Result<()> {
         let nonce = Nonce::new(&self.prefix, index, false)?.bytes();
-        self.engine.seal_into(&nonce, src, out, tag)
+        self.engine.seal_into(&nonce, src, seg)
     }
 
     /// Opens the span's ciphertext in `buf` in place, all or nothing: on failure no byte of `buf`

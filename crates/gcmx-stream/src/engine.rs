@@ -78,15 +78,10 @@ impl Serial {
         })
     }
 
-    /// Seals `src` into `out` (no associated data); the tag into `tag`.
-    fn seal(
-        &self,
-        nonce: &[u8; NONCE_LEN],
-        src: &[u8],
-        out: &mut [u8],
-        tag: &mut [u8],
-    ) -> Option<()> {
+    /// Seals `src` into the start of `seg` (no associated data), its tag after it.
+    fn seal(&self, nonce: &[u8; NONCE_LEN], src: &[u8], seg: &mut [u8]) -> Option<()> {
         let nonce = gcmx::Nonce::<U12>::from(*nonce);
+        let (out, tag) = seg.split_at_mut_checked(src.len())?;
         let io = InOutBuf::new(src, out).ok()?;
         let t = with_serial!(self, c => c.encrypt_inout_detached(&nonce, &[], io).ok()?);
         tag.get_mut(..t.len())?.copy_from_slice(&t);
@@ -204,17 +199,16 @@ impl Engine {
         authenticated(self.gcm.decrypt_detached(nonce, &[], buf, tag))
     }
 
-    /// Seals one segment from `src` into `out` on the calling thread, in one pass. Only where
-    /// [`Engine::apart`].
+    /// Seals one segment from `src` into `seg` (its body, then its tag) on the calling thread,
+    /// in one pass. Only where [`Engine::apart`].
     pub(crate) fn seal_into(
         &self,
         nonce: &[u8; NONCE_LEN],
         src: &[u8],
-        out: &mut [u8],
-        tag: &mut [u8],
+        seg: &mut [u8],
     ) -> Result<()> {
         let apart = self.apart.as_ref().ok_or_else(invalid)?;
-        apart.serial.seal(nonce, src, out, tag).ok_or_else(invalid)
+        apart.serial.seal(nonce, src, seg).ok_or_else(invalid)
     }
 
     /// Opens every job on rayon's pool, each from its source into its buffer in one pass: the

@@ -96,8 +96,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
                             let src = &data[s.at - i * TAG_LEN..][..s.body()];
                             let (seg, tail) = rest.split_at_mut(s.len);
                             rest = tail;
-                            let (ct, tag) = seg.split_at_mut(s.body());
-                            codec.seal_into(s.index, src, ct, tag)?;
+                            codec.seal_into(s.index, src, seg)?;
                         }
                         Ok(())
                     }))
