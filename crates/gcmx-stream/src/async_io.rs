@@ -55,9 +55,8 @@ impl Keyset {
         })
     }
 
-    /// The async form of [`Keyset::decrypting_reader`] (only authenticated plaintext; a wrong
-    /// key or AAD, tampering, truncation, reordering or an extension fail with
-    /// [`io::ErrorKind::InvalidData`]). The header is read at the first poll.
+    /// The async form of [`Keyset::decrypting_reader`], failing as it does; the header is read
+    /// at the first poll.
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn decrypting_async_reader<R: AsyncRead + Unpin>(
         &self,
@@ -109,28 +108,7 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
         }
         Poll::Ready(Ok(()))
     }
-}
 
-impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        guarded!(self.poison, self.write_unpoisoned(cx, buf))
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        guarded!(self.poison, self.flush_unpoisoned(cx))
-    }
-
-    /// Seals the last segment, writes everything and shuts the inner writer down.
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        guarded!(self.poison, self.shutdown_unpoisoned(cx))
-    }
-}
-
-impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     fn write_unpoisoned(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.sealer.check()?;
         if self.finished {
@@ -167,6 +145,25 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     }
 }
 
+impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncEncryptingWriter<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        guarded!(self.poison, self.write_unpoisoned(cx, buf))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.flush_unpoisoned(cx))
+    }
+
+    /// Seals the last segment, writes everything and shuts the inner writer down.
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.shutdown_unpoisoned(cx))
+    }
+}
+
 impl<W: fmt::Debug> fmt::Debug for AsyncEncryptingWriter<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AsyncEncryptingWriter")
@@ -194,10 +191,9 @@ enum ReadState {
     Failed(Error),
 }
 
-/// Decrypts a Tink AES-GCM-HKDF stream from an inner `AsyncRead`, handing out only
-/// authenticated plaintext. Made by [`Keyset::decrypting_async_reader`]. Its window is wiped on
-/// drop. A reader whose poll panicked is poisoned: every later poll fails with
-/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned).
+/// Decrypts a Tink AES-GCM-HKDF stream from an inner `AsyncRead`, as
+/// [`DecryptingReader`](crate::DecryptingReader) does (poisoned by a poll that panicked). Made
+/// by [`Keyset::decrypting_async_reader`].
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub struct AsyncDecryptingReader<R> {
     inner: R,
@@ -212,10 +208,9 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
             return Poll::Ready(Ok(()));
         };
         loop {
-            let need = match bytes.first() {
-                None => 1,
-                Some(&hl) => trial_len(keyset, usize::from(hl)),
-            };
+            let need = bytes
+                .first()
+                .map_or(1, |&hl| trial_len(keyset, usize::from(hl)));
             if bytes.len() >= need {
                 break;
             }
@@ -246,19 +241,7 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         };
         Poll::Ready(Ok(()))
     }
-}
 
-impl<R: AsyncRead + Unpin> AsyncRead for AsyncDecryptingReader<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        out: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        guarded!(self.poison, self.read_unpoisoned(cx, out))
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
     fn read_unpoisoned(
         &mut self,
         cx: &mut Context<'_>,
@@ -273,13 +256,10 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
         loop {
             core.check()?;
             let p = core.plaintext();
-            if !p.is_empty() || out.remaining() == 0 {
+            if !p.is_empty() || out.remaining() == 0 || core.is_done() {
                 let n = p.len().min(out.remaining());
                 out.put_slice(&p[..n]);
                 core.consume(n);
-                return Poll::Ready(Ok(()));
-            }
-            if core.is_done() {
                 return Poll::Ready(Ok(()));
             }
             if let Some(buf) = core.fill_buf(0)? {
@@ -294,6 +274,16 @@ impl<R: AsyncRead + Unpin> AsyncDecryptingReader<R> {
                 core.filled(n)?;
             }
         }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for AsyncDecryptingReader<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        guarded!(self.poison, self.read_unpoisoned(cx, out))
     }
 }
 

@@ -32,8 +32,7 @@ impl SegmentCodec {
     /// A codec for a new stream under the keyset's primary key, and the stream's header.
     pub(crate) fn for_writing(keyset: &Keyset, aad: &[u8]) -> Result<(SegmentCodec, Vec<u8>)> {
         let key = keyset.primary();
-        let layout = key.layout();
-        let header = Header::random(&layout)?;
+        let header = Header::random(&key.layout())?;
         let codec = SegmentCodec::new(keyset, key, &header, aad)?;
         Ok((codec, header.to_bytes()))
     }
@@ -51,7 +50,7 @@ impl SegmentCodec {
     }
 
     /// The codec of the stream with `header` under `key`, on the keyset's backend.
-    pub(crate) fn new(
+    fn new(
         keyset: &Keyset,
         key: &crate::StreamingKey,
         header: &Header,
@@ -65,17 +64,14 @@ impl SegmentCodec {
         })
     }
 
-    /// The stream's segments.
     pub(crate) fn layout(&self) -> &Layout {
         &self.layout
     }
 
-    /// Whether segments are sealed and opened from one buffer into another (the CPU's engine).
     pub(crate) fn apart(&self) -> bool {
         self.engine.apart()
     }
 
-    /// Whether the engine is the GPU's.
     pub(crate) fn on_gpu(&self) -> bool {
         self.engine.on_gpu()
     }
@@ -103,21 +99,11 @@ impl SegmentCodec {
         self.engine.seal_batch(&mut jobs)
     }
 
-    /// Seals segment `index` (not the stream's last) from `src` into `out` and `tag` on the
-    /// calling thread, in one pass. Only where [`SegmentCodec::apart`].
-    pub(crate) fn seal_into(
-        &self,
-        index: u64,
-        src: &[u8],
-        out: &mut [u8],
-        tag: &mut [u8],
-    ) -> Result<()> {
-        self.engine.seal_into(
-            &Nonce::new(&self.prefix, index, false)?.bytes(),
-            src,
-            out,
-            tag,
-        )
+    /// Seals segment `index` (not the stream's last) from `src` into `seg` (its body, then its
+    /// tag) on the calling thread, in one pass. Only where [`SegmentCodec::apart`].
+    pub(crate) fn seal_into(&self, index: u64, src: &[u8], seg: &mut [u8]) -> Result<()> {
+        let nonce = Nonce::new(&self.prefix, index, false)?.bytes();
+        self.engine.seal_into(&nonce, src, seg)
     }
 
     /// Opens the span's ciphertext in `buf` in place, all or nothing: on failure no byte of `buf`
@@ -156,15 +142,11 @@ impl SegmentCodec {
         // a reallocation would free plaintext unwiped.
         let most = bodies.iter().map(|b| b.len()).max().unwrap_or(0);
         let mut scratch = Zeroizing::new(Vec::with_capacity(most));
-        for ((body, tag), (nonce, s)) in bodies
-            .iter()
-            .zip(tags)
-            .zip(nonces.iter().zip(span.segments()))
-        {
+        for (j, ((body, tag), nonce)) in bodies.iter().zip(tags).zip(&nonces).enumerate() {
             scratch.clear();
             scratch.extend_from_slice(body);
             if !self.engine.open(nonce, &mut scratch, tag.as_ref())? {
-                return Err(Error::authentication(s.index, 1));
+                return Err(Error::authentication(span.first() + j as u64, 1));
             }
         }
         Err(Error::authentication(span.first(), span.count() as u64))

@@ -7,16 +7,9 @@ use std::mem;
 /// Bytes a task of a copy on rayon's pool copies at most ([`copy`], [`copy_runs`]).
 const COPY_PIECE: usize = 128 << 10;
 
-/// Copies `src` into `dst` (of the same length), on rayon's pool when large.
+/// Copies `src` into `dst` (of the same length), on rayon's pool when large: one run.
 pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
-    use rayon::prelude::*;
-    if src.len() >= 4 * COPY_PIECE && rayon::current_num_threads() > 1 {
-        dst.par_chunks_mut(COPY_PIECE)
-            .zip(src.par_chunks(COPY_PIECE))
-            .for_each(|(d, s)| d.copy_from_slice(s));
-    } else {
-        dst.copy_from_slice(src);
-    }
+    copy_runs(dst, src, &[Run::new(0, 0, src.len())]);
 }
 
 /// A piece of a copy: `len` bytes from offset `from` of the source to offset `to` of the

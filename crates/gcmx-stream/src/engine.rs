@@ -52,18 +52,18 @@ enum Serial {
 /// `$e` on the key `$c` of a `Serial`, whatever its size; with `map`, boxed into the same
 /// variant.
 macro_rules! with_serial {
-    ($s:expr, $c:ident => $e:expr) => {
-        match $s {
-            Serial::Aes128($c) => $e,
-            Serial::Aes192($c) => $e,
-            Serial::Aes256($c) => $e,
-        }
-    };
     (map $s:expr, $c:ident => $e:expr) => {
         match $s {
             Serial::Aes128($c) => Serial::Aes128(Box::new($e)),
             Serial::Aes192($c) => Serial::Aes192(Box::new($e)),
             Serial::Aes256($c) => Serial::Aes256(Box::new($e)),
+        }
+    };
+    ($s:expr, $c:ident => $e:expr) => {
+        match $s {
+            Serial::Aes128($c) => $e,
+            Serial::Aes192($c) => $e,
+            Serial::Aes256($c) => $e,
         }
     };
 }
@@ -78,53 +78,31 @@ impl Serial {
         })
     }
 
-    /// The same key, its opens into another buffer writing past the caches.
-    fn uncached(&self) -> Serial {
-        with_serial!(map self, c => (**c).clone().with_uncached_output())
-    }
-
-    /// The same key, each message split over rayon's threads.
-    fn nested(&self) -> Serial {
-        with_serial!(map self, c => (**c).clone().with_multicore())
-    }
-
-    /// Seals `src` into `out` (no associated data); the tag into `tag`.
-    fn seal(
-        &self,
-        nonce: &[u8; NONCE_LEN],
-        src: &[u8],
-        out: &mut [u8],
-        tag: &mut [u8],
-    ) -> Option<()> {
+    /// Seals `src` into the start of `seg` (no associated data), its tag after it.
+    fn seal(&self, nonce: &[u8; NONCE_LEN], src: &[u8], seg: &mut [u8]) -> Option<()> {
         let nonce = gcmx::Nonce::<U12>::from(*nonce);
+        let (out, tag) = seg.split_at_mut_checked(src.len())?;
         let io = InOutBuf::new(src, out).ok()?;
         let t = with_serial!(self, c => c.encrypt_inout_detached(&nonce, &[], io).ok()?);
         tag.get_mut(..t.len())?.copy_from_slice(&t);
         Some(())
     }
 
-    /// Opens `src` into `out` of the same length, in one pass; `false` when the tag does not
-    /// match (`out` is then zeroed).
-    fn open(
-        &self,
-        nonce: &[u8; NONCE_LEN],
-        src: &[u8],
-        out: &mut [u8],
-        tag: &[u8],
-    ) -> Option<bool> {
-        let nonce = gcmx::Nonce::<U12>::from(*nonce);
-        let tag = gcmx::Tag::try_from(tag).ok()?;
-        Some(with_serial!(self, c => c.decrypt_into_detached(&nonce, &[], src, out, &tag).is_ok()))
-    }
-
-    /// Opens `buf` in place; `false` when the tag does not match (`buf` then holds its
-    /// ciphertext again).
-    fn open_in_place(&self, nonce: &[u8; NONCE_LEN], buf: &mut [u8], tag: &[u8]) -> Option<bool> {
-        let nonce = gcmx::Nonce::<U12>::from(*nonce);
-        let tag = gcmx::Tag::try_from(tag).ok()?;
-        Some(
-            with_serial!(self, c => c.decrypt_inout_detached(&nonce, &[], buf.into(), &tag).is_ok()),
-        )
+    /// Opens the job `j` in one pass; `false` when the tag does not match. A whole body goes
+    /// from the source into `out` (zeroed on a wrong tag); a body whose start is in `out`
+    /// already is completed there and opened in place (its ciphertext again on a wrong tag).
+    fn open(&self, j: &mut OpenInto<'_>) -> Option<bool> {
+        let nonce = gcmx::Nonce::<U12>::from(j.nonce);
+        let tag = gcmx::Tag::try_from(j.tag).ok()?;
+        let at = j.out.len().checked_sub(j.src.len())?;
+        let r = if at == 0 {
+            with_serial!(self, c => c.decrypt_into_detached(&nonce, &[], j.src, j.out, &tag))
+        } else {
+            j.out[at..].copy_from_slice(j.src);
+            let buf = InOutBuf::from(&mut *j.out);
+            with_serial!(self, c => c.decrypt_inout_detached(&nonce, &[], buf, &tag))
+        };
+        Some(r.is_ok())
     }
 }
 
@@ -180,8 +158,10 @@ impl Engine {
         let cpu = matches!(gcm.engine_name(), "cpu" | "cpu-parallel" | "auto-cpu");
         let threads = rayon::current_num_threads();
         let apart = Serial::new(key).filter(|_| cpu).map(|serial| {
-            let uncached = (threads >= UNCACHED_MIN_THREADS).then(|| serial.uncached());
-            let nested = (threads >= NESTED_MIN_THREADS).then(|| serial.nested());
+            let uncached = (threads >= UNCACHED_MIN_THREADS)
+                .then(|| with_serial!(map &serial, c => (**c).clone().with_uncached_output()));
+            let nested = (threads >= NESTED_MIN_THREADS)
+                .then(|| with_serial!(map &serial, c => (**c).clone().with_multicore()));
             Apart {
                 serial,
                 uncached,
@@ -219,17 +199,16 @@ impl Engine {
         authenticated(self.gcm.decrypt_detached(nonce, &[], buf, tag))
     }
 
-    /// Seals one segment from `src` into `out` on the calling thread, in one pass. Only where
-    /// [`Engine::apart`].
+    /// Seals one segment from `src` into `seg` (its body, then its tag) on the calling thread,
+    /// in one pass. Only where [`Engine::apart`].
     pub(crate) fn seal_into(
         &self,
         nonce: &[u8; NONCE_LEN],
         src: &[u8],
-        out: &mut [u8],
-        tag: &mut [u8],
+        seg: &mut [u8],
     ) -> Result<()> {
         let apart = self.apart.as_ref().ok_or_else(invalid)?;
-        apart.serial.seal(nonce, src, out, tag).ok_or_else(invalid)
+        apart.serial.seal(nonce, src, seg).ok_or_else(invalid)
     }
 
     /// Opens every job on rayon's pool, each from its source into its buffer in one pass: the
@@ -254,20 +233,7 @@ impl Engine {
         let opened: Vec<bool> = jobs
             .par_iter_mut()
             .with_max_len(1)
-            .map(|j| {
-                let at = j.out.len().checked_sub(j.src.len()).ok_or_else(invalid)?;
-                if at == 0 {
-                    // The whole segment is in the source.
-                    return serial
-                        .open(&j.nonce, j.src, j.out, j.tag)
-                        .ok_or_else(invalid);
-                }
-                // Its start is in `out` already: completed there, and opened in place.
-                j.out[at..].copy_from_slice(j.src);
-                serial
-                    .open_in_place(&j.nonce, j.out, j.tag)
-                    .ok_or_else(invalid)
-            })
+            .map(|j| serial.open(j).ok_or_else(invalid))
             .collect::<Result<_>>()?;
         Ok(opened.iter().position(|&ok| !ok))
     }

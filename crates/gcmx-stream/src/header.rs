@@ -48,9 +48,7 @@ pub(crate) fn read_header<'k>(
     }
     // Several keys could have written this stream: find the one that opens segment 0 (read with
     // a byte more, which tells whether it is the last).
-    let mut head = Vec::new();
-    let n = read_growing(input, &mut head, trial_len(keyset, hl) - hl)?;
-    head.truncate(n);
+    let head = read_growing(input, trial_len(keyset, hl) - hl)?;
     for k in &candidates {
         let opened = opens_first_segment(k, &header, aad, &head);
         // The trial's key schedules and spilled round keys are in the frames below: wiped
@@ -60,7 +58,7 @@ pub(crate) fn read_header<'k>(
             return Ok((k, header, head));
         }
     }
-    if n < TAG_LEN {
+    if head.len() < TAG_LEN {
         return Err(Error::format(
             "ciphertext is truncated: first segment is shorter than a tag",
         ));
@@ -145,15 +143,16 @@ pub(crate) fn grow(buf: &mut Vec<u8>, want: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads up to `want` bytes into the empty `buf`, growing it as data arrives ([`grow`]).
-fn read_growing(r: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> Result<usize> {
-    let mut n = 0;
+/// Reads up to `want` bytes, growing the buffer as data arrives ([`grow`]).
+fn read_growing(r: &mut impl Read, want: usize) -> Result<Vec<u8>> {
+    let (mut buf, mut n) = (Vec::new(), 0);
     while n < want {
-        grow(buf, want).map_err(|e| Error::io("cannot read input", e))?;
+        grow(&mut buf, want).map_err(|e| Error::io("cannot read input", e))?;
         n += fill(r, &mut buf[n..])?;
         if n < buf.len() {
             break;
         }
     }
-    Ok(n)
+    buf.truncate(n);
+    Ok(buf)
 }

@@ -21,7 +21,6 @@ use crate::options::Options;
 use crate::proto::{self, RawKey, RawParams};
 use crate::wipe::wipe_this_stack;
 
-/// The type URL of Tink's AES-GCM-HKDF streaming key.
 const TYPE_URL: &str = "type.googleapis.com/google.crypto.tink.AesGcmHkdfStreamingKey";
 
 /// Tink's `HashType` value for SHA-256.
@@ -44,16 +43,6 @@ pub enum KeySize {
     /// AES-256: 32-byte key material and derived keys (Tink's `AES256_GCM_HKDF_*`).
     #[default]
     Aes256,
-}
-
-impl KeySize {
-    /// The size in bytes (16 or 32).
-    fn bytes(self) -> usize {
-        match self {
-            KeySize::Aes128 => 16,
-            KeySize::Aes256 => 32,
-        }
-    }
 }
 
 /// One validated AES-GCM-HKDF streaming key. Its key material is wiped on drop and never
@@ -275,7 +264,10 @@ impl Keyset {
     /// random key id), primary. Its segments are `segment_size` bytes of ciphertext:
     /// [`DEFAULT_SEGMENT_SIZE`] suits most uses.
     pub fn generate(key_size: KeySize, segment_size: u32) -> Result<Keyset> {
-        let size = key_size.bytes();
+        let size = match key_size {
+            KeySize::Aes128 => 16,
+            KeySize::Aes256 => 32,
+        };
         let mut ikm = Zeroizing::new(vec![0u8; size]);
         crate::format::random(&mut ikm)?;
         let mut id = [0u8; 4];
@@ -320,7 +312,6 @@ impl Keyset {
         Keyset { options, ..self }
     }
 
-    /// The options the adapters use.
     pub(crate) fn options(&self) -> &Options {
         &self.options
     }

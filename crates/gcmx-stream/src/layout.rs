@@ -141,17 +141,11 @@ impl Layout {
         k.min(most).min(usize::try_from(left).unwrap_or(usize::MAX))
     }
 
-    /// `count` full segments from `first`, the last the stream's last if `ends_stream`; an error
-    /// past the stream's limit (`writing`: for a plaintext, else for a ciphertext).
-    pub(crate) fn full(
-        &self,
-        first: u64,
-        count: usize,
-        ends_stream: bool,
-        writing: bool,
-    ) -> Result<Span> {
+    /// `count` full segments from `first`, none the stream's last; an error past the stream's
+    /// limit (`writing`: for a plaintext, else for a ciphertext).
+    pub(crate) fn full(&self, first: u64, count: usize, writing: bool) -> Result<Span> {
         let len = self.ciphertext_len(first + count.saturating_sub(1) as u64);
-        self.span(first, count, len, ends_stream, writing)
+        self.span(first, count, len, false, writing)
     }
 
     /// The segments of `plain` bytes of plaintext from segment `first`: full ones and, if
@@ -163,7 +157,8 @@ impl Layout {
         if ends_stream && (tail > 0 || full == 0) {
             self.span(first, full + 1, tail + TAG_LEN, true, true)
         } else {
-            self.full(first, full, ends_stream, true)
+            let len = self.ciphertext_len(first + full.saturating_sub(1) as u64);
+            self.span(first, full, len, ends_stream, true)
         }
     }
 
@@ -247,7 +242,6 @@ impl Seg {
 }
 
 impl Span {
-    /// The index of the first segment.
     pub(crate) fn first(&self) -> u64 {
         self.first
     }
@@ -257,17 +251,14 @@ impl Span {
         self.first + self.count as u64
     }
 
-    /// Number of segments.
     pub(crate) fn count(&self) -> usize {
         self.count
     }
 
-    /// Whether the span's last segment is the stream's last.
     pub(crate) fn ends_stream(&self) -> bool {
         self.ends_stream
     }
 
-    /// The segments in order.
     pub(crate) fn segments(&self) -> impl Iterator<Item = Seg> + use<> {
         let span = *self;
         (0..span.count).map(move |j| span.seg(j))
@@ -289,7 +280,6 @@ impl Span {
         }
     }
 
-    /// Ciphertext bytes of the whole span.
     pub(crate) fn ciphertext_len(&self) -> usize {
         match self.count {
             0 => 0,
@@ -297,7 +287,6 @@ impl Span {
         }
     }
 
-    /// Plaintext bytes of the whole span.
     pub(crate) fn plaintext_len(&self) -> usize {
         self.ciphertext_len() - self.count * TAG_LEN
     }
@@ -373,8 +362,8 @@ mod tests {
         assert_eq!((s.first(), s.end(), s.ends_stream()), (1, 3, false));
         assert_eq!(s.take(1).ciphertext_len(), 100);
         // The counter's limit.
-        assert!(l.full((1 << 32) - 2, 2, false, true).is_ok());
-        assert!(l.full((1 << 32) - 2, 3, false, true).is_err());
+        assert!(l.full((1 << 32) - 2, 2, true).is_ok());
+        assert!(l.full((1 << 32) - 2, 3, true).is_err());
         assert!(l.cut((1 << 32) - 1, 150, true).is_err());
         assert_eq!(l.segments_in((1 << 32) - 2, 10 * p, 9), 2);
         assert_eq!(l.segments_in(0, p0 - 1, 9), 0);

@@ -31,7 +31,6 @@ impl Nonce {
         })
     }
 
-    /// The nonce's bytes.
     pub(crate) fn bytes(&self) -> [u8; NONCE_LEN] {
         let mut n = [0u8; NONCE_LEN];
         n[..NONCE_PREFIX_LEN].copy_from_slice(&self.prefix);

@@ -49,7 +49,6 @@ impl Options {
         }
     }
 
-    /// The backend asked for.
     pub(crate) fn backend(&self) -> Backend {
         self.backend
     }

@@ -11,22 +11,15 @@ use crate::error::{Error, Result};
 use crate::layout::Span;
 use crate::window::Window;
 
-/// Fills `w` with the ciphertext of `span` from `src[from..]`, after its first `skip` bytes,
-/// which are there already; the bytes of `src` used.
-fn fill(
-    w: &mut Window,
-    span: &Span,
-    src: &[u8],
-    from: usize,
-    skip: usize,
-    cap: usize,
-) -> Result<usize> {
+/// Fills `w` with the ciphertext of `span` from the start of `src`, after its first `skip`
+/// bytes, which are there already; the bytes of `src` used.
+fn fill(w: &mut Window, span: &Span, src: &[u8], skip: usize, cap: usize) -> Result<usize> {
     let len = span.ciphertext_len();
     w.reserve(len, cap)
         .map_err(|e| Error::io("cannot read input", e))?;
     let n = len - skip;
     let s = src
-        .get(from..from + n)
+        .get(..n)
         .ok_or_else(|| Error::crypto("a source is shorter than the windows planned from it"))?;
     copy(w.get_mut(skip..len), s);
     Ok(n)
@@ -66,7 +59,7 @@ pub(crate) fn read_piped(
         return (0, Ok(()));
     };
     let mut cur = mem::replace(a, Window::pinned());
-    let mut from = match fill(&mut cur, first, src, 0, pre, cap) {
+    let mut from = match fill(&mut cur, first, src, pre, cap) {
         Ok(n) => n,
         Err(e) => {
             *a = cur;
@@ -90,7 +83,7 @@ pub(crate) fn read_piped(
             let mut fill_failed = None;
             if let Some(next) = spans.get(i + 1) {
                 let mut w = free.take().unwrap_or_else(Window::pinned);
-                match fill(&mut w, next, src, from, 0, cap) {
+                match fill(&mut w, next, src.get(from..).unwrap_or_default(), 0, cap) {
                     Ok(n) => {
                         from += n;
                         ahead = Some((w, *next));
@@ -101,12 +94,9 @@ pub(crate) fn read_piped(
             let Some(handle) = opening.take() else {
                 break;
             };
-            let (w, r) = match handle.join() {
-                Ok(done) => done,
-                Err(_) => {
-                    let e = Error::crypto("a window's open panicked");
-                    return (produced, Err(e), Window::pinned());
-                }
+            let Ok((w, r)) = handle.join() else {
+                let e = Error::crypto("a window's open panicked");
+                return (produced, Err(e), Window::pinned());
             };
             if let Err(e) = r {
                 // It holds its ciphertext again (or zeros); the one ahead is wiped on drop.

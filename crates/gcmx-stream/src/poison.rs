@@ -19,7 +19,8 @@ impl Poison {
     /// Marks a call begun: an error if an earlier call never returned (it unwound).
     pub(crate) fn enter(&mut self) -> io::Result<()> {
         if self.busy {
-            return Err(poisoned().into());
+            let msg = "the stream is unusable: an earlier call on it panicked before it completed";
+            return Err(Error::new(ErrorKind::Poisoned, msg).into());
         }
         self.busy = true;
         Ok(())
@@ -47,11 +48,3 @@ macro_rules! guarded {
     }};
 }
 pub(crate) use guarded;
-
-/// The error of every call on an adapter after a call on it unwound.
-pub(crate) fn poisoned() -> Error {
-    Error::new(
-        ErrorKind::Poisoned,
-        "the stream is unusable: an earlier call on it panicked before it completed",
-    )
-}

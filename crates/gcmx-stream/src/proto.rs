@@ -68,10 +68,8 @@ impl<'a> Reader<'a> {
 
     fn bytes(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
         let n = usize::try_from(n).map_err(|_| "length too large")?;
-        if n > self.data.len() {
-            return Err("truncated length-delimited field");
-        }
-        let (head, rest) = self.data.split_at(n);
+        let split = self.data.split_at_checked(n);
+        let (head, rest) = split.ok_or("truncated length-delimited field")?;
         self.data = rest;
         Ok(head)
     }

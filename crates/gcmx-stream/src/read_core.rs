@@ -11,7 +11,7 @@ use std::io;
 use crate::codec::{OpenTo, SegmentCodec};
 use crate::copy::{Run, copy_runs};
 use crate::error::Error;
-use crate::layout::{Layout, Span};
+use crate::layout::Span;
 use crate::window::Window;
 use crate::wipe::wipe_stacks;
 
@@ -81,9 +81,6 @@ pub(crate) struct ReadCore {
     end: End,
     /// Whether the stream's last segment has authenticated.
     last_seen: bool,
-    /// Whether the stream has moved past its first window (a GPU stream's are page-locked
-    /// from then on).
-    outgrown: bool,
     state: State,
 }
 
@@ -103,17 +100,12 @@ impl ReadCore {
             skip: 0,
             end,
             last_seen: false,
-            outgrown: false,
             state: State::Filling,
         }
     }
 
     pub(crate) fn codec(&self) -> &SegmentCodec {
         &self.codec
-    }
-
-    fn layout(&self) -> &Layout {
-        self.codec.layout()
     }
 
     /// Segments fetched so far.
@@ -146,7 +138,7 @@ impl ReadCore {
 
     /// A window's capacity: its segments and a byte of look-ahead.
     fn cap(&self) -> usize {
-        self.per_window * self.layout().segment_size() + 1
+        self.per_window * self.codec.layout().segment_size() + 1
     }
 
     /// A failure of the segments being fetched: final for a stream read once; a seekable one
@@ -188,10 +180,10 @@ impl ReadCore {
             State::Serving { .. } => return Plan::Serve,
             State::Filling => {}
         }
-        if !self.at_window_start() || !matches!(self.end, End::LookAhead) {
+        if !self.wants_source() {
             return Plan::Fill;
         }
-        let layout = *self.layout();
+        let layout = *self.codec.layout();
         // Ciphertext at hand (the window's byte and the source's buffer), less a byte, so that
         // no segment counted is the stream's last.
         let at_hand = source.map(|src| (self.got + src).saturating_sub(1));
@@ -199,13 +191,9 @@ impl ReadCore {
             // The GPU opens page-locked windows in place (the caller's buffer would go through
             // staging): a large read goes through two of them in turn.
             let spans = at_hand.map_or_else(Vec::new, |bytes| self.windows_within(bytes, len));
-            return if spans.len() >= 2 {
-                Plan::Piped(spans)
-            } else {
-                Plan::Fill
-            };
-        }
-        if !self.codec.apart() {
+            if spans.len() >= 2 {
+                return Plan::Piped(spans);
+            }
             return Plan::Fill;
         }
         // The whole segments a read of `len` bytes takes (from a buffered source, at most
@@ -217,13 +205,11 @@ impl ReadCore {
             k = k.min(held);
             if k == 0 && held >= self.per_window {
                 // A small read: the window is opened from the buffer.
-                return match layout.full(self.next, self.per_window, false, false) {
-                    Ok(span) => Plan::Window(span),
-                    Err(_) => Plan::Fill,
-                };
+                let span = layout.full(self.next, self.per_window, false);
+                return span.map_or(Plan::Fill, Plan::Window);
             }
         }
-        match layout.full(self.next, k, false, false) {
+        match layout.full(self.next, k, false) {
             Ok(span) if k > 0 => Plan::Direct(span),
             _ => Plan::Fill,
         }
@@ -232,9 +218,9 @@ impl ReadCore {
     /// The full windows from the next segment whose ciphertext fits in `bytes` and plaintext
     /// in `len`.
     fn windows_within(&self, bytes: usize, len: usize) -> Vec<Span> {
-        let layout = self.layout();
+        let layout = self.codec.layout();
         let (mut spans, mut used, mut filled, mut first) = (Vec::new(), 0, 0, self.next);
-        while let Ok(span) = layout.full(first, self.per_window, false, false) {
+        while let Ok(span) = layout.full(first, self.per_window, false) {
             used += span.ciphertext_len();
             filled += span.plaintext_len();
             if used > bytes || filled > len {
@@ -264,10 +250,10 @@ impl ReadCore {
 
     /// Plans the segments of the window about to be filled, and its length.
     fn plan_window(&mut self, want: usize) -> io::Result<()> {
-        let layout = *self.layout();
+        let layout = *self.codec.layout();
         let span = match self.end {
             // A full window and a byte: the input's end may cut it shorter.
-            End::LookAhead => layout.full(self.next, self.per_window, false, false),
+            End::LookAhead => layout.full(self.next, self.per_window, false),
             // The segments that the read covers, a window at most.
             End::Known { segments, last_len } => {
                 let upto = layout.plaintext_start(self.next) + (self.skip + want.max(1)) as u64;
@@ -276,22 +262,17 @@ impl ReadCore {
                     .clamp(self.next + 1, segments);
                 let count = (end - self.next) as usize;
                 if end < segments {
-                    layout.full(self.next, count, false, false)
+                    layout.full(self.next, count, false)
                 } else {
                     let bytes = layout.ciphertext_of(self.next, count - 1) + last_len;
                     layout.cut(self.next, bytes, true)
                 }
             }
         };
-        match span {
-            Ok(span) => {
-                let look_ahead = matches!(self.end, End::LookAhead);
-                self.target = span.ciphertext_len() + usize::from(look_ahead);
-                self.planned = Some(span);
-                Ok(())
-            }
-            Err(e) => Err(self.fail(e)),
-        }
+        let span = span.map_err(|e| self.fail(e))?;
+        self.target = span.ciphertext_len() + usize::from(matches!(self.end, End::LookAhead));
+        self.planned = Some(span);
+        Ok(())
     }
 
     /// `n` bytes were read into [`ReadCore::fill_buf`]'s buffer; 0 is the end of the input.
@@ -305,26 +286,19 @@ impl ReadCore {
             (End::LookAhead, _) => {
                 let body = if eof { self.got } else { self.got - 1 };
                 self.carry = (!eof).then(|| self.window.get(body..body + 1)[0]);
-                self.layout().cut(self.next, body, eof)
+                self.codec.layout().cut(self.next, body, eof)
             }
             (End::Known { .. }, Some(span)) if !eof => Ok(span),
             (End::Known { .. }, _) => Err(Error::format(
                 "ciphertext is shorter than when it was opened",
             )),
         };
-        let r = span.and_then(|span| {
-            let len = span.ciphertext_len();
-            self.codec
-                .open(&span, self.window.get_mut(0..len))
-                .map(|()| span)
-        });
-        match r {
-            Ok(span) => {
-                self.opened(span, self.skip);
-                Ok(())
-            }
-            Err(e) => Err(self.failed(e)),
-        }
+        let span = span.map_err(|e| self.failed(e))?;
+        let len = span.ciphertext_len();
+        let r = self.codec.open(&span, self.window.get_mut(0..len));
+        r.map_err(|e| self.failed(e))?;
+        self.opened(span, self.skip);
+        Ok(())
     }
 
     /// Opens the window `span` (none of it the stream's last) from `src`, a source's buffer
@@ -334,12 +308,9 @@ impl ReadCore {
         let (pre, len) = (self.got, span.ciphertext_len());
         self.reserve(len)?;
         let out = self.window.get_mut(0..len);
-        if let Err(e) = self
-            .codec
+        self.codec
             .open_into(&span, src, pre, out, OpenTo::Window, false)
-        {
-            return Err(self.fail(e));
-        }
+            .map_err(|e| self.fail(e))?;
         self.carry = None;
         self.opened(span, 0);
         Ok(len - pre)
@@ -355,16 +326,11 @@ impl ReadCore {
     ) -> io::Result<(usize, usize)> {
         let (pre, total) = (self.got, span.plaintext_len());
         let out = &mut out[..total];
-        if pre == 1 {
-            out[0] = self.head()[0];
-        }
+        out[..pre].copy_from_slice(self.head());
         let uncached = out.len() >= UNCACHED_READ;
-        if let Err(e) = self
-            .codec
+        self.codec
             .open_into(&span, src, pre, out, OpenTo::Bodies, uncached)
-        {
-            return Err(self.fail(e));
-        }
+            .map_err(|e| self.fail(e))?;
         self.passed(span, None);
         Ok((total, span.ciphertext_len() - pre))
     }
@@ -372,7 +338,6 @@ impl ReadCore {
     /// Moves past `span`, whose plaintext went to the caller; `carry`: the next byte, if read.
     pub(crate) fn passed(&mut self, span: Span, carry: Option<u8>) {
         self.next = span.end();
-        self.outgrown = true;
         self.start_window(carry);
     }
 
@@ -400,11 +365,10 @@ impl ReadCore {
         self.skip_empty();
     }
 
-    /// Starts filling the next window, with `carry` as its first byte.
+    /// Starts filling the next window, with `carry` as its first byte: the stream has outgrown
+    /// its first (a GPU stream's windows are page-locked from then on).
     fn start_window(&mut self, carry: Option<u8>) {
-        if self.outgrown {
-            self.window.pin_from_now();
-        }
+        self.window.pin_from_now();
         (self.got, self.carry, self.planned) = (0, None, None);
         self.state = State::Filling;
         // A failure to reserve fails the stream, which the next call reports.
@@ -429,7 +393,6 @@ impl ReadCore {
             } else if span.ends_stream() {
                 self.state = State::Done;
             } else {
-                self.outgrown = true;
                 let carry = self.carry.take();
                 self.start_window(carry);
             }
@@ -484,7 +447,7 @@ impl ReadCore {
 
     /// Seeking (a stream whose end is known): the next plaintext byte to hand out is at `pos`.
     pub(crate) fn seek(&mut self, pos: u64) {
-        let layout = *self.layout();
+        let layout = *self.codec.layout();
         let segments = match self.end {
             End::Known { segments, .. } => segments,
             End::LookAhead => u64::MAX,
@@ -508,7 +471,7 @@ impl ReadCore {
 
     /// Where in the stream the next ciphertext byte is to be read from.
     pub(crate) fn fetch_at(&self) -> u64 {
-        self.layout().ciphertext_start(self.next) + self.got as u64
+        self.codec.layout().ciphertext_start(self.next) + self.got as u64
     }
 
     /// Marks the window page-locked for the GPU: a test drives the GPU's read paths on the CPU.
@@ -517,7 +480,6 @@ impl ReadCore {
         self.window.pretend_gpu();
     }
 
-    /// Whether a seekable stream's last segment has authenticated.
     pub(crate) fn last_seen(&self) -> bool {
         self.last_seen
     }
@@ -528,11 +490,9 @@ impl ReadCore {
         matches!(self.state, State::Done)
     }
 
-    /// Reads the windows `spans` (their ciphertext but the [`ReadCore::head`] bytes, and a byte
-    /// more, in `src`) through two page-locked windows in turn ([`crate::piped`]): the
-    /// authenticated plaintext bytes written to `out`, and the bytes of `src` used. When a
-    /// window fails, the plaintext before it is returned and the stream fails (the next read
-    /// reports it).
+    /// [`crate::piped::read_piped`] of the windows `spans` (their ciphertext but the
+    /// [`ReadCore::head`] bytes, and a byte more, in `src`), and the bytes of `src` used. A
+    /// failing window fails the stream (the next read reports it).
     pub(crate) fn read_piped(
         &mut self,
         spans: &[Span],

@@ -141,12 +141,12 @@ impl<R: Read> Read for Source<R> {
     /// Reads ciphertext into `buf` (from a buffered source's buffer, copied on rayon's pool
     /// when large); `Interrupted` is retried.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = retry(|| match &self.buffered {
-            Some(b) => (b.fill)(&mut self.inner).map(|src| {
+        let n = retry(|| match self.buf()? {
+            Some(src) => {
                 let n = src.len().min(buf.len());
                 copy(&mut buf[..n], &src[..n]);
-                n
-            }),
+                Ok(n)
+            }
             None => self.inner.read(buf),
         })?;
         self.consume(n);
@@ -258,11 +258,8 @@ impl<R: Read> DecryptingReader<R> {
             let bodies = done
                 .segments()
                 .map(|s| rest.split_off_mut(..s.body()).unwrap_or_default());
-            if let Err(e) = self
-                .core
-                .codec()
-                .open_apart(&done, bodies.collect(), &tags[..opened])
-            {
+            let codec = self.core.codec();
+            if let Err(e) = codec.open_apart(&done, bodies.collect(), &tags[..opened]) {
                 wipe(out);
                 return Err(self.core.fail(e));
             }
@@ -400,8 +397,7 @@ mod tests {
                 let mut r = gpu_reader(&ks, opts, &ct);
                 let mut out = vec![0u8; n];
                 r.read_exact(&mut out[..first]).unwrap();
-                let mut at = first;
-                let mut most = 0;
+                let (mut at, mut most) = (first, 0);
                 while at < n {
                     let k = r.read(&mut out[at..]).unwrap();
                     assert!(k > 0);

@@ -96,8 +96,7 @@ pub(crate) fn relay<W: Write + ?Sized>(
                             let src = &data[s.at - i * TAG_LEN..][..s.body()];
                             let (seg, tail) = rest.split_at_mut(s.len);
                             rest = tail;
-                            let (ct, tag) = seg.split_at_mut(s.body());
-                            codec.seal_into(s.index, src, ct, tag)?;
+                            codec.seal_into(s.index, src, seg)?;
                         }
                         Ok(())
                     }))
@@ -114,21 +113,14 @@ pub(crate) fn relay<W: Write + ?Sized>(
                 if let Some(b) = ready[written % slots].take() {
                     break b;
                 }
-                match rx.recv() {
-                    Ok((g, b, r)) => {
-                        if let Err(e) = r {
-                            failure.get_or_insert(e);
-                        }
-                        ready[g % slots] = Some(b);
-                    }
-                    // Cannot happen while `tx` lives; stop rather than wait forever.
-                    Err(_) => {
-                        failure.get_or_insert(Error::crypto(
-                            "a task sealing segments ended without a result",
-                        ));
-                        return;
-                    }
-                }
+                // An error cannot happen while `tx` lives; stop rather than wait forever.
+                let Ok((g, b, r)) = rx.recv() else {
+                    let e = Error::crypto("a task sealing segments ended without a result");
+                    failure.get_or_insert(e);
+                    return;
+                };
+                failure = failure.take().or(r.err());
+                ready[g % slots] = Some(b);
             };
             if failure.is_some() {
                 // Nothing more is written; the tasks in flight end with the scope.
@@ -206,14 +198,14 @@ mod tests {
         let layout = *codec.layout();
         let top = u64::from(u32::MAX);
         for (first, count) in [(0, 1), (0, 37), (5, 64), (top - 9, 10)] {
-            let span = layout.full(first, count, false, true).unwrap();
+            let span = layout.full(first, count, true).unwrap();
             let data: Vec<u8> = (0..span.plaintext_len())
                 .map(|i| (i * 7 + 1) as u8)
                 .collect();
             let mut want = Vec::new();
             let mut at = 0;
             for s in span.segments() {
-                let one = layout.full(s.index, 1, false, true).unwrap();
+                let one = layout.full(s.index, 1, true).unwrap();
                 let mut seg = data[at..at + s.body()].to_vec();
                 seg.resize(s.len, 0);
                 codec.seal(&one, &mut seg).unwrap();
@@ -250,13 +242,13 @@ mod tests {
     #[test]
     fn data_that_is_not_whole_segments_is_refused() {
         let codec = codec();
-        let span = codec.layout().full(0, 2, false, true).unwrap();
+        let span = codec.layout().full(0, 2, true).unwrap();
         let mut ring = Window::new(false);
         for len in [span.plaintext_len() - 1, span.plaintext_len() + 1] {
             let mut out = Vec::new();
             assert!(relay(&codec, &span, &vec![0u8; len], &mut ring, 1, 2, &mut out).is_err());
         }
-        let past = codec.layout().full(u64::from(u32::MAX), 2, false, true);
+        let past = codec.layout().full(u64::from(u32::MAX), 2, true);
         assert!(past.is_err(), "indexes past 2^32");
     }
 }

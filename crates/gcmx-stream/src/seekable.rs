@@ -151,14 +151,10 @@ impl<R: Read + Seek> Seek for SeekableReader<R> {
             SeekFrom::End(d) => (self.plaintext_len, d),
             SeekFrom::Current(d) => (self.pos, d),
         };
-        let p = base.checked_add_signed(delta).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "invalid seek to a negative or overflowing position",
-            )
-        })?;
-        self.pos = p;
-        Ok(p)
+        let msg = "invalid seek to a negative or overflowing position";
+        let invalid = || io::Error::new(io::ErrorKind::InvalidInput, msg);
+        self.pos = base.checked_add_signed(delta).ok_or_else(invalid)?;
+        Ok(self.pos)
     }
 
     fn stream_position(&mut self) -> io::Result<u64> {

@@ -23,7 +23,6 @@ const fn whole_len(len: usize) -> usize {
     (len + 1).next_multiple_of(WINDOW_GRAIN)
 }
 
-/// A window's buffer.
 pub(crate) struct Window {
     bytes: Bytes,
     /// How much of the buffer was ever written.
@@ -126,7 +125,6 @@ impl Window {
         w
     }
 
-    /// The buffer's length.
     pub(crate) fn len(&self) -> usize {
         self.bytes.as_slice().len()
     }
@@ -142,7 +140,6 @@ impl Window {
         self.pin = Pinning::Yes;
     }
 
-    /// The bytes in `range`.
     pub(crate) fn get(&self, range: Range<usize>) -> &[u8] {
         &self.bytes.as_slice()[range]
     }

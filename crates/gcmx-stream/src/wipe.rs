@@ -9,6 +9,7 @@
 /// pool: a drop must not wait for its other work, nor deadlock when the pool waits on the
 /// dropping thread. Threads that cannot start leave their share to the others.
 pub(crate) fn wipe(buf: &mut [u8]) {
+    use std::sync::{Mutex, PoisonError};
     const PIECE: usize = 4 << 20;
     fn zero(c: &mut [u8]) {
         c.fill(0);
@@ -25,17 +26,13 @@ pub(crate) fn wipe(buf: &mut [u8]) {
         zero(buf);
         return;
     }
-    let pieces = std::sync::Mutex::new(buf.chunks_mut(PIECE));
+    let pieces = Mutex::new(buf.chunks_mut(PIECE));
     let work = || {
         loop {
-            let next = pieces
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .next();
-            match next {
-                Some(c) => zero(c),
-                None => return,
-            }
+            // The lock is not held while a piece is zeroed.
+            let next = pieces.lock().unwrap_or_else(PoisonError::into_inner).next();
+            let Some(c) = next else { return };
+            zero(c);
         }
     };
     std::thread::scope(|s| {

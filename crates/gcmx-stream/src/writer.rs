@@ -101,7 +101,7 @@ pub(crate) struct Sealer {
 enum Out {
     None,
     Window(Window, Range<usize>),
-    Bytes(Vec<u8>, usize),
+    Bytes(Range<usize>, Vec<u8>),
 }
 
 impl Drop for Sealer {
@@ -139,11 +139,10 @@ impl Sealer {
     #[cfg(feature = "tokio")]
     pub(crate) fn in_the_call(mut self, header: Vec<u8>) -> Sealer {
         self.background = false;
-        self.out = Out::Bytes(header, 0);
+        self.out = Out::Bytes(0..header.len(), header);
         self
     }
 
-    /// Segments sealed so far.
     pub(crate) fn segments_sealed(&self) -> u64 {
         self.next
     }
@@ -160,12 +159,11 @@ impl Sealer {
         e.into()
     }
 
-    /// The sealed bytes still to write.
     pub(crate) fn pending(&self) -> &[u8] {
         match &self.out {
             Out::None => &[],
             Out::Window(w, range) => w.get(range.clone()),
-            Out::Bytes(b, at) => &b[*at..],
+            Out::Bytes(range, b) => &b[range.clone()],
         }
     }
 
@@ -173,13 +171,9 @@ impl Sealer {
     pub(crate) fn advance(&mut self, n: usize) {
         let drained = match &mut self.out {
             Out::None => false,
-            Out::Window(_, range) => {
+            Out::Window(_, range) | Out::Bytes(range, _) => {
                 range.start = (range.start + n).min(range.end);
                 range.start == range.end
-            }
-            Out::Bytes(b, at) => {
-                *at = (*at + n).min(b.len());
-                *at == b.len()
             }
         };
         if drained && let Out::Window(w, _) = mem::replace(&mut self.out, Out::None) {
@@ -188,7 +182,6 @@ impl Sealer {
         }
     }
 
-    /// Whether a window is being sealed in the background.
     pub(crate) fn sealing(&self) -> bool {
         self.in_flight.is_some()
     }
@@ -198,16 +191,11 @@ impl Sealer {
         let Some(rx) = self.in_flight.take() else {
             return Ok(());
         };
-        match rx.recv() {
-            Ok((w, Ok(end))) => {
-                self.out = Out::Window(w, 0..end);
-                Ok(())
-            }
-            Ok((_, Err(e))) => Err(self.fail(e)),
-            Err(_) => Err(self.fail(Error::crypto(
-                "the thread sealing a window ended without a result",
-            ))),
-        }
+        let lost = || Error::crypto("the thread sealing a window ended without a result");
+        let (w, r) = rx.recv().map_err(|_| self.fail(lost()))?;
+        let end = r.map_err(|e| self.fail(e))?;
+        self.out = Out::Window(w, 0..end);
+        Ok(())
     }
 
     /// Full segments in the window.
@@ -341,32 +329,19 @@ impl Sealer {
             self.seal(false)?;
             return Ok(0);
         }
-        let span = layout
-            .full(first, count, false, true)
-            .map_err(|e| self.fail(e))?;
+        let span = layout.full(first, count, true).map_err(|e| self.fail(e))?;
         // Groups of about [`relay::GROUP_BYTES`], a task per thread at least.
         let threads = rayon::current_num_threads();
         let group = (relay::GROUP_BYTES / layout.segment_size()).clamp(1, count.div_ceil(threads));
         let slots = (RING_WINDOWS * self.per_window).div_ceil(group);
-        let taken = span.plaintext_len();
-        match relay::relay(
-            &self.codec,
-            &span,
-            &data[..taken],
-            &mut self.ring,
-            group,
-            slots,
-            out,
-        ) {
-            Ok(done) => {
-                self.next += done.segments as u64;
-                if !done.pending.is_empty() {
-                    self.out = Out::Bytes(done.pending, 0);
-                }
-                Ok(done.taken)
-            }
-            Err(e) => Err(self.fail(e)),
+        let data = &data[..span.plaintext_len()];
+        let done = relay::relay(&self.codec, &span, data, &mut self.ring, group, slots, out)
+            .map_err(|e| self.fail(e))?;
+        self.next += done.segments as u64;
+        if !done.pending.is_empty() {
+            self.out = Out::Bytes(0..done.pending.len(), done.pending);
         }
+        Ok(done.taken)
     }
 }
 
@@ -391,15 +366,12 @@ impl<W: Write> EncryptingWriter<W> {
     /// Writes every pending sealed byte.
     fn drain(&mut self) -> io::Result<()> {
         while !self.sealer.pending().is_empty() {
-            match retry(|| self.inner.write(self.sealer.pending()))? {
-                0 => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "the inner writer accepts no more bytes",
-                    ));
-                }
-                n => self.sealer.advance(n),
+            let n = retry(|| self.inner.write(self.sealer.pending()))?;
+            if n == 0 {
+                let msg = "the inner writer accepts no more bytes";
+                return Err(io::Error::new(io::ErrorKind::WriteZero, msg));
             }
+            self.sealer.advance(n);
         }
         Ok(())
     }
@@ -409,10 +381,7 @@ impl<W: Write> EncryptingWriter<W> {
     pub fn finish(mut self) -> io::Result<W> {
         // A call that unwinds drops the writer: no need to leave the mark.
         self.poison.enter()?;
-        self.sealer.check()?;
-        self.drain()?;
-        self.sealer.collect()?;
-        self.drain()?;
+        self.drain_all()?;
         self.sealer.seal(true)?;
         self.drain()?;
         self.inner.flush()?;
@@ -436,12 +405,12 @@ impl<W: Write> EncryptingWriter<W> {
         Ok(done)
     }
 
-    fn flush_unpoisoned(&mut self) -> io::Result<()> {
+    /// Writes every sealed window, the one in flight too.
+    fn drain_all(&mut self) -> io::Result<()> {
         self.sealer.check()?;
         self.drain()?;
         self.sealer.collect()?;
-        self.drain()?;
-        self.inner.flush()
+        self.drain()
     }
 }
 
@@ -451,7 +420,10 @@ impl<W: Write> Write for EncryptingWriter<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        guarded!(self.poison, self.flush_unpoisoned())
+        guarded!(
+            self.poison,
+            self.drain_all().and_then(|()| self.inner.flush())
+        )
     }
 }
 
