@@ -35,6 +35,8 @@ use gcmx::{Aes256Gcm, Gcm, OpenJob};
 use gcmx_stream::{KeySize, Keyset};
 use rayon::prelude::*;
 
+mod common;
+
 const SEGMENT: usize = 1 << 20;
 /// The header of an AES-256 stream: its length byte, a 32-byte salt and a 7-byte prefix.
 const HEADER: usize = 40;
@@ -117,14 +119,7 @@ fn main() {
         let left = bytes - lens.iter().sum::<usize>();
         lens.push((SEGMENT - 16).min(left));
     }
-    let mut plain = vec![0u8; bytes];
-    let mut s: u64 = 0x243f_6a88_85a3_08d3;
-    for w in plain.chunks_mut(8) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        w.copy_from_slice(&s.to_le_bytes()[..w.len()]);
-    }
+    let plain = common::plaintext(bytes);
     let keyset = Keyset::generate(KeySize::Aes256, SEGMENT as u32).expect("keyset");
     let mut w = keyset
         .encrypting_writer(Vec::with_capacity(bytes + (bytes >> 10)), b"bench")
@@ -229,7 +224,9 @@ fn main() {
                 .expect("reader");
             r.read_exact(&mut all).expect("read");
         });
-        for (row, cipher) in [(2, &uncached), (3, &key)] {
+        // The typed opens (past the caches, cached) and the copies (non-temporal, ordinary), a
+        // segment a task into the caller's buffer at the stream's offsets.
+        for row in 2..=5 {
             let mut outs = cut(&mut all, &lens);
             time(row, &mut res, &mut || {
                 outs.par_iter_mut()
@@ -237,28 +234,22 @@ fn main() {
                     .enumerate()
                     .for_each(|(i, out)| {
                         let (c, n) = spans[i];
-                        let tag = gcmx::Tag::try_from(&ct[c + n..c + n + 16]).expect("16");
-                        cipher
-                            .decrypt_into_detached(&nonce(i), &[], &ct[c..c + n], out, &tag)
-                            .expect("open");
-                    })
-            });
-        }
-        for row in [4, 5] {
-            let mut outs = cut(&mut all, &lens);
-            time(row, &mut res, &mut || {
-                outs.par_iter_mut()
-                    .with_max_len(1)
-                    .enumerate()
-                    .for_each(|(i, out)| {
-                        let (c, n) = spans[i];
+                        let src = &ct[c..c + n];
+                        if row <= 3 {
+                            let cipher = if row == 2 { &uncached } else { &key };
+                            let tag = gcmx::Tag::try_from(&ct[c + n..c + n + 16]).expect("16");
+                            cipher
+                                .decrypt_into_detached(&nonce(i), &[], src, out, &tag)
+                                .expect("open");
+                            return;
+                        }
                         #[cfg(target_arch = "x86_64")]
                         if row == 4 && avx512 {
                             // SAFETY: AVX-512F was detected.
-                            unsafe { nt_copy(&ct[c..c + n], out) };
+                            unsafe { nt_copy(src, out) };
                             return;
                         }
-                        out.copy_from_slice(&ct[c..c + n]);
+                        out.copy_from_slice(src);
                     })
             });
         }
