@@ -738,14 +738,14 @@ fn par_each<M: Msg>(
 
 /// Threads worth using to pack `bytes` bytes: one per 4 MiB, at most the hardware threads (and 16).
 fn pack_threads(bytes: usize) -> usize {
-    let want = bytes >> 22;
-    if want < 2 {
-        // The hardware's count reads the system's limits (tens of microseconds): asked only
-        // where it can matter.
-        return 1;
-    }
-    let hw = std::thread::available_parallelism().map_or(1, |n| n.get());
-    want.min(hw).min(16)
+    (bytes >> 22).clamp(1, hardware_threads().min(16))
+}
+
+/// The hardware threads this process may use, asked once: the system's count reads its limits
+/// (the cgroup's files) at every call, tens of microseconds that every batch would pay.
+pub(crate) fn hardware_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ pub fn offload_threshold() -> Option<usize> {
     if let Some(v) = policy::env_override() {
         return Some(v);
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = batch::hardware_threads();
     Some(policy::threshold_for(
         cores,
         gcmx_core::backend::stitched_supported(),

@@ -15,13 +15,10 @@ pub(crate) fn wipe(buf: &mut [u8]) {
         c.fill(0);
         std::hint::black_box(c);
     }
-    // Asked only for a large buffer: the count reads the system's limits (tens of
-    // microseconds, what a small stream's whole drop would otherwise cost).
-    let pieces = buf.len() / PIECE;
-    let threads = match pieces {
-        0 | 1 => 1,
-        _ => std::thread::available_parallelism().map_or(1, |n| n.get().min(pieces).min(8)),
-    };
+    // rayon's count, as the options use: the system's reads its limits at every call (tens of
+    // microseconds, what a small stream's whole drop would otherwise cost). The threads are
+    // not rayon's.
+    let threads = rayon::current_num_threads().min(buf.len() / PIECE).min(8);
     if threads < 2 {
         zero(buf);
         return;
