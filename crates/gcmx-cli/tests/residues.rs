@@ -165,10 +165,31 @@ fn core_at_exit(dir: &Path, args: &[String]) -> Vec<u8> {
     core_when(dir, &args, &["break exit", "run"])
 }
 
-/// The memory image of `gcmx args` after gdb has run `steps`.
+/// The memory image of `gcmx args` after gdb has run `steps`. An image takes tens to hundreds
+/// of megabytes, and gcore with too little room says "Saved corefile" over a file cut short:
+/// the image goes to memory-backed `/dev/shm` first, then to `dir` if that one fails.
 fn core_when(dir: &Path, args: &[String], steps: &[&str]) -> Vec<u8> {
-    let core = dir.join("core");
-    let _ = std::fs::remove_file(&core);
+    let shm = tempfile::Builder::new()
+        .prefix("gcmx-residues")
+        .tempdir_in("/dev/shm")
+        .ok();
+    let mut failures = Vec::new();
+    for place in shm.as_ref().map(|d| d.path()).into_iter().chain([dir]) {
+        match gcore(&place.join("core"), args, steps) {
+            Ok(image) => return image,
+            Err(why) => failures.push(format!("in {}: {why}", place.display())),
+        }
+    }
+    panic!(
+        "no complete image after {steps:?}:\n{}",
+        failures.join("\n")
+    )
+}
+
+/// Runs `gcmx args` under gdb, then `steps`, and returns the image gcore wrote to `core`, or
+/// why there is no complete one.
+fn gcore(core: &Path, args: &[String], steps: &[&str]) -> Result<Vec<u8>, String> {
+    let _ = std::fs::remove_file(core);
     let mut gdb = Command::new("gdb");
     gdb.args(["-q", "-batch", "-nx"]);
     for cmd in ["set pagination off", "set confirm off"]
@@ -197,15 +218,21 @@ fn core_when(dir: &Path, args: &[String], steps: &[&str]) -> Vec<u8> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
-    let image = std::fs::read(&core).unwrap_or_else(|e| {
-        panic!(
-            "gdb wrote no image ({e}) after {steps:?}:\n{}\n{}",
+    let said = || {
+        format!(
+            "{}\n{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
-    });
-    std::fs::remove_file(&core).unwrap();
-    image
+    };
+    let image = std::fs::read(core).map_err(|e| format!("no image ({e}):\n{}", said()))?;
+    std::fs::remove_file(core).unwrap();
+    // gcore writes the ELF header last: a write that failed leaves zeros at the start.
+    if image.starts_with(b"\x7fELF") {
+        Ok(image)
+    } else {
+        Err(format!("{} bytes, no ELF header:\n{}", image.len(), said()))
+    }
 }
 
 fn assert_clean(image: &[u8], secrets: &Secrets, what: &str) {
