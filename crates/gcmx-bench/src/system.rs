@@ -72,6 +72,7 @@ pub(crate) fn features() -> String {
         "avx512f",
         "avx512bw",
         "avx512vl",
+        "avx512vbmi",
         "vaes",
         "vpclmulqdq"
     );

@@ -8,7 +8,7 @@
 //! uses: a GHASH state is a `u128`, the 16-byte GCM block read big-endian.
 //!
 //! Three widths, the widest the CPU runs chosen at run time by [`StitchedKey::new`]:
-//! - 512-bit (AVX-512F/BW/VL, VAES, VPCLMULQDQ): four blocks a register, 32 blocks a step;
+//! - 512-bit (AVX-512F/BW/VL/VBMI, VAES, VPCLMULQDQ): four blocks a register, 32 blocks a step;
 //!   short messages and the end of long ones in masked registers;
 //! - 256-bit (AVX2, VAES, VPCLMULQDQ): two blocks a register, 16 blocks a step;
 //! - 128-bit (AES-NI, PCLMULQDQ, SSSE3): 8 blocks a step.

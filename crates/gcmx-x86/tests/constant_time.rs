@@ -91,6 +91,10 @@ mod cases {
         SealMessage96Out,
         /// `open_message96` from the data into a separate buffer.
         OpenMessage96Out,
+        /// `open_uncached`: into a separate buffer, written past the caches.
+        OpenUncached,
+        /// `open_message_uncached`.
+        OpenMessageUncached,
         /// Deliberately leaky code (the self-check): must be caught.
         Leak,
     }
@@ -120,6 +124,7 @@ mod cases {
         "avx512f",
         "avx512bw",
         "avx512vl",
+        "avx512vbmi",
     ];
 
     pub fn widths() -> [Width; 3] {
@@ -159,6 +164,7 @@ mod cases {
             "avx512f" => std::is_x86_feature_detected!("avx512f"),
             "avx512bw" => std::is_x86_feature_detected!("avx512bw"),
             "avx512vl" => std::is_x86_feature_detected!("avx512vl"),
+            "avx512vbmi" => std::is_x86_feature_detected!("avx512vbmi"),
             other => unreachable!("feature {other}"),
         }
     }
@@ -299,6 +305,8 @@ mod cases {
                     Op::OpenMessage96,
                     Op::SealMessage96Out,
                     Op::OpenMessage96Out,
+                    Op::OpenUncached,
+                    Op::OpenMessageUncached,
                 ] {
                     v.push(Case {
                         op,
@@ -584,6 +592,15 @@ mod tracee {
                 let mut y = s.y;
                 key.open(&s.ctr, &mut y, buf);
                 black_box(y);
+            }
+            Op::OpenUncached => {
+                let mut y = s.y;
+                black_box(key.open_uncached(&s.ctr, &mut y, buf, &mut out[..buf.len()]));
+                black_box(y);
+            }
+            Op::OpenMessageUncached => {
+                let t = key.open_message_uncached(&s.ctr, s.aad(), buf, &mut out[..buf.len()]);
+                black_box(t);
             }
             Op::Ghash => {
                 let mut y = s.y;

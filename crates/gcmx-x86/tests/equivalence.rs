@@ -444,8 +444,9 @@ fn message_with_long_aad() {
     }
 }
 
-/// The uncached open (non-temporal stores through a piece on the stack) writes what the
-/// ordinary open writes and leaves the same GHASH state, at lengths around its pieces' edges,
+/// The uncached open (non-temporal stores, from the 512-bit registers or through a piece on the
+/// stack) writes what the ordinary open writes and leaves the same GHASH state, at lengths
+/// around its steps' and pieces' edges,
 /// with the output at every offset from 64-byte alignment (the widest store's), counters
 /// crossing 2^32 included;
 /// its whole-message form returns the same expected tag. Lengths that differ touch nothing.
@@ -461,6 +462,8 @@ fn uncached_open_equals_open() {
         17,
         511,
         512,
+        513,
+        3 * 512 + 17,
         piece - 1,
         piece,
         piece + 1,

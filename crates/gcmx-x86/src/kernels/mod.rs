@@ -158,7 +158,9 @@ pub(crate) enum Level {
     Narrow,
     /// Also AVX2, VAES and VPCLMULQDQ: 256-bit kernels.
     Wide,
-    /// Also AVX-512F, AVX-512BW and AVX-512VL: 512-bit kernels.
+    /// Also AVX-512F, AVX-512BW, AVX-512VL and AVX-512 VBMI: 512-bit kernels. (Every CPU with
+    /// 512-bit VAES has VBMI; its byte permute realigns an open's output written past the
+    /// caches.)
     Zmm,
 }
 
@@ -175,7 +177,8 @@ impl Level {
         let zmm = wide
             && std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bw")
-            && std::is_x86_feature_detected!("avx512vl");
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512vbmi");
         match (narrow, wide, zmm) {
             (_, _, true) => Some(Level::Zmm),
             (_, true, _) => Some(Level::Wide),

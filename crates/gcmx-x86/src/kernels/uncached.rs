@@ -8,11 +8,14 @@
 //! it, bypassing the caches, which is right only for an output too large to stay cached anyway
 //! and not read back soon.
 //!
-//! The kernels write into a buffer on the stack that stays in the first-level cache, a piece of
-//! [`PIECE`] bytes at a time, and each piece is copied out with non-temporal stores: the pieces
-//! continue one message (the counter advanced and the GHASH state carried), so the output is
-//! byte for byte that of an ordinary open. The stores are ordered with `sfence` before the call
-//! returns, as the instruction requires before anything else reads the output.
+//! The 512-bit kernels store each register of output past the caches as they compute it,
+//! realigned to the destination's lines in registers (`zmm::open_uncached_entry`). The 256- and
+//! 128-bit kernels, which have no cheap way to realign a register by any byte count, write into a
+//! buffer on the stack that stays in the first-level cache, a piece of [`PIECE`] bytes at a
+//! time, and each piece is copied out with non-temporal stores: the pieces continue one message
+//! (the counter advanced and the GHASH state carried). Either way the output is byte for byte
+//! that of an ordinary open, and the stores are ordered with `sfence` before the call returns,
+//! as the instruction requires before anything else reads the output.
 
 use core::arch::x86_64::*;
 
@@ -20,7 +23,7 @@ use inout::InOutBuf;
 use zeroize::Zeroize;
 
 use super::common::{ctr_add, load16};
-use super::{Keys, Level};
+use super::{Keys, Level, zmm};
 
 /// Bytes of one piece: whole 512-bit steps, small enough that the piece stays in the first-level
 /// cache between the kernel writing it and the copy reading it.
@@ -30,6 +33,15 @@ const PIECE: usize = 8 * 1024;
 /// block `ctr`, absorbing the ciphertext into `y`, the plaintext written with non-temporal
 /// stores.
 pub(super) fn open(keys: &Keys, mut ctr: u128, y: &mut u128, src: &[u8], dst: &mut [u8]) {
+    if keys.level() == Level::Zmm {
+        #[allow(unsafe_code)]
+        // SAFETY: a key's level is Zmm only if `Level::detect()` found the 512-bit features,
+        // AVX-512 VBMI among them.
+        unsafe {
+            zmm::open_uncached_entry(keys, ctr, y, src, dst)
+        };
+        return;
+    }
     let mut piece = [0u8; PIECE];
     for (s, d) in src.chunks(PIECE).zip(dst.chunks_mut(PIECE)) {
         let n = s.len().min(d.len());
@@ -52,19 +64,18 @@ pub(super) fn open(keys: &Keys, mut ctr: u128, y: &mut u128, src: &[u8], dst: &m
 }
 
 /// Copy `src` into `dst` (the common length): the middle of `dst`, aligned to the widest store
-/// the key's level has, with non-temporal stores, its unaligned ends with ordinary ones.
+/// the key's level has (256-bit from AVX2 on), with non-temporal stores, its unaligned ends with
+/// ordinary ones.
 ///
 /// A core's rate of non-temporal stores is what limits an open past the caches when the memory
-/// keeps up: a whole-line store (512-bit) hands a line to the memory in one store where 128-bit
-/// ones take four, each holding a write-combining buffer until the line is complete.
+/// keeps up: a 256-bit store hands a line to the memory in two stores where 128-bit ones take
+/// four, each holding a write-combining buffer until the line is complete.
 fn copy(level: Level, src: &[u8], dst: &mut [u8]) {
     match level {
         #[allow(unsafe_code)]
-        // SAFETY: a key's level is Zmm only if `Level::detect()` found AVX-512F.
-        Level::Zmm => unsafe { copy_zmm(src, dst) },
-        #[allow(unsafe_code)]
-        // SAFETY: a key's level is Wide only if `Level::detect()` found AVX2 (AVX with it).
-        Level::Wide => unsafe { copy_ymm(src, dst) },
+        // SAFETY: a key's level is Wide or Zmm only if `Level::detect()` found AVX2 (AVX with
+        // it).
+        Level::Wide | Level::Zmm => unsafe { copy_ymm(src, dst) },
         Level::Narrow => copy_with::<16>(src, dst, |d, s| {
             #[allow(unsafe_code)]
             // SAFETY: `d` is 16 bytes of `dst`, borrowed mutably, at a 16-byte-aligned address
@@ -74,19 +85,6 @@ fn copy(level: Level, src: &[u8], dst: &mut [u8]) {
             }
         }),
     }
-}
-
-#[target_feature(enable = "avx512f")]
-fn copy_zmm(src: &[u8], dst: &mut [u8]) {
-    copy_with::<64>(src, dst, |d, s| {
-        let v: __m512i = bytemuck::pod_read_unaligned(&s[..64]);
-        #[allow(unsafe_code)]
-        // SAFETY: `d` is 64 bytes of `dst`, borrowed mutably, at a 64-byte-aligned address
-        // (`copy_with` aligned the body); the caller has AVX-512F.
-        unsafe {
-            _mm512_stream_si512(d.cast(), v)
-        }
-    })
 }
 
 #[target_feature(enable = "avx")]

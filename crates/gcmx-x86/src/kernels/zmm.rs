@@ -371,7 +371,7 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool, const FEW: bool>(
     base: &mut __m512i,
     y: __m128i,
     h: Option<&[u8]>,
-    mut cur: InOutBuf<'_, '_, u8>,
+    mut cur: impl StepIo,
 ) -> __m128i {
     // The round keys stay in registers for the whole loop (the compiler keeps the powers of H
     // in a copy on the stack). Read from the key where they are used instead, every step issued
@@ -395,7 +395,7 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool, const FEW: bool>(
                     *x = _mm512_aesenc_epi128(*x, kr);
                 }
                 if HASH && $r % 2 == 1 && $r - 1 < R {
-                    let src = h.unwrap_or(cur.get_in());
+                    let src = h.unwrap_or(cur.input());
                     let j = $r - 1;
                     let (d, e) = (load64(&src[64 * j..]), load64(&src[64 * (j + 1)..]));
                     step_products(pw, j, d, e, y, &mut acc);
@@ -409,13 +409,31 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool, const FEW: bool>(
     // the last round key XOR the data: the last round gives the output directly
     let kl = round_key(keys, NR);
     for (j, x) in s.iter().enumerate() {
-        let d = load64(&cur.get_in()[64 * j..]);
-        store64(
-            &mut cur.get_out()[64 * j..],
-            _mm512_aesenclast_epi128(*x, _mm512_xor_si512(kl, d)),
-        );
+        let d = load64(&cur.input()[64 * j..]);
+        cur.put(j, _mm512_aesenclast_epi128(*x, _mm512_xor_si512(kl, d)));
     }
     y
+}
+
+/// What a [`step`] reads, and where its output registers go.
+trait StepIo {
+    /// The step's 512 input bytes.
+    fn input(&self) -> &[u8];
+    /// Output register `j` (bytes `64 j..64 j + 64` of the step's output).
+    fn put(&mut self, j: usize, v: __m512i);
+}
+
+/// In place or into another buffer, ordinary stores.
+impl StepIo for InOutBuf<'_, '_, u8> {
+    #[inline(always)]
+    fn input(&self) -> &[u8] {
+        self.get_in()
+    }
+
+    #[inline(always)]
+    fn put(&mut self, j: usize, v: __m512i) {
+        store64(&mut self.get_out()[64 * j..], v)
+    }
 }
 
 /// GHASH of one whole step of 32 blocks `d` (as in memory) into `y`.
@@ -671,6 +689,168 @@ fn crypt<const SEAL: bool, const NR: usize>(
             y
         }
     }
+}
+
+/// The output of an open written past the caches (see `super::uncached`), straight from the
+/// registers: each register's bytes go to the destination's cache lines, which a segment's body
+/// rarely starts on, so every line is the end of one register and the start of the next, joined
+/// with one byte permute (`vpermt2b`), and stored whole with a non-temporal store. The bytes
+/// before the first line boundary and after the last take ordinary (masked) stores.
+struct Lines<'a> {
+    dst: &'a mut [u8],
+    /// Bytes of `dst` before its first line boundary (`0..64`).
+    head: usize,
+    /// The permute: bytes `head..head + 64` of the previous register and the next, in a row.
+    join: __m512i,
+    /// The register put last.
+    prev: __m512i,
+    /// Registers put so far.
+    n: usize,
+}
+
+impl<'a> Lines<'a> {
+    /// Lines into `dst` (whole registers: 64 bytes each).
+    #[inline]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,aes,pclmulqdq,vaes,vpclmulqdq"
+    )]
+    fn new(dst: &'a mut [u8]) -> Lines<'a> {
+        // From the address, public: which stores run depends on where the output is, never on
+        // the data.
+        let head = (64 - dst.as_ptr() as usize % 64) % 64;
+        let join = _mm512_add_epi8(
+            _mm512_set1_epi8(head as i8),
+            bytemuck::cast(core::array::from_fn::<u8, 64, _>(|i| i as u8)),
+        );
+        Lines {
+            dst,
+            head,
+            join,
+            prev: _mm512_setzero_si512(),
+            n: 0,
+        }
+    }
+
+    /// The next register of the output.
+    #[inline]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,aes,pclmulqdq,vaes,vpclmulqdq"
+    )]
+    fn put(&mut self, v: __m512i) {
+        if self.n == 0 {
+            store_partial(&mut self.dst[..self.head], v);
+        } else {
+            let line = _mm512_permutex2var_epi8(self.prev, self.join, v);
+            let at = self.head + 64 * (self.n - 1);
+            let to = &mut self.dst[at..at + 64];
+            #[allow(unsafe_code)]
+            // SAFETY: `to` is 64 bytes of `dst`, borrowed mutably, and starts on a line
+            // boundary (`head` bytes past `dst`'s start, then whole lines), as the instruction
+            // requires; the caller has AVX-512F. The store is weakly ordered: the caller fences
+            // before returning.
+            unsafe {
+                _mm512_stream_si512(to.as_mut_ptr().cast(), line)
+            }
+        }
+        self.prev = v;
+        self.n += 1;
+    }
+
+    /// Stores the bytes of the last register after the last whole line.
+    #[inline]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,aes,pclmulqdq,vaes,vpclmulqdq"
+    )]
+    fn finish(self) {
+        if let Some(last) = self.n.checked_sub(1) {
+            let to = &mut self.dst[64 * last..64 * last + 64];
+            #[allow(unsafe_code)]
+            // SAFETY: the mask selects bytes `head..64` of `to`, 64 bytes of `dst` borrowed
+            // mutably; a masked store writes nothing else.
+            unsafe {
+                _mm512_mask_storeu_epi8(to.as_mut_ptr().cast(), !byte_mask(self.head), self.prev)
+            }
+        }
+    }
+}
+
+/// A step's input, its output put into [`Lines`].
+struct Uncached<'i, 'l, 'd> {
+    input: &'i [u8],
+    lines: &'l mut Lines<'d>,
+}
+
+impl StepIo for Uncached<'_, '_, '_> {
+    #[inline(always)]
+    fn input(&self) -> &[u8] {
+        self.input
+    }
+
+    #[inline(always)]
+    fn put(&mut self, _: usize, v: __m512i) {
+        #[allow(unsafe_code)]
+        // SAFETY: `Lines` exist only in `open_uncached`, which runs where the CPU has the
+        // features `Lines::put` needs.
+        unsafe {
+            self.lines.put(v)
+        }
+    }
+}
+
+/// [`crypt`] opening `src` into `dst` (the common length), the whole steps' output written past
+/// the caches from the registers ([`Lines`]), the rest with ordinary stores; no length block.
+#[inline]
+#[target_feature(
+    enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,aes,pclmulqdq,vaes,vpclmulqdq"
+)]
+fn open_uncached<const NR: usize>(
+    keys: &Keys,
+    ctr: u128,
+    mut y: __m128i,
+    src: &[u8],
+    dst: &mut [u8],
+) -> __m128i {
+    let n = src.len().min(dst.len());
+    let bulk_len = n / STEP * STEP;
+    let (bulk, tail) = src[..n].split_at(bulk_len);
+    let (bulk_out, tail_out) = dst[..n].split_at_mut(bulk_len);
+    let mut base = first_counters(ctr);
+    let mut lines = Lines::new(bulk_out);
+    for (i, input) in bulk.chunks_exact(STEP).enumerate() {
+        prefetch_step(bulk, i + PREFETCH_AHEAD);
+        let io = Uncached {
+            input,
+            lines: &mut lines,
+        };
+        y = step::<false, NR, true, false>(keys, &mut base, y, None, io);
+    }
+    lines.finish();
+    let t = blocks(tail.len());
+    match InOutBuf::new(tail, tail_out) {
+        Ok(io) if t > 0 => crypt_short::<false, NR>(keys, base, Run::new(y, t), io, None),
+        _ => y,
+    }
+}
+
+/// An open from `src` into `dst` on the 512-bit kernels, written past the caches (see
+/// `super::uncached`): counter block `ctr`, GHASH state `y`.
+#[target_feature(
+    enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx2,aes,pclmulqdq,vaes,vpclmulqdq"
+)]
+pub(super) fn open_uncached_entry(
+    keys: &Keys,
+    ctr: u128,
+    y: &mut u128,
+    src: &[u8],
+    dst: &mut [u8],
+) {
+    *y = cast(match keys.nr {
+        10 => open_uncached::<10>(keys, ctr, cast(*y), src, dst),
+        12 => open_uncached::<12>(keys, ctr, cast(*y), src, dst),
+        _ => open_uncached::<14>(keys, ctr, cast(*y), src, dst),
+    });
+    // The non-temporal stores are weakly ordered: fenced before anything else reads `dst`.
+    _mm_sfence();
 }
 
 /// A whole message on the 512-bit kernels (see [`super::Keys::message`]), its buffer given as the raw
