@@ -50,7 +50,6 @@ impl Keyset {
         Ok(AsyncEncryptingWriter {
             inner: w,
             sealer: sealer.in_the_call(header),
-            finished: false,
             poison: Poison::default(),
         })
     }
@@ -87,7 +86,6 @@ impl Keyset {
 pub struct AsyncEncryptingWriter<W> {
     inner: W,
     sealer: Sealer,
-    finished: bool,
     poison: Poison,
 }
 
@@ -110,10 +108,7 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
     }
 
     fn write_unpoisoned(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.sealer.check()?;
-        if self.finished {
-            return Poll::Ready(Err(io::Error::other("the stream is finished")));
-        }
+        self.sealer.check_writable()?;
         let mut done = 0;
         while done < buf.len() {
             match self.poll_drain(cx) {
@@ -135,11 +130,8 @@ impl<W: AsyncWrite + Unpin> AsyncEncryptingWriter<W> {
 
     fn shutdown_unpoisoned(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.sealer.check()?;
-        if !self.finished {
-            ready!(self.poll_drain(cx))?;
-            self.sealer.seal(true)?;
-            self.finished = true;
-        }
+        ready!(self.poll_drain(cx))?;
+        self.sealer.finish()?;
         ready!(self.poll_drain(cx))?;
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
@@ -169,7 +161,7 @@ impl<W: fmt::Debug> fmt::Debug for AsyncEncryptingWriter<W> {
         f.debug_struct("AsyncEncryptingWriter")
             .field("inner", &self.inner)
             .field("segments_sealed", &self.sealer.segments_sealed())
-            .field("finished", &self.finished)
+            .field("finished", &self.sealer.finished())
             .finish_non_exhaustive()
     }
 }

@@ -58,10 +58,11 @@ impl Keyset {
 /// continued).
 ///
 /// An error of the inner writer ends nothing: the sealed bytes it did not take are offered
-/// again by the next call. A writer whose call unwound (a panicking inner writer whose panic
-/// the caller caught) is poisoned: every later call fails with
-/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned), `finish` included, so that no segment
-/// is ever sealed twice under one nonce.
+/// again by the next call ([`try_finish`](EncryptingWriter::try_finish) included; `finish`
+/// ends the writer whatever it returns). A writer whose call unwound (a panicking inner
+/// writer whose panic the caller caught) is poisoned: every later call fails with
+/// [`ErrorKind::Poisoned`](crate::ErrorKind::Poisoned), `try_finish` and `finish` included,
+/// so that no segment is ever sealed twice under one nonce.
 pub struct EncryptingWriter<W: Write> {
     inner: W,
     sealer: Sealer,
@@ -91,6 +92,8 @@ pub(crate) struct Sealer {
     spare: Option<Window>,
     /// A failure that ends the stream (it cannot be continued consistently).
     failed: Option<Error>,
+    /// The last segment is sealed ([`Sealer::finish`]): the stream takes no more bytes.
+    finished: bool,
     /// The ring of segment buffers of large writes ([`relay`]).
     ring: Window,
     /// [`Sealer::absorb`]'s plan, kept so that small writes allocate nothing.
@@ -128,6 +131,7 @@ impl Sealer {
             out: Out::None,
             spare: None,
             failed: None,
+            finished: false,
             ring: Window::new(false),
             runs: Vec::new(),
         };
@@ -152,6 +156,29 @@ impl Sealer {
             Some(e) => Err(e.clone().into()),
             None => Ok(()),
         }
+    }
+
+    /// [`Sealer::check`], and an error once the stream is finished: for calls that add bytes.
+    pub(crate) fn check_writable(&self) -> io::Result<()> {
+        self.check()?;
+        if self.finished {
+            return Err(io::Error::other("the stream is finished"));
+        }
+        Ok(())
+    }
+
+    /// Seals the window's rest as the stream's last segment, once: after that has succeeded,
+    /// a later call seals nothing (a finish tried again only writes what is pending).
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
+        if !self.finished {
+            self.seal(true)?;
+            self.finished = true;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finished(&self) -> bool {
+        self.finished
     }
 
     fn fail(&mut self, e: Error) -> io::Error {
@@ -377,19 +404,42 @@ impl<W: Write> EncryptingWriter<W> {
     }
 
     /// Seals the last segment, writes everything, flushes the inner writer and gives it back.
-    /// Until this returns `Ok`, readers refuse the stream as truncated.
+    /// Until this returns `Ok`, readers refuse the stream as truncated. On an error the writer
+    /// is gone: [`try_finish`](EncryptingWriter::try_finish) keeps it, to call again.
     pub fn finish(mut self) -> io::Result<W> {
-        // A call that unwinds drops the writer: no need to leave the mark.
-        self.poison.enter()?;
-        self.drain_all()?;
-        self.sealer.seal(true)?;
-        self.drain()?;
-        self.inner.flush()?;
+        self.try_finish()?;
         Ok(self.inner)
     }
 
+    /// [`finish`](EncryptingWriter::finish) leaving the inner writer in place: after an error
+    /// (of the inner writer, say) it can be called again, and seals the last segment once,
+    /// offering again what the inner writer did not take. Once it has returned `Ok`, writes
+    /// fail and `finish` gives the inner writer back.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// let keyset = gcmx_stream::Keyset::generate(gcmx_stream::KeySize::Aes256, 4096)?;
+    /// let mut w = keyset.encrypting_writer(Vec::new(), b"file 1")?;
+    /// w.write_all(b"attack at dawn")?;
+    /// w.try_finish()?;
+    /// assert!(w.write(b"!").is_err());
+    /// let ciphertext = w.finish()?; // seals nothing more
+    /// assert_eq!(ciphertext.len(), 40 + 14 + 16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_finish(&mut self) -> io::Result<()> {
+        guarded!(self.poison, self.finish_unpoisoned())
+    }
+
+    fn finish_unpoisoned(&mut self) -> io::Result<()> {
+        self.drain_all()?;
+        self.sealer.finish()?;
+        self.drain()?;
+        self.inner.flush()
+    }
+
     fn write_unpoisoned(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.sealer.check()?;
+        self.sealer.check_writable()?;
         let mut done = 0;
         while done < buf.len() {
             if let Err(e) = self.drain() {

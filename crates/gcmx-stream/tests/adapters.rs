@@ -529,13 +529,14 @@ impl Write for Refusing {
 
 /// Large writes of whole segments (sealed from the caller's bytes straight into the window)
 /// into an inner writer that fails now and then: a write that fails takes nothing or reports
-/// the bytes it took, the caller writes the rest again, and the stream decrypts to exactly the
-/// bytes written.
+/// the bytes it took, the caller writes the rest again (and tries `try_finish` again until it
+/// succeeds), and the stream decrypts to exactly the bytes written.
 #[test]
 fn large_writes_into_a_failing_writer_lose_and_repeat_nothing() {
     let ks = keyset(16, 4096);
     let (first, rest) = seg_plain(&ks);
     let pt = data(first + 300 * rest + 77, 41);
+    let mut finish_refused = 0;
     for (every, max, window) in [
         (2, usize::MAX, 0),
         (3, 10_000, 16 << 10),
@@ -570,13 +571,18 @@ fn large_writes_into_a_failing_writer_lose_and_repeat_nothing() {
                 }
             }
         }
-        // `finish` consumes the writer: the inner writer stops refusing first.
+        // `try_finish` is called again after each refusal, the last segment sealed once.
+        while let Err(e) = w.try_finish() {
+            assert_eq!(e.to_string(), "refused");
+            finish_refused += 1;
+        }
+        assert!(w.write(b"more").is_err(), "a write after the stream's end");
         on.set(false);
         let inner = w.finish().unwrap();
-        assert!(refused.get() > 0, "the inner writer refused nothing");
         let back = read_all(&ks, b"aad", &inner.out, &Options::default()).unwrap();
         assert!(back == pt, "every {every}, max {max}, window {window}");
     }
+    assert!(finish_refused > 0, "no try_finish was refused");
 }
 
 /// One write of many windows of whole segments (sealed through the writer's ring of segment
