@@ -177,6 +177,7 @@ impl Sealer {
         Ok(())
     }
 
+    #[cfg(feature = "tokio")]
     pub(crate) fn finished(&self) -> bool {
         self.finished
     }
