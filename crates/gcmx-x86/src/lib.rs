@@ -81,7 +81,7 @@ mod kernels;
 /// Zeroized on drop.
 pub struct StitchedKey {
     #[cfg(target_arch = "x86_64")]
-    keys: Box<kernels::Keys>,
+    keys: kernels::Placed,
     #[cfg(not(target_arch = "x86_64"))]
     never: core::convert::Infallible,
 }
@@ -93,7 +93,7 @@ impl StitchedKey {
     pub fn new(key: &[u8]) -> Option<Self> {
         #[cfg(target_arch = "x86_64")]
         {
-            kernels::Keys::new(key, kernels::Level::Zmm).map(|keys| StitchedKey { keys })
+            kernels::Keys::placed(key, kernels::Level::Zmm).map(|keys| StitchedKey { keys })
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -108,7 +108,7 @@ impl StitchedKey {
     pub fn new_256(key: &[u8]) -> Option<Self> {
         #[cfg(target_arch = "x86_64")]
         {
-            kernels::Keys::new(key, kernels::Level::Wide).map(|keys| StitchedKey { keys })
+            kernels::Keys::placed(key, kernels::Level::Wide).map(|keys| StitchedKey { keys })
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -122,7 +122,7 @@ impl StitchedKey {
     pub fn new_narrow(key: &[u8]) -> Option<Self> {
         #[cfg(target_arch = "x86_64")]
         {
-            kernels::Keys::new(key, kernels::Level::Narrow).map(|keys| StitchedKey { keys })
+            kernels::Keys::placed(key, kernels::Level::Narrow).map(|keys| StitchedKey { keys })
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -424,7 +424,7 @@ impl Clone for StitchedKey {
         #[cfg(target_arch = "x86_64")]
         {
             StitchedKey {
-                keys: self.keys.boxed_clone(),
+                keys: self.keys.placed_clone(),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -178,13 +178,15 @@ pub(super) fn hash_key(key: &[u8], keys: &mut Keys) -> u128 {
     q1
 }
 
-/// The powers `Q_1..Q_NQ` from `Q_1` by doubling: `Q_2..Q_4` one product at a time, then
-/// `Q_(n+i) = Q_i · Q_n` for `i = 1..n`, four products at a time by `mul4` (`mul4(a, b)[l] =
-/// a[l] · b`): log2(NQ) products deep, the products of each level independent of each other.
-/// Then their Karatsuba halves.
+/// The powers `Q_1..Q_m` from `Q_1`, `m` the key's level's [`super::Level::powers`] (a power of two,
+/// at least 4), by doubling: `Q_2..Q_4` one product at a time, then `Q_(n+i) = Q_i · Q_n` for
+/// `i = 1..n`, four products at a time by `mul4` (`mul4(a, b)[l] = a[l] · b`): log2(m) products
+/// deep, the products of each level independent of each other. Then their Karatsuba halves.
+/// The entries of higher powers stay zero: no kernel of the level reads them.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn power_tree(keys: &mut Keys, q1: u128, mul4: impl Fn(&[u128], u128) -> [u128; 4]) {
+    let m = keys.level().powers();
     let (p, pk) = keys.tables_mut();
     let q1v: __m128i = cast(q1);
     let q2 = dot(q1v, q1v);
@@ -196,7 +198,7 @@ pub(super) fn power_tree(keys: &mut Keys, q1: u128, mul4: impl Fn(&[u128], u128)
     // In the table (descending powers) the products of `p[j..j + 4]` by `Q_n` are
     // `p[j - n..j - n + 4]`.
     let mut n = 4;
-    while n < NQ {
+    while n < m {
         let qn = p[NQ - n];
         for j in (NQ - n..NQ).step_by(4) {
             let r = mul4(&p[j..j + 4], qn);
@@ -204,7 +206,7 @@ pub(super) fn power_tree(keys: &mut Keys, q1: u128, mul4: impl Fn(&[u128], u128)
         }
         n *= 2;
     }
-    for (k, p) in pk.iter_mut().zip(p.iter()) {
+    for (k, p) in pk[NQ - m..NQ].iter_mut().zip(&p[NQ - m..NQ]) {
         *k = cast(kara128(cast(*p)));
     }
 }
@@ -430,7 +432,7 @@ pub(super) fn block_entry(keys: &Keys, b: &mut [u8; 16]) {
 /// counter blocks are encrypted side by side (eight independent AES chains take about the
 /// latency of one) and its blocks hashed as one sum of products by `Q_g..Q_1` with a single
 /// reduction, where one block at a time would wait for each block's AES and reduction in turn.
-const TG: usize = 8;
+pub(super) const TG: usize = 8;
 
 /// GHASH of the first `g` (at most `N`, at most [`NQ`]) blocks of `x` (as in memory) into `y`:
 /// `(y ^ x_0)·H^g ^ x_1·H^(g−1) ^ … ^ x_(g−1)·H`, with one reduction.

@@ -29,6 +29,8 @@
 use inout::InOutBuf;
 use zeroize::Zeroize;
 
+pub(crate) use placed::Placed;
+
 /// One GCM message from a kernel's parts (SP 800-38D 7.1-7.2): GHASH of the AAD, the CTR +
 /// GHASH pass over the message's `len` bytes from `inc32(J0)`, the length block, the tag
 /// `S ^ E_K(J0)`, returned as a register. `j0` is J0 as a register (bytes in memory order),
@@ -144,12 +146,25 @@ macro_rules! narrower_message_entry {
 
 mod common;
 mod narrow;
+mod placed;
 mod uncached;
 mod wide;
 mod zmm;
 
 /// Powers of H the key keeps: the largest step's block count.
 const NQ: usize = zmm::NB;
+
+// Every level's powers: a power of two from 4 (the set-up's doubling) to the table's size, and
+// enough for the tails' groups.
+const _: () = {
+    let levels = [Level::Narrow, Level::Wide, Level::Zmm];
+    let mut i = 0;
+    while i < levels.len() {
+        let n = levels[i].powers();
+        assert!(n.is_power_of_two() && n >= 4 && n <= NQ && n >= common::TG);
+        i += 1;
+    }
+};
 
 /// Which kernels a key runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -165,6 +180,17 @@ pub(crate) enum Level {
 }
 
 impl Level {
+    /// How many powers of `H` this level's kernels read, `Q_1..Q_n`: one step's blocks (each
+    /// level's tails read at most [`common::TG`] of them, no more than its step's). Key set-up
+    /// computes only these; a wider level's table entries stay zero.
+    pub(crate) const fn powers(self) -> usize {
+        match self {
+            Level::Narrow => narrow::NW,
+            Level::Wide => wide::NB,
+            Level::Zmm => NQ,
+        }
+    }
+
     /// The widest kernels this CPU can run, if any.
     pub(crate) fn detect() -> Option<Level> {
         let narrow = std::is_x86_feature_detected!("aes")
@@ -188,21 +214,19 @@ impl Level {
     }
 }
 
-/// Expanded key material. Built only by [`Keys::new`], for a level the CPU has; lives on the
-/// heap (moving a key moves a pointer) and is wiped on drop. Aligned to a cache line, so that a
-/// 512-bit register of powers is one line.
-///
-/// (The alignment costs the key set-up an aligned allocation, which the system allocator serves
-/// several times slower than an ordinary one. Placing the table on a line by an index into a
-/// 16-byte-aligned key, chosen once its address is known, saved that at set-up but cost
-/// messages of 64 B to 1.5 KiB up to 10 %: the table's address is then not the key's plus a
-/// constant, and the short paths spill registers.)
+/// Expanded key material. Built only by [`Keys::placed`], for a level the CPU has; lives on the
+/// heap in a [`Placed`] (moving a key moves a pointer) and is wiped on drop. Aligned to a cache
+/// line, so that a 512-bit register of powers is one line, and the table is at a constant offset
+/// from the key's address. (Placing the table on a line by an index into a 16-byte-aligned key,
+/// chosen once its address is known, cost messages of 64 B to 1.5 KiB up to 10 %: the short
+/// paths spilled registers. [`Placed`] aligns the whole key instead.)
 #[repr(align(64))]
 pub(crate) struct Keys {
     /// The table, `[p, pk]`: `p[i]` = `Q_(NQ − i)`, the powers of `H` in step order (the
     /// Montgomery form of `h^(NQ − i)`, `Q_1 = H' = mulX(H)`), so that block `i` of a run of
     /// `n` blocks is multiplied by `p[NQ − n + i]`, the four entries after them zero (the lanes
-    /// past the end of a run in a 512-bit register); `pk[i]`, the two 64-bit halves of `p[i]`
+    /// past the end of a run in a 512-bit register), and zero too the entries of powers above
+    /// the level's [`Level::powers`]; `pk[i]`, the two 64-bit halves of `p[i]`
     /// XORed, in both halves (Karatsuba's middle operand). One array, so that set-up writes
     /// and drop wipes it as one.
     t: [[u128; NQ + 4]; 2],
@@ -211,7 +235,7 @@ pub(crate) struct Keys {
     rk: [u128; 15],
     /// Rounds: 10, 12 or 14.
     nr: usize,
-    /// The kernels to run; the CPU has this level's features (checked in [`Keys::new`]).
+    /// The kernels to run; the CPU has this level's features (checked in [`Keys::placed`]).
     level: Level,
 }
 
@@ -226,12 +250,12 @@ impl Drop for Keys {
 
 impl Keys {
     /// Expand `key` for the widest kernels the CPU runs, or for at most `max`.
-    pub(crate) fn new(key: &[u8], max: Level) -> Option<Box<Keys>> {
+    pub(crate) fn placed(key: &[u8], max: Level) -> Option<Placed> {
         if !matches!(key.len(), 16 | 24 | 32) {
             return None;
         }
         let level = Level::detect()?.min(max);
-        let mut keys = Keys::zeroed(level);
+        let mut keys = Placed::zeroed(level);
         if level == Level::Zmm {
             #[allow(unsafe_code)]
             // SAFETY: `level` is Zmm only if `Level::detect()` found the 512-bit features.
@@ -248,20 +272,9 @@ impl Keys {
         Some(keys)
     }
 
-    /// An all-zero key for `level` on the heap. Built in place on the heap: moving the key moves
-    /// a pointer and leaves no copies of the round keys or powers behind.
-    fn zeroed(level: Level) -> Box<Keys> {
-        Box::new(Keys {
-            t: [[0; NQ + 4]; 2],
-            rk: [0; 15],
-            nr: 0,
-            level,
-        })
-    }
-
-    /// A copy on the heap, built there as [`Keys::zeroed`] builds a key.
-    pub(crate) fn boxed_clone(&self) -> Box<Keys> {
-        let mut k = Keys::zeroed(self.level);
+    /// A copy on the heap, built there as [`Placed::zeroed`] builds a key.
+    pub(crate) fn placed_clone(&self) -> Placed {
+        let mut k = Placed::zeroed(self.level);
         k.t = self.t;
         k.rk = self.rk;
         k.nr = self.nr;

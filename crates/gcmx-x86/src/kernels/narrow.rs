@@ -14,7 +14,7 @@ use super::common::{
 use super::{Keys, Pre};
 
 /// 128-bit registers (= blocks) per step.
-const NW: usize = 8;
+pub(super) const NW: usize = 8;
 /// Bytes per step.
 const NSTEP: usize = 16 * NW;
 

@@ -17,7 +17,7 @@ const W: usize = 8;
 /// Bytes per step.
 const STEP: usize = 32 * W;
 /// Blocks per step: the powers `Q_16..Q_1`.
-const NB: usize = 2 * W;
+pub(super) const NB: usize = 2 * W;
 
 /// The byte-reflection mask in both lanes.
 #[inline]
