@@ -282,13 +282,15 @@ where
 }
 
 /// Keyed from the raw key, AES-128/192/256 run the stitched x86-64 kernels where the CPU has
-/// them; `From<Aes>` (no raw key) runs the given cipher.
+/// them (the `aes` crate's types without making their cipher, any other `Aes` checked against
+/// them first); `From<Aes>` (no raw key) runs the given cipher.
 impl<Aes, N, T> KeyInit for AesGcm<Aes, N, T>
 where
     Aes: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt + KeyInit,
 {
     fn new(key: &aead::Key<Self>) -> Self {
-        Self::from_cipher(Cipher::with_key(Aes::new(key), key))
+        let cipher = Cipher::aes(key).unwrap_or_else(|| Cipher::with_key(Aes::new(key), key));
+        Self::from_cipher(cipher)
     }
 }
 

@@ -93,23 +93,20 @@ struct Generic<C> {
     ghash: GHash,
 }
 
-/// The `aes` crate's AES types, which [`Cipher::aes`] keys on the stitched kernels without
-/// making them: the kernels compute the same AES (the tests compare them on every path).
-pub(crate) trait KnownAes {
-    /// The key length in bytes.
-    const KEY_LEN: usize;
-}
-
-impl KnownAes for aes::Aes128 {
-    const KEY_LEN: usize = 16;
-}
-
-impl KnownAes for aes::Aes192 {
-    const KEY_LEN: usize = 24;
-}
-
-impl KnownAes for aes::Aes256 {
-    const KEY_LEN: usize = 32;
+/// The key length of `C` when `C` is one of the `aes` crate's AES types (compared by type
+/// identity), which [`Cipher::aes`] keys on the stitched kernels without making them: the kernels
+/// compute the same AES (the tests compare them on every path).
+fn known_aes_key_len<C: ?Sized>() -> Option<usize> {
+    // `typeid::of` rather than `TypeId::of`: the typed API's cipher parameter need not be
+    // `'static` (as in `aes-gcm`).
+    let c = typeid::of::<C>();
+    [
+        (typeid::of::<aes::Aes128>(), 16),
+        (typeid::of::<aes::Aes192>(), 24),
+        (typeid::of::<aes::Aes256>(), 32),
+    ]
+    .into_iter()
+    .find_map(|(t, len)| (t == c).then_some(len))
 }
 
 /// A running GHASH state on one of the two paths ([`Cipher::hasher`] picks which).
@@ -183,12 +180,9 @@ where
 
     /// AES under its raw key `key` on the stitched kernels, the block cipher never made (no
     /// check needed: `C` is one of the `aes` crate's AES types and `key` its length); `None`
-    /// where the CPU lacks the kernels or `key` is not `C`'s length.
-    pub(crate) fn aes(key: &[u8]) -> Option<Self>
-    where
-        C: KnownAes,
-    {
-        if key.len() != C::KEY_LEN {
+    /// where `C` is another type, `key` is not `C`'s length or the CPU lacks the kernels.
+    pub(crate) fn aes(key: &[u8]) -> Option<Self> {
+        if known_aes_key_len::<C>() != Some(key.len()) {
             return None;
         }
         let k = StitchedKey::new(key)?;

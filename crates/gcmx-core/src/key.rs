@@ -4,7 +4,7 @@ use aes::cipher::KeyInit;
 use aes::{Aes128, Aes192, Aes256};
 
 use crate::Error;
-use crate::cipher::{Cipher, KnownAes};
+use crate::cipher::Cipher;
 use crate::field::HashKey;
 
 /// An AES key of 16, 24 or 32 bytes expanded, with its GHASH key: what the backends run on.
@@ -69,8 +69,7 @@ impl KeyMaterial {
         where
             C: aes::cipher::BlockCipherEncrypt
                 + aes::cipher::BlockSizeUser<BlockSize = aes::cipher::consts::U16>
-                + KeyInit
-                + KnownAes,
+                + KeyInit,
         {
             if let Some(c) = stitched.then(|| Cipher::aes(key)).flatten() {
                 return Ok(c);
