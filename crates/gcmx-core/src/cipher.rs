@@ -169,7 +169,7 @@ where
             let mut h = [0u8; 16];
             k.encrypt_block(&mut h);
             let same = agrees(&cipher, &k, &h);
-            let c = same.then(|| Self::from_stitched(k, &h));
+            let c = same.then(|| Self::from_stitched(k));
             h.zeroize();
             if let Some(c) = c {
                 return c;
@@ -185,17 +185,12 @@ where
         if known_aes_key_len::<C>() != Some(key.len()) {
             return None;
         }
-        let k = StitchedKey::new(key)?;
-        let mut h = [0u8; 16];
-        k.encrypt_block(&mut h);
-        let c = Self::from_stitched(k, &h);
-        h.zeroize();
-        Some(c)
+        StitchedKey::new(key).map(Self::from_stitched)
     }
 
-    /// The stitched kernels' cipher, `h` its AES of the zero block.
-    fn from_stitched(k: StitchedKey, h: &[u8; 16]) -> Self {
-        let hk = HashKey::new(*h);
+    /// The stitched kernels' cipher, its hash key the one the kernels' key holds.
+    fn from_stitched(k: StitchedKey) -> Self {
+        let hk = HashKey::from_h_prime(k.h_prime());
         Cipher {
             hk,
             path: Path::Stitched(k),
@@ -673,6 +668,37 @@ mod tests {
         let mut again = *b"sixteen byte msg";
         assert_eq!(g.crypt(Direction::Seal, &j0, b"", &mut again), tag);
         assert_eq!(again, buf);
+    }
+
+    /// Every way of keying gives the same hash key as the `aes` crate's `H = AES_K(0)`: the
+    /// typed API's and `Gcm`'s (`Cipher::aes`, which takes it from the kernels' key), the
+    /// checked one (`Cipher::with_key`) and the generic path; and `Cipher::aes` takes the
+    /// stitched kernels only for the `aes` crate's types at their own key length.
+    #[test]
+    fn hash_keys_agree_and_aes_types_are_recognised() {
+        fn h_prime<C: BlockCipherEncrypt + BlockSizeUser<BlockSize = U16> + KeyInit>(key: &[u8]) {
+            let mut h = Block::<C>::default();
+            C::new_from_slice(key).unwrap().encrypt_block(&mut h);
+            let want = HashKey::new(h.into()).h_prime();
+            let generic = Cipher::new(C::new_from_slice(key).unwrap());
+            let checked = Cipher::with_key(C::new_from_slice(key).unwrap(), key);
+            assert_eq!(generic.hash_key().h_prime(), want);
+            assert_eq!(checked.hash_key().h_prime(), want);
+            let known = Cipher::<C>::aes(key);
+            assert_eq!(known.is_some(), StitchedKey::cpu_supported());
+            if let Some(k) = known {
+                assert!(k.is_stitched());
+                assert_eq!(k.hash_key().h_prime(), want);
+            }
+        }
+        let key: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(29) ^ 0x3c).collect();
+        h_prime::<Aes128>(&key[..16]);
+        h_prime::<Aes192>(&key[..24]);
+        h_prime::<Aes256>(&key);
+        // not the type's key length, or not one of the `aes` crate's types: never unchecked
+        assert!(Cipher::<Aes128>::aes(&key[..24]).is_none());
+        assert!(Cipher::<Aes256>::aes(&key[..16]).is_none());
+        assert!(Cipher::<aes::Aes128Enc>::aes(&key[..16]).is_none());
     }
 
     /// splitmix64: deterministic test data.

@@ -56,6 +56,11 @@ impl HashKey {
         HashKey { h_prime }
     }
 
+    /// Build from `H' = mulX(H)` itself (a key that already holds it).
+    pub(crate) fn from_h_prime(h_prime: u128) -> Self {
+        HashKey { h_prime }
+    }
+
     /// `H' = mulX(H)`, the POLYVAL key that gives GHASH.
     pub fn h_prime(&self) -> u128 {
         self.h_prime

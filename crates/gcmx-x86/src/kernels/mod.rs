@@ -306,6 +306,11 @@ impl Keys {
         self.p()[NQ - k]
     }
 
+    /// `Q_1 = H' = mulX(H)`.
+    pub(crate) fn h_prime(&self) -> u128 {
+        self.q(1)
+    }
+
     pub(crate) fn key_len(&self) -> usize {
         (self.nr - 6) * 4
     }
