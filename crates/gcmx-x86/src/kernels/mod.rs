@@ -94,16 +94,32 @@ macro_rules! gcm_message {
 /// otherwise; the tag written with one 16-byte store, see `zmm::message_entry`) and, per key
 /// size, a message of at most `common::SHORT_MAX` blocks with at most one block of AAD by
 /// `common::short`, any other by [`gcm_message!`].
+/// Its buffer comes as the raw parts of an [`InOutBuf`], as `zmm::message_entry`'s does (see
+/// [`Keys::message`] for why), with the same safety contract.
 macro_rules! narrower_message_entry {
     ($features:literal, $ghash:ident, $crypt:ident) => {
+        /// # Safety
+        ///
+        /// The CPU has this module's features, and `in_ptr`, `out_ptr` and `len` are the parts
+        /// of an `InOutBuf` of `u8` that the caller gave up for this call
+        /// (`InOutBuf::into_raw`), so that nothing else reaches its memory until the call
+        /// returns.
+        #[allow(unsafe_code)]
         #[target_feature(enable = $features)]
-        pub(super) fn message_entry<const SEAL: bool>(
+        pub(super) unsafe fn message_entry<const SEAL: bool>(
+            in_ptr: *const u8,
+            out_ptr: *mut u8,
+            len: usize,
             keys: &Keys,
-            pre: Pre<'_>,
             aad: &[u8],
-            buf: InOutBuf<'_, '_, u8>,
+            pre: Pre<'_>,
             tag: &mut [u8; 16],
         ) {
+            #[allow(unsafe_code)]
+            // SAFETY: the parts of an `InOutBuf` given up by the caller (this function's
+            // contract): valid for `len` bytes, in and out equal or apart, and not reached
+            // otherwise meanwhile.
+            let buf = unsafe { InOutBuf::from_raw(in_ptr, out_ptr, len) };
             let t = match keys.nr {
                 10 => message::<SEAL, 10>(keys, pre, aad, buf),
                 12 => message::<SEAL, 12>(keys, pre, aad, buf),
@@ -237,6 +253,9 @@ pub(crate) struct Keys {
     nr: usize,
     /// The kernels to run; the CPU has this level's features (checked in [`Keys::placed`]).
     level: Level,
+    /// 16-byte units from the start of the key's allocation to the key ([`Placed`] frees the
+    /// allocation from it).
+    at: u8,
 }
 
 impl Drop for Keys {
@@ -400,44 +419,33 @@ impl Keys {
         aad: &[u8],
         buf: InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
-        match self.level {
-            Level::Zmm => {
-                let mut tag = [0u8; 16];
-                // The buffer crosses the call as three words, each in a register. As a struct
-                // (or a tuple) it would be copied for the call in 16-byte moves from fields its
-                // caller had just written 8 bytes at a time, and a load that spans two stores
-                // waits until they reach the cache (as J0 and the tag would: see
-                // `zmm::j0_reg`): a short message's time, nearly doubled.
-                let len = buf.len();
-                let (in_ptr, out_ptr) = buf.into_raw();
-                #[allow(unsafe_code)]
-                // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit
-                // features; the parts are those of `buf`, given up here for the call.
-                unsafe {
+        let mut tag = [0u8; 16];
+        // The buffer crosses the call as three words, each in a register. As a struct (or a
+        // tuple) it would be copied for the call in 16-byte moves from fields its caller had
+        // just written 8 bytes at a time, and a load that spans two stores waits until they
+        // reach the cache (as J0 and the tag would: see `zmm::j0_reg`): a short message's
+        // time, nearly doubled (and on the 256-bit kernels 16-byte seals 25 % slower, in a
+        // build whose other code changed only how a caller was compiled).
+        let len = buf.len();
+        let (in_ptr, out_ptr) = buf.into_raw();
+        #[allow(unsafe_code)]
+        // SAFETY: `self.level` is Zmm or Wide only if `Level::detect()` found that level's
+        // features, and every `Keys` was built after it found the narrow ones; the parts are
+        // those of `buf`, given up here for the call.
+        unsafe {
+            match self.level {
+                Level::Zmm => {
                     zmm::message_entry::<SEAL>(in_ptr, out_ptr, len, self, aad, pre, &mut tag)
-                };
-                tag
+                }
+                Level::Wide => {
+                    wide::message_entry::<SEAL>(in_ptr, out_ptr, len, self, aad, pre, &mut tag)
+                }
+                Level::Narrow => {
+                    narrow::message_entry::<SEAL>(in_ptr, out_ptr, len, self, aad, pre, &mut tag)
+                }
             }
-            Level::Wide => {
-                let mut tag = [0u8; 16];
-                #[allow(unsafe_code)]
-                // SAFETY: `self.level` is Wide only if `Level::detect()` found the wide features.
-                unsafe {
-                    wide::message_entry::<SEAL>(self, pre, aad, buf, &mut tag)
-                };
-                tag
-            }
-            Level::Narrow => {
-                let mut tag = [0u8; 16];
-                #[allow(unsafe_code)]
-                // SAFETY: every `Keys` was built after `Level::detect()` found the narrow
-                // features.
-                unsafe {
-                    narrow::message_entry::<SEAL>(self, pre, aad, buf, &mut tag)
-                };
-                tag
-            }
-        }
+        };
+        tag
     }
 
     pub(crate) fn encrypt_block(&self, b: &mut [u8; 16]) {

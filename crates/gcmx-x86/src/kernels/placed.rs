@@ -8,7 +8,7 @@
 //! at a constant offset from the key's address and each 512-bit register of powers is one line.
 
 use core::ops::{Deref, DerefMut};
-use core::ptr;
+use core::ptr::{self, NonNull};
 
 use super::{Keys, Level};
 
@@ -22,42 +22,42 @@ const _: () = assert!(size_of::<Keys>().is_multiple_of(16));
 /// A [`Keys`] owned on the heap, line-aligned; moving it moves a pointer. Dropping it runs
 /// `Keys`' drop (which wipes the round keys and powers), then frees the storage.
 pub(crate) struct Placed {
-    /// Zeroed storage, never read or written but through the `Keys` at unit `at`.
-    storage: Box<[u128]>,
-    /// The unit at which the key starts: the first at a 64-byte boundary (0 to 3).
-    at: usize,
+    /// The key, at the first 64-byte boundary inside zeroed storage of [`UNITS`] units that
+    /// `Box<[u128]>::into_raw` gave up: one pointer, as a `Box<Keys>` is (the storage's start is
+    /// `Keys::at` units before it). A key of two or three words changed how the calls around
+    /// the kernels were compiled, and small messages took 15-30 % longer.
+    keys: NonNull<Keys>,
 }
+
+// SAFETY: a `Placed` owns its key and storage alone (as a `Box` does), and `Keys` is plain data
+// (integers, and a `Level`): sending it or sharing `&Placed` between threads is sharing
+// `&Keys`, which is `Sync`.
+#[allow(unsafe_code)]
+unsafe impl Send for Placed {}
+#[allow(unsafe_code)]
+unsafe impl Sync for Placed {}
 
 impl Placed {
     /// An all-zero key for `level`, built in its place on the heap (no copy of it is made
     /// anywhere else).
     pub(crate) fn zeroed(level: Level) -> Placed {
-        let storage = vec![0u128; UNITS].into_boxed_slice();
+        let storage = Box::leak(vec![0u128; UNITS].into_boxed_slice());
+        let base = NonNull::from(storage).cast::<u128>();
         // Units (16 bytes each) from the storage's start to the next 64-byte boundary.
-        let at = (storage.as_ptr() as usize).wrapping_neg() % 64 / 16;
-        let mut placed = Placed { storage, at };
-        let keys = placed.ptr_mut();
+        let at = (base.as_ptr() as usize).wrapping_neg() % 64 / 16;
         #[allow(unsafe_code)]
-        // SAFETY: `keys` is 64-byte aligned and `size_of::<Keys>()` bytes from it lie inside
-        // the storage (`at <= 3`, `UNITS` is three units more than `Keys`), which this function
-        // owns alone. Every field of `Keys` but `level` is integers, for which zero bytes are a
-        // valid value; `level` is written here before any reference to the key is made.
-        unsafe {
-            ptr::addr_of_mut!((*keys).level).write(level)
+        // SAFETY: `at <= 3` and `UNITS` is three units more than `Keys`, so `size_of::<Keys>()`
+        // bytes from unit `at` lie inside the storage, which this function owns alone; that
+        // address is 64-byte aligned (`Keys`' alignment). Every field of `Keys` but `level` is
+        // integers, for which zero bytes are a valid value; `level` and `at` are written here
+        // before any reference to the key is made.
+        let keys = unsafe {
+            let keys = base.add(at).cast::<Keys>();
+            ptr::addr_of_mut!((*keys.as_ptr()).level).write(level);
+            ptr::addr_of_mut!((*keys.as_ptr()).at).write(at as u8);
+            keys
         };
-        placed
-    }
-
-    /// The key's address: unit `at` of the storage.
-    #[inline(always)]
-    fn ptr(&self) -> *const Keys {
-        self.storage.as_ptr().wrapping_add(self.at).cast()
-    }
-
-    /// The key's address, for writing.
-    #[inline(always)]
-    fn ptr_mut(&mut self) -> *mut Keys {
-        self.storage.as_mut_ptr().wrapping_add(self.at).cast()
+        Placed { keys }
     }
 }
 
@@ -67,10 +67,10 @@ impl Deref for Placed {
     #[inline(always)]
     fn deref(&self) -> &Keys {
         #[allow(unsafe_code)]
-        // SAFETY: `Placed::zeroed` made the bytes at `ptr()` a valid, aligned `Keys` inside the
-        // storage this value owns; the borrow of `self` keeps them alive and unshared-mutably.
+        // SAFETY: `Placed::zeroed` made `keys` a valid, aligned `Keys` inside the storage this
+        // value owns; the borrow of `self` keeps it alive and unmodified.
         unsafe {
-            &*self.ptr()
+            self.keys.as_ref()
         }
     }
 }
@@ -81,7 +81,7 @@ impl DerefMut for Placed {
         #[allow(unsafe_code)]
         // SAFETY: as in `deref`, and `&mut self` makes this the only reference to the key.
         unsafe {
-            &mut *self.ptr_mut()
+            self.keys.as_mut()
         }
     }
 }
@@ -89,11 +89,18 @@ impl DerefMut for Placed {
 impl Drop for Placed {
     fn drop(&mut self) {
         #[allow(unsafe_code)]
-        // SAFETY: the key is valid (see `deref`) and is dropped once, here; the storage is freed
-        // after it, as an ordinary slice of integers.
+        // SAFETY: the key is valid (see `deref`); `at` is read before it is dropped, once, here.
+        // The storage starts `at` units before the key and is `UNITS` long (`zeroed`), and
+        // goes back to the `Box` that `Box::leak` gave up, to be freed once.
         unsafe {
-            ptr::drop_in_place(self.ptr_mut())
-        };
+            let at = usize::from(self.keys.as_ref().at);
+            ptr::drop_in_place(self.keys.as_ptr());
+            let base = self.keys.cast::<u128>().sub(at);
+            drop(Box::from_raw(ptr::slice_from_raw_parts_mut(
+                base.as_ptr(),
+                UNITS,
+            )));
+        }
     }
 }
 
@@ -106,7 +113,8 @@ mod tests {
     fn placed_on_a_line_inside_its_storage() {
         let keep: Vec<Placed> = (0..64).map(|_| Placed::zeroed(Level::Narrow)).collect();
         for p in &keep {
-            let (k, s) = (p.ptr() as usize, p.storage.as_ptr() as usize);
+            let k = p.keys.as_ptr() as usize;
+            let s = k - 16 * usize::from(p.at);
             assert_eq!(k % 64, 0);
             assert!(k >= s && k + size_of::<Keys>() <= s + 16 * UNITS);
             assert_eq!(p.level(), Level::Narrow);
