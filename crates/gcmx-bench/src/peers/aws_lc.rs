@@ -29,6 +29,7 @@ impl Peer for AwsLc {
         &[Place::InPlace, Place::Separate]
     }
 
+    #[inline]
     fn seal(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>) -> [u8; 16] {
         let (n, a) = (Nonce::assume_unique_for_key(*nonce), Aad::from(aad));
         let mut tag = [0u8; 16];
@@ -45,6 +46,7 @@ impl Peer for AwsLc {
         tag
     }
 
+    #[inline]
     fn open(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>, tag: &[u8; 16]) -> bool {
         let (n, a) = (Nonce::assume_unique_for_key(*nonce), Aad::from(aad));
         match io {

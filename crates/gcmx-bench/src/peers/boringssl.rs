@@ -63,6 +63,7 @@ impl Peer for BoringSsl {
         &[Place::InPlace, Place::Separate]
     }
 
+    #[inline]
     fn seal(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>) -> [u8; 16] {
         let (input, out, len) = match io {
             Io::InPlace(b) => {
@@ -99,6 +100,7 @@ impl Peer for BoringSsl {
         tag
     }
 
+    #[inline]
     fn open(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>, tag: &[u8; 16]) -> bool {
         let (input, out, len) = match io {
             Io::InPlace(b) => {

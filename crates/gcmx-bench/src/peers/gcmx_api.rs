@@ -57,6 +57,7 @@ impl<C: Typed> Peer for GcmxTyped<C> {
         &[Place::InPlace, Place::Separate]
     }
 
+    #[inline]
     fn seal(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>) -> [u8; 16] {
         let buf = match io {
             Io::InPlace(b) => InOutBuf::from(b),
@@ -66,6 +67,7 @@ impl<C: Typed> Peer for GcmxTyped<C> {
         tag.expect("message within GCM's limits").into()
     }
 
+    #[inline]
     fn open(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>, tag: &[u8; 16]) -> bool {
         match io {
             Io::InPlace(b) => self
@@ -93,6 +95,7 @@ impl Peer for GcmxRuntime {
         &[Place::InPlace]
     }
 
+    #[inline]
     fn seal(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>) -> [u8; 16] {
         let Io::InPlace(buf) = io else {
             unreachable!("Gcm seals in place only")
@@ -104,6 +107,7 @@ impl Peer for GcmxRuntime {
         tag
     }
 
+    #[inline]
     fn open(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>, tag: &[u8; 16]) -> bool {
         let Io::InPlace(buf) = io else {
             unreachable!("Gcm opens in place only")

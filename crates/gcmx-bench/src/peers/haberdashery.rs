@@ -173,6 +173,7 @@ impl Peer for Haberdashery {
         &[Place::Separate]
     }
 
+    #[inline]
     fn seal(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>) -> [u8; 16] {
         let Io::Separate(pt, ct) = io else {
             unreachable!("haberdashery has no in-place call")
@@ -200,6 +201,7 @@ impl Peer for Haberdashery {
         tag
     }
 
+    #[inline]
     fn open(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>, tag: &[u8; 16]) -> bool {
         let Io::Separate(ct, pt) = io else {
             unreachable!("haberdashery has no in-place call")

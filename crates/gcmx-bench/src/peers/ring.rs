@@ -28,6 +28,7 @@ impl Peer for Ring {
         &[Place::InPlace]
     }
 
+    #[inline]
     fn seal(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>) -> [u8; 16] {
         let Io::InPlace(b) = io else {
             unreachable!("ring seals in place only")
@@ -37,6 +38,7 @@ impl Peer for Ring {
         t.as_ref().try_into().expect("16-byte tag")
     }
 
+    #[inline]
     fn open(&self, nonce: &[u8; 12], aad: &[u8], io: Io<'_>, tag: &[u8; 16]) -> bool {
         let Io::InPlace(b) = io else {
             unreachable!("ring opens in place only")
