@@ -297,6 +297,19 @@ impl StitchedKey {
         Some(self.open_message(j0, aad, buf))
     }
 
+    /// `H' = mulX(H)`, `H = AES_K(0^128)`: GHASH's key in the POLYVAL domain (the first of the
+    /// powers the key holds).
+    pub fn h_prime(&self) -> u128 {
+        #[cfg(target_arch = "aarch64")]
+        {
+            self.keys.h_prime()
+        }
+        #[cfg(not(target_arch = "aarch64"))]
+        {
+            match self.never {}
+        }
+    }
+
     /// `AES_K(b)` in place.
     pub fn encrypt_block(&self, b: &mut [u8; 16]) {
         #[cfg(target_arch = "aarch64")]

@@ -282,6 +282,20 @@ fn aes_blocks(t: &mut Tally) {
             });
         }
     }
+    // `h_prime`: mulX (POLYVAL's, of H read big-endian) of the AES of the zero block
+    for n in [16usize, 24, 32] {
+        let key: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(29) ^ 0x3c).collect();
+        let mut h = [0u8; 16];
+        aes_encrypt(&key, &mut h);
+        let v = u128::from_be_bytes(h);
+        let want =
+            (v << 1) ^ ((v >> 127).wrapping_neg() & 0xC200_0000_0000_0000_0000_0000_0000_0001);
+        for k in variants(&key) {
+            t.check(k.h_prime() == want, || {
+                format!("{}: AES-{} h_prime", k.kernel_name(), n * 8)
+            });
+        }
+    }
     // FIPS 197 appendix C
     let pt: [u8; 16] = core::array::from_fn(|i| (i as u8) * 0x11);
     for (n, want) in [

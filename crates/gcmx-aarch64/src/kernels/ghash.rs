@@ -52,6 +52,13 @@ impl Powers {
             _ => lanes(i % 4, &|x| hi(x) ^ lo(x)),
         }))
     }
+
+    /// `Q_1` back from the layout: `from_q`'s `q[0]` is lane 1 of pair `GROUP / 2 − 1`, its
+    /// high half in that entry of the high halves, its low half in that of the low halves.
+    pub(super) fn q1(&self) -> u128 {
+        let j = GROUP / 2 - 1;
+        ((self.0[j] >> 64) << 64) | (self.0[4 + j] >> 64)
+    }
 }
 
 /// The powers and the constants of the hash.

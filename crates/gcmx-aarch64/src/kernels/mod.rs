@@ -250,6 +250,11 @@ impl Keys {
         }
     }
 
+    /// `Q_1 = H' = mulX(H)`.
+    pub(crate) fn h_prime(&self) -> u128 {
+        self.powers.q1()
+    }
+
     pub(crate) fn encrypt_block(&self, b: &mut [u8; 16]) {
         #[allow(unsafe_code)]
         // SAFETY: every `Keys` was built after `Level::detect()` found AES and PMULL.
