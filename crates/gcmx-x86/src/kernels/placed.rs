@@ -23,9 +23,8 @@ const _: () = assert!(size_of::<Keys>().is_multiple_of(16));
 /// `Keys`' drop (which wipes the round keys and powers), then frees the storage.
 pub(crate) struct Placed {
     /// The key, at the first 64-byte boundary inside zeroed storage of [`UNITS`] units that
-    /// `Box<[u128]>::into_raw` gave up: one pointer, as a `Box<Keys>` is (the storage's start is
-    /// `Keys::at` units before it). A key of two or three words changed how the calls around
-    /// the kernels were compiled, and small messages took 15-30 % longer.
+    /// `Box::leak` gave up: one pointer, as a `Box<Keys>` is (the storage's start is `Keys::at`
+    /// units before it).
     keys: NonNull<Keys>,
 }
 
