@@ -2,9 +2,7 @@
 
 use core::fmt;
 use core::str::FromStr;
-use std::sync::Arc;
-
-use gcmx_core::backend::{AutoCpuEngine, GcmEngine, KeyMaterial};
+use gcmx_core::backend::{AutoCpuEngine, GcmEngine};
 
 use crate::GcmError;
 
@@ -95,21 +93,16 @@ impl FromStr for Backend {
 
 /// `Auto` without the `cuda` feature: the CPU engines.
 #[cfg(not(feature = "cuda"))]
-pub(crate) fn auto_engine(
-    _raw: &[u8],
-    key: &Arc<KeyMaterial>,
-) -> Result<Box<dyn GcmEngine>, GcmError> {
-    Ok(Box::new(AutoCpuEngine::new(key.clone())))
+pub(crate) fn auto_engine(_raw: &[u8]) -> Result<Box<dyn GcmEngine>, GcmError> {
+    // A unit struct: its box allocates nothing.
+    Ok(Box::new(AutoCpuEngine))
 }
 
 /// `Auto` with the `cuda` feature: the CPU engines, and the GPU for host messages of at least
 /// the library's offload threshold when a device is present and that threshold is finite.
 #[cfg(feature = "cuda")]
-pub(crate) fn auto_engine(
-    raw: &[u8],
-    key: &Arc<KeyMaterial>,
-) -> Result<Box<dyn GcmEngine>, GcmError> {
-    let cpu = AutoCpuEngine::new(key.clone());
+pub(crate) fn auto_engine(raw: &[u8]) -> Result<Box<dyn GcmEngine>, GcmError> {
+    let cpu = AutoCpuEngine;
     Ok(match gcmx_cuda::offload_threshold() {
         Some(threshold) if threshold != usize::MAX => match gcmx_cuda::CudaEngine::new(raw, 0) {
             Ok(gpu) => Box::new(Offload {

@@ -138,17 +138,13 @@ impl Gcm {
     /// ```
     pub fn with_backend(key: &[u8], backend: Backend) -> Result<Gcm, GcmError> {
         let engine = match backend {
-            Backend::Cpu => {
-                KeyedEngine::new(key, |_, k| Ok(Box::new(SerialEngine::new(k.clone()))))?
-            }
-            Backend::CpuParallel => {
-                KeyedEngine::new(key, |_, k| Ok(Box::new(ParallelEngine::new(k.clone()))))?
-            }
+            Backend::Cpu => KeyedEngine::new(key, |_| Ok(Box::new(SerialEngine)))?,
+            Backend::CpuParallel => KeyedEngine::new(key, |_| Ok(Box::new(ParallelEngine::new())))?,
             Backend::Auto => KeyedEngine::new(key, backend::auto_engine)?,
             #[cfg(feature = "cuda")]
-            Backend::Cuda => KeyedEngine::new(key, |raw, _| {
-                Ok(Box::new(gcmx_cuda::CudaEngine::new(raw, 0)?))
-            })?,
+            Backend::Cuda => {
+                KeyedEngine::new(key, |raw| Ok(Box::new(gcmx_cuda::CudaEngine::new(raw, 0)?)))?
+            }
         };
         Ok(Gcm { engine, backend })
     }

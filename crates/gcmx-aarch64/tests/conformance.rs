@@ -6,7 +6,7 @@
 //! - the typed API (`Aes128Gcm`, `Aes192Gcm`, `Aes256Gcm`, 96-bit nonces and 128-bit tags), in
 //!   place and from one buffer into another;
 //! - the generic path (the `aes` and `ghash` crates: what runs on cores without AES and PMULL),
-//!   forced through `KeyMaterial::new_generic`.
+//!   forced through `KeyedEngine::new_generic`.
 //!
 //! A plain program (`harness = false`): it runs under qemu-user, where threads do not start, so
 //! it uses no thread pool (`Backend::CpuParallel` and batches run rayon's; their code is the
@@ -35,7 +35,6 @@ fn main() {
 mod run {
     use std::collections::BTreeMap;
     use std::path::PathBuf;
-    use std::sync::Arc;
 
     use aes_gcm::aes::cipher::{BlockCipherEncrypt, BlockSizeUser};
     use aes_gcm::aes::{Aes128, Aes192, Aes256};
@@ -65,11 +64,8 @@ mod run {
     impl Path {
         fn all(key: &[u8]) -> [(&'static str, Path); 2] {
             let cpu = Gcm::with_backend(key, Backend::Cpu).expect("a valid key");
-            let generic = KeyedEngine::new(key, |raw, _| {
-                let k = Arc::new(KeyMaterial::new_generic(raw)?);
-                Ok(Box::new(SerialEngine::new(k)))
-            })
-            .expect("a valid key");
+            let generic =
+                KeyedEngine::new_generic(key, |_| Ok(Box::new(SerialEngine))).expect("a valid key");
             [("cpu", Path::Cpu(cpu)), ("generic", Path::Generic(generic))]
         }
 

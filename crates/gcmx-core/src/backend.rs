@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use gcmx_core::backend::{KeyedEngine, ParallelEngine, seal};
-//! let keyed = KeyedEngine::new(&[7u8; 32], |_, key| Ok(Box::new(ParallelEngine::new(key.clone()))))?;
+//! let keyed = KeyedEngine::new(&[7u8; 32], |_| Ok(Box::new(ParallelEngine::new())))?;
 //! let mut buf = vec![0u8; 1000];
 //! let mut tag = [0u8; 16];
 //! seal(&keyed, &[1u8; 12], b"header", &mut buf, &mut tag)?;

@@ -1,7 +1,5 @@
 //! The backend trait and the two CPU engines.
 
-use std::sync::Arc;
-
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
@@ -11,8 +9,8 @@ use crate::direction::Direction;
 use crate::key::{KeyMaterial, with_cipher};
 use crate::wipe::wipe16;
 
-/// One message as gcmx-core's framing hands it to an engine: J0 derived from the nonce, the
-/// associated data, and the buffer to transform in place.
+/// One message as gcmx-core's framing hands it to an engine: the key material J0 was derived
+/// with, J0, the associated data, and the buffer to transform in place.
 ///
 /// Only the framing ([`seal`](crate::backend::seal), [`open`](crate::backend::open) and their
 /// batch forms) creates a `Message`: it checks the inputs first, and after an engine has opened
@@ -28,6 +26,9 @@ use crate::wipe::wipe16;
 /// let msg = gcmx_core::backend::Message::new([0u8; 16], b"", &mut buf);
 /// ```
 pub struct Message<'a> {
+    /// The key material of the [`KeyedEngine`](crate::backend::KeyedEngine) the framing runs:
+    /// the CPU engines run on it, so their keystream and J0 come from one key by construction.
+    key: &'a KeyMaterial,
     j0: [u8; 16],
     /// The 12-byte nonce J0 was built from (`nonce ‖ 0^31 ‖ 1`), if it was: J0 is then public,
     /// and the stitched kernels build it from the nonce themselves.
@@ -37,10 +38,16 @@ pub struct Message<'a> {
 }
 
 impl<'a> Message<'a> {
-    /// A message whose J0 is `j0` (tests: J0 of any value).
+    /// A message under `key` whose J0 is `j0` (tests: J0 of any value).
     #[cfg(test)]
-    pub(crate) fn new(j0: [u8; 16], aad: &'a [u8], buf: &'a mut [u8]) -> Self {
+    pub(crate) fn new(
+        key: &'a KeyMaterial,
+        j0: [u8; 16],
+        aad: &'a [u8],
+        buf: &'a mut [u8],
+    ) -> Self {
         Message {
+            key,
             j0,
             nonce96: None,
             aad,
@@ -50,17 +57,23 @@ impl<'a> Message<'a> {
 
     /// A message under `nonce`, its J0 derived with `key`.
     pub(crate) fn with_nonce(
-        key: &KeyMaterial,
+        key: &'a KeyMaterial,
         nonce: &'a [u8],
         aad: &'a [u8],
         buf: &'a mut [u8],
     ) -> Self {
         Message {
+            key,
             j0: key.j0(nonce),
             nonce96: nonce.try_into().ok(),
             aad,
             buf,
         }
+    }
+
+    /// The key material J0 was derived with.
+    pub(crate) fn key(&self) -> &'a KeyMaterial {
+        self.key
     }
 
     /// The 12-byte nonce J0 was built from, if it was.
@@ -178,18 +191,12 @@ pub trait GcmEngine: Send + Sync {
 }
 
 /// One thread: the fused CTR+GHASH loop of the CPU (gcmx-x86's stitched kernels where the CPU
-/// has them, else the `aes` and `ghash` crates).
-#[derive(Debug, Clone)]
-pub struct SerialEngine {
-    key: Arc<KeyMaterial>,
-}
-
-impl SerialEngine {
-    /// An engine for `key`.
-    pub fn new(key: Arc<KeyMaterial>) -> Self {
-        SerialEngine { key }
-    }
-}
+/// has them, else the `aes` and `ghash` crates), on the key material of each [`Message`].
+///
+/// It holds nothing: the framing hands it the key with the message, so making one costs
+/// nothing and it cannot be keyed apart from its [`KeyedEngine`](crate::backend::KeyedEngine).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SerialEngine;
 
 impl GcmEngine for SerialEngine {
     fn name(&self) -> &'static str {
@@ -200,30 +207,30 @@ impl GcmEngine for SerialEngine {
     }
     fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
         let nonce96 = msg.nonce96();
+        let key = msg.key();
         let (j0, aad, buf) = msg.parts();
-        Ok(with_cipher!(self.key.cipher(), c => c.crypt_j0(dir, j0, nonce96, aad, buf.into())))
+        Ok(with_cipher!(key.cipher(), c => c.crypt_j0(dir, j0, nonce96, aad, buf.into())))
     }
 }
 
 /// All cores: chunks on rayon, each CTR-encrypted from its own counter offset and hashed alone,
 /// the chunk hashes joined by the powers-of-H tree ([`tree_reduce`](crate::backend::tree_reduce)).
-#[derive(Debug, Clone)]
+/// Like [`SerialEngine`], it runs on the key material of each [`Message`].
+#[derive(Debug, Clone, Copy, Default)]
 pub struct ParallelEngine {
-    key: Arc<KeyMaterial>,
     chunk: Option<usize>,
 }
 
 impl ParallelEngine {
-    /// An engine for `key` with the chunk size chosen per message.
-    pub fn new(key: Arc<KeyMaterial>) -> Self {
-        ParallelEngine { key, chunk: None }
+    /// An engine with the chunk size chosen per message.
+    pub fn new() -> Self {
+        ParallelEngine { chunk: None }
     }
 
     /// An engine with a fixed chunk size (rounded down to whole blocks, at least one block):
     /// tests use small chunks to exercise the tree on short messages.
-    pub fn with_chunk(key: Arc<KeyMaterial>, chunk: usize) -> Self {
+    pub fn with_chunk(chunk: usize) -> Self {
         ParallelEngine {
-            key,
             chunk: Some((chunk / 16).max(1) * 16),
         }
     }
@@ -237,19 +244,15 @@ impl GcmEngine for ParallelEngine {
         let chunk = self
             .chunk
             .unwrap_or_else(|| crate::cipher::parallel_chunk(msg.len()));
+        let key = msg.key();
         let (j0, aad, buf) = msg.parts();
-        Ok(
-            with_cipher!(self.key.cipher(), c => c.crypt_parallel(dir, j0, aad, Io::InPlace(buf), chunk)),
-        )
+        Ok(with_cipher!(key.cipher(), c => c.crypt_parallel(dir, j0, aad, Io::InPlace(buf), chunk)))
     }
 }
 
 /// Serial below [`AUTO_PARALLEL_MIN`] bytes (or on one thread), parallel above.
-#[derive(Debug, Clone)]
-pub struct AutoCpuEngine {
-    serial: SerialEngine,
-    parallel: ParallelEngine,
-}
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AutoCpuEngine;
 
 /// Message size from which `Auto` runs on all cores (see README for the measurement).
 pub const AUTO_PARALLEL_MIN: usize = 256 * 1024;
@@ -257,16 +260,6 @@ pub const AUTO_PARALLEL_MIN: usize = 256 * 1024;
 /// Whether a message of `len` bytes is worth splitting over rayon's threads.
 pub(crate) fn parallel_pays(len: usize) -> bool {
     len >= AUTO_PARALLEL_MIN && rayon::current_num_threads() > 1
-}
-
-impl AutoCpuEngine {
-    /// An engine for `key`.
-    pub fn new(key: Arc<KeyMaterial>) -> Self {
-        AutoCpuEngine {
-            serial: SerialEngine::new(key.clone()),
-            parallel: ParallelEngine::new(key),
-        }
-    }
 }
 
 impl GcmEngine for AutoCpuEngine {
@@ -278,9 +271,9 @@ impl GcmEngine for AutoCpuEngine {
     }
     fn crypt(&self, dir: Direction, msg: &mut Message<'_>) -> Result<[u8; 16], Error> {
         if parallel_pays(msg.len()) {
-            self.parallel.crypt(dir, msg)
+            ParallelEngine::new().crypt(dir, msg)
         } else {
-            self.serial.crypt(dir, msg)
+            SerialEngine.crypt(dir, msg)
         }
     }
     fn crypt_batch(
@@ -290,7 +283,7 @@ impl GcmEngine for AutoCpuEngine {
         tags: &mut [[u8; 16]],
     ) -> Result<(), Error> {
         // Messages of a batch already run in parallel: each one serially.
-        self.serial.crypt_batch(dir, msgs, tags)
+        SerialEngine.crypt_batch(dir, msgs, tags)
     }
 }
 
@@ -306,12 +299,13 @@ mod tests {
 
     fn run(
         e: &dyn GcmEngine,
+        key: &KeyMaterial,
         dir: Direction,
         j0: [u8; 16],
         aad: &[u8],
         buf: &mut [u8],
     ) -> [u8; 16] {
-        e.crypt(dir, &mut Message::new(j0, aad, buf)).unwrap()
+        e.crypt(dir, &mut Message::new(key, j0, aad, buf)).unwrap()
     }
 
     /// The parallel engine, split into chunks of one, two, three or 64 blocks, gives the serial
@@ -319,21 +313,21 @@ mod tests {
     #[test]
     fn parallel_matches_serial_everywhere() {
         for key_len in [16, 24, 32] {
-            let key = Arc::new(KeyMaterial::new(&bytes(key_len, 1)).unwrap());
-            let serial = SerialEngine::new(key.clone());
+            let key = KeyMaterial::new(&bytes(key_len, 1)).unwrap();
+            let serial = SerialEngine;
             for nonce_len in [12usize, 1, 13, 64] {
                 let j0 = key.j0(&bytes(nonce_len, 2));
                 for chunk in [16usize, 32, 48, 1024] {
-                    let par = ParallelEngine::with_chunk(key.clone(), chunk);
+                    let par = ParallelEngine::with_chunk(chunk);
                     for len in (0..=130).chain([1000, 4097]) {
                         for aad_len in [0usize, 5, 200] {
                             let aad = bytes(aad_len, 3);
                             let pt = bytes(len, 4);
                             let (mut a, mut b) = (pt.clone(), pt.clone());
-                            let ta = run(&serial, Direction::Seal, j0, &aad, &mut a);
-                            let tb = run(&par, Direction::Seal, j0, &aad, &mut b);
+                            let ta = run(&serial, &key, Direction::Seal, j0, &aad, &mut a);
+                            let tb = run(&par, &key, Direction::Seal, j0, &aad, &mut b);
                             assert_eq!((&a, ta), (&b, tb), "len {len} chunk {chunk} aad {aad_len}");
-                            let tc = run(&par, Direction::Open, j0, &aad, &mut b);
+                            let tc = run(&par, &key, Direction::Open, j0, &aad, &mut b);
                             assert_eq!(tc, ta);
                             assert_eq!(b, pt);
                         }
@@ -346,12 +340,11 @@ mod tests {
     /// inc32: the counter wraps in its low 32 bits and leaves the other 96 alone.
     #[test]
     fn counter_wraps_mod_2_32() {
-        let key = Arc::new(KeyMaterial::new(&[9u8; 16]).unwrap());
-        let e = SerialEngine::new(key.clone());
+        let key = KeyMaterial::new(&[9u8; 16]).unwrap();
         let mut j0 = [0xAB; 16];
         j0[12..].copy_from_slice(&0xFFFF_FFFEu32.to_be_bytes());
         let mut buf = vec![0u8; 64];
-        run(&e, Direction::Seal, j0, b"", &mut buf);
+        run(&SerialEngine, &key, Direction::Seal, j0, b"", &mut buf);
         for (i, ctr) in [0xFFFF_FFFFu32, 0, 1, 2].into_iter().enumerate() {
             let mut blk = j0;
             blk[12..].copy_from_slice(&ctr.to_be_bytes());
@@ -363,17 +356,17 @@ mod tests {
     /// Sealing twice gives the input back: the framing restores ciphertext this way.
     #[test]
     fn seal_is_an_involution_on_the_buffer() {
-        let key = Arc::new(KeyMaterial::new(&[4u8; 32]).unwrap());
+        let key = KeyMaterial::new(&[4u8; 32]).unwrap();
         for e in [
-            &SerialEngine::new(key.clone()) as &dyn GcmEngine,
-            &ParallelEngine::with_chunk(key.clone(), 64),
+            &SerialEngine as &dyn GcmEngine,
+            &ParallelEngine::with_chunk(64),
         ] {
             let pt = bytes(1000, 9);
             let mut b = pt.clone();
             let j0 = key.j0(&[1u8; 12]);
-            run(e, Direction::Seal, j0, b"a", &mut b);
+            run(e, &key, Direction::Seal, j0, b"a", &mut b);
             assert_ne!(b, pt);
-            run(e, Direction::Seal, j0, b"a", &mut b);
+            run(e, &key, Direction::Seal, j0, b"a", &mut b);
             assert_eq!(b, pt);
         }
     }

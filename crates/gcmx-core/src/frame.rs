@@ -379,7 +379,6 @@ fn open_batch_with(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
@@ -420,9 +419,9 @@ mod tests {
         }
     }
 
-    fn flaky(key: &Arc<KeyMaterial>, fail_at: usize) -> Flaky {
+    fn flaky(fail_at: usize) -> Flaky {
         Flaky {
-            inner: SerialEngine::new(key.clone()),
+            inner: SerialEngine,
             fail_at,
             calls: AtomicUsize::new(0),
             most: AtomicUsize::new(0),
@@ -523,9 +522,8 @@ mod tests {
     fn messages_run_on_the_key_match_the_engine_calls() {
         for key_len in [16usize, 24, 32] {
             let raw: Vec<u8> = (0..key_len as u8).map(|i| i.wrapping_mul(11)).collect();
-            let direct =
-                KeyedEngine::new(&raw, |_, k| Ok(Box::new(SerialEngine::new(k.clone())))).unwrap();
-            let called = KeyedEngine::new(&raw, |_, k| Ok(Box::new(flaky(k, usize::MAX)))).unwrap();
+            let direct = KeyedEngine::new(&raw, |_| Ok(Box::new(SerialEngine))).unwrap();
+            let called = KeyedEngine::new(&raw, |_| Ok(Box::new(flaky(usize::MAX)))).unwrap();
             assert!(direct.runs_serially(1 << 30) && !called.runs_serially(0));
             for nonce_len in [12usize, 1, 16] {
                 let nonce = vec![0x3c; nonce_len];
@@ -552,12 +550,12 @@ mod tests {
 
     #[test]
     fn batches_span_chunks_and_match_single_calls() {
-        let key = Arc::new(KeyMaterial::new(&[0x42; 16]).unwrap());
-        let one = SerialEngine::new(key.clone());
+        let key = KeyMaterial::new(&[0x42; 16]).unwrap();
+        let one = SerialEngine;
         let (nonces, plain) = batch();
         let mut bufs = plain.clone();
         let mut tags = vec![[0u8; 16]; bufs.len()];
-        let eng = flaky(&key, usize::MAX);
+        let eng = flaky(usize::MAX);
         seal_all(&key, &eng, &nonces, b"hdr", &mut bufs, &mut tags).unwrap();
         assert_eq!(eng.calls.load(Ordering::Relaxed), 3);
         assert_eq!(eng.most.load(Ordering::Relaxed), BATCH_CHUNK);
@@ -572,7 +570,7 @@ mod tests {
         let sealed = bufs.clone();
         let last = bufs.len() - 1;
         tags[last][0] ^= 1;
-        let eng = flaky(&key, usize::MAX);
+        let eng = flaky(usize::MAX);
         let r = open_all(&key, &eng, &nonces, b"hdr", &mut bufs, &tags);
         assert_eq!(r, Err(Error::Authentication));
         assert!(bufs == sealed);
@@ -585,19 +583,12 @@ mod tests {
 
     #[test]
     fn an_engine_failure_in_any_chunk_zeroes_every_buffer() {
-        let key = Arc::new(KeyMaterial::new(&[0x17; 32]).unwrap());
+        let key = KeyMaterial::new(&[0x17; 32]).unwrap();
         let (nonces, plain) = batch();
         for fail_at in [0, 1, 2] {
             let mut bufs = plain.clone();
             let mut tags = vec![[0xa5u8; 16]; bufs.len()];
-            let r = seal_all(
-                &key,
-                &flaky(&key, fail_at),
-                &nonces,
-                b"",
-                &mut bufs,
-                &mut tags,
-            );
+            let r = seal_all(&key, &flaky(fail_at), &nonces, b"", &mut bufs, &mut tags);
             assert!(
                 matches!(r, Err(Error::Device(_))),
                 "seal, failing call {fail_at}"
@@ -608,9 +599,9 @@ mod tests {
             // Open: seal properly first, then fail one chunk's call.
             let mut bufs = plain.clone();
             let mut tags = vec![[0u8; 16]; bufs.len()];
-            let eng = flaky(&key, usize::MAX);
+            let eng = flaky(usize::MAX);
             seal_all(&key, &eng, &nonces, b"", &mut bufs, &mut tags).unwrap();
-            let r = open_all(&key, &flaky(&key, fail_at), &nonces, b"", &mut bufs, &tags);
+            let r = open_all(&key, &flaky(fail_at), &nonces, b"", &mut bufs, &tags);
             assert!(
                 matches!(r, Err(Error::Device(_))),
                 "open, failing call {fail_at}"

@@ -52,6 +52,7 @@ impl KeyMaterial {
     /// Key an AES of the size `key.len()` selects. On an x86-64 CPU with AES-NI and PCLMULQDQ
     /// the CPU backends run the stitched kernels of `gcmx-x86`, on an aarch64 core with AES and
     /// PMULL those of `gcmx-aarch64`, else the generic path.
+    #[inline]
     pub fn new(key: &[u8]) -> Result<Self, Error> {
         Self::build(key, true)
     }
@@ -62,6 +63,7 @@ impl KeyMaterial {
         Self::build(key, false)
     }
 
+    #[inline]
     fn build(key: &[u8], stitched: bool) -> Result<Self, Error> {
         /// On the stitched kernels where they run (the `aes` crate's cipher is then never
         /// made), else the generic path.
@@ -159,7 +161,6 @@ mod tests {
     use super::*;
     use crate::direction::Direction;
     use crate::engine::{GcmEngine, Message, ParallelEngine, SerialEngine};
-    use std::sync::Arc;
 
     /// `new` takes the stitched kernels where the CPU has them, `new_generic` never; the
     /// engines give the same bytes and tags on both.
@@ -167,8 +168,8 @@ mod tests {
     fn new_and_new_generic_agree() {
         for n in [16usize, 24, 32] {
             let raw: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
-            let s = Arc::new(KeyMaterial::new(&raw).unwrap());
-            let g = Arc::new(KeyMaterial::new_generic(&raw).unwrap());
+            let s = KeyMaterial::new(&raw).unwrap();
+            let g = KeyMaterial::new_generic(&raw).unwrap();
             assert_eq!(s.is_stitched(), crate::backend::stitched_supported());
             assert!(!g.is_stitched());
             for nonce_len in [12usize, 7] {
@@ -178,13 +179,13 @@ mod tests {
                 for len in [0usize, 15, 16, 255, 256, 257, 5000, 100_000] {
                     let pt: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
                     let (mut a, mut b, mut c) = (pt.clone(), pt.clone(), pt.clone());
-                    let seal = |e: &dyn GcmEngine, buf: &mut [u8]| {
-                        e.crypt(Direction::Seal, &mut Message::new(j0, b"hdr", buf))
+                    let seal = |e: &dyn GcmEngine, k: &KeyMaterial, buf: &mut [u8]| {
+                        e.crypt(Direction::Seal, &mut Message::new(k, j0, b"hdr", buf))
                             .unwrap()
                     };
-                    let ta = seal(&SerialEngine::new(s.clone()), &mut a);
-                    let tb = seal(&SerialEngine::new(g.clone()), &mut b);
-                    let tc = seal(&ParallelEngine::with_chunk(s.clone(), 4096), &mut c);
+                    let ta = seal(&SerialEngine, &s, &mut a);
+                    let tb = seal(&SerialEngine, &g, &mut b);
+                    let tc = seal(&ParallelEngine::with_chunk(4096), &s, &mut c);
                     assert_eq!((&a, ta), (&b, tb), "AES-{} len {len}", n * 8);
                     assert_eq!((&c, tc), (&b, tb), "parallel AES-{} len {len}", n * 8);
                 }

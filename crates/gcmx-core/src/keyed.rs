@@ -1,18 +1,17 @@
 //! [`KeyedEngine`]: an engine and the key material it was built for, as one object. The framing
 //! takes nothing else, so J0 and the engine's keystream always come from the same key.
 
-use std::sync::Arc;
-
 use crate::Error;
 use crate::engine::GcmEngine;
 use crate::key::KeyMaterial;
 
-/// How [`KeyedEngine::new`] makes its engine: from the raw key bytes and the [`KeyMaterial`]
-/// made from those same bytes.
+/// How [`KeyedEngine::new`] makes its engine, from the raw key bytes its key material is made
+/// from. The CPU engines ignore them (they run on each message's key material); an engine with
+/// key material of its own (gcmx-cuda's, on the device) keys it from these bytes.
 ///
 /// A plain function, not a closure: it holds no state, so the engine it returns can only be
 /// keyed from what [`KeyedEngine::new`] hands it.
-pub type BuildEngine = fn(&[u8], &Arc<KeyMaterial>) -> Result<Box<dyn GcmEngine>, Error>;
+pub type BuildEngine = fn(&[u8]) -> Result<Box<dyn GcmEngine>, Error>;
 
 /// A [`GcmEngine`] bound to its key: what the framing entry points
 /// ([`seal`](crate::backend::seal), [`open`](crate::backend::open) and their batch forms) run.
@@ -23,7 +22,7 @@ pub type BuildEngine = fn(&[u8], &Arc<KeyMaterial>) -> Result<Box<dyn GcmEngine>
 ///
 /// ```
 /// use gcmx_core::backend::{KeyedEngine, SerialEngine, open, seal};
-/// let keyed = KeyedEngine::new(&[3u8; 16], |_, key| Ok(Box::new(SerialEngine::new(key.clone()))))?;
+/// let keyed = KeyedEngine::new(&[3u8; 16], |_| Ok(Box::new(SerialEngine)))?;
 /// let mut buf = *b"attack at dawn";
 /// let mut tag = [0u8; 16];
 /// seal(&keyed, &[1u8; 12], b"", &mut buf, &mut tag)?;
@@ -32,16 +31,21 @@ pub type BuildEngine = fn(&[u8], &Arc<KeyMaterial>) -> Result<Box<dyn GcmEngine>
 /// # Ok::<(), gcmx_core::Error>(())
 /// ```
 ///
-/// An engine keyed from other key material does not go in: `build` cannot capture it.
+/// An engine keyed from another key does not go in: `build` cannot capture it.
 ///
 /// ```compile_fail,E0308
-/// use gcmx_core::backend::{KeyMaterial, KeyedEngine, SerialEngine};
-/// let other = std::sync::Arc::new(KeyMaterial::new(&[9u8; 16])?);
-/// let keyed = KeyedEngine::new(&[3u8; 16], move |_, _| Ok(Box::new(SerialEngine::new(other.clone()))))?;
+/// use gcmx_core::backend::{KeyedEngine, ParallelEngine};
+/// let other = [9u8; 16];
+/// let keyed = KeyedEngine::new(&[3u8; 16], move |_| {
+///     let _ = other;
+///     Ok(Box::new(ParallelEngine::new()))
+/// })?;
 /// # Ok::<(), gcmx_core::Error>(())
 /// ```
 pub struct KeyedEngine {
-    key: Arc<KeyMaterial>,
+    /// Held here, not shared: the CPU engines hold nothing and find it in each message, so a
+    /// `Gcm` on the CPU is the key material and no allocation besides it.
+    key: KeyMaterial,
     engine: Box<dyn GcmEngine>,
     /// [`GcmEngine::serial_below`] of `engine`, asked once: the framing runs shorter messages on
     /// `key` itself.
@@ -51,9 +55,24 @@ pub struct KeyedEngine {
 impl KeyedEngine {
     /// Key material for `raw` (16, 24 or 32 bytes; else [`Error::KeyLength`]) and the engine
     /// `build` makes for the same key (its error is returned as it is).
+    #[inline]
     pub fn new(raw: &[u8], build: BuildEngine) -> Result<KeyedEngine, Error> {
-        let key = Arc::new(KeyMaterial::new(raw)?);
-        let engine = build(raw, &key)?;
+        KeyedEngine::with_material(KeyMaterial::new(raw)?, raw, build)
+    }
+
+    /// Like [`KeyedEngine::new`] with the key material on the generic path
+    /// ([`KeyMaterial::new_generic`]) whatever the CPU: tests compare the paths with it.
+    pub fn new_generic(raw: &[u8], build: BuildEngine) -> Result<KeyedEngine, Error> {
+        KeyedEngine::with_material(KeyMaterial::new_generic(raw)?, raw, build)
+    }
+
+    #[inline]
+    fn with_material(
+        key: KeyMaterial,
+        raw: &[u8],
+        build: BuildEngine,
+    ) -> Result<KeyedEngine, Error> {
+        let engine = build(raw)?;
         let serial_below = engine.serial_below();
         Ok(KeyedEngine {
             key,

@@ -29,7 +29,7 @@ use crate::engine::{GcmEngine, Message};
 ///
 /// ```
 /// use gcmx_core::{Error, backend::{KeyedEngine, SerialEngine, open, seal}};
-/// let keyed = KeyedEngine::new(&[3u8; 16], |_, key| Ok(Box::new(SerialEngine::new(key.clone()))))?;
+/// let keyed = KeyedEngine::new(&[3u8; 16], |_| Ok(Box::new(SerialEngine)))?;
 /// let mut buf = *b"attack at dawn";
 /// let mut tag = [0u8; 16];
 /// seal(&keyed, &[1u8; 12], b"", &mut buf, &mut tag)?;

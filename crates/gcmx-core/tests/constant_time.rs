@@ -516,13 +516,11 @@ mod tracee {
                         // (the allocator hands back the blocks just freed).
                         let engine = (op != Op::KeyNew).then(|| {
                             if case.via_engine {
-                                KeyedEngine::new(slot.key(), |_, k| {
-                                    Ok(Box::new(ViaEngine(SerialEngine::new(k.clone()))))
+                                KeyedEngine::new(slot.key(), |_| {
+                                    Ok(Box::new(ViaEngine(SerialEngine)))
                                 })
                             } else {
-                                KeyedEngine::new(slot.key(), |_, k| {
-                                    Ok(Box::new(SerialEngine::new(k.clone())))
-                                })
+                                KeyedEngine::new(slot.key(), |_| Ok(Box::new(SerialEngine)))
                             }
                             .expect("key")
                         });

@@ -31,15 +31,11 @@ impl Gcm {
     /// A `Gcm` for `key` on `backend`.
     pub(crate) fn with_backend(key: &[u8], backend: Backend) -> Result<Gcm, GcmError> {
         let engine = match backend {
-            Backend::Cpu => {
-                KeyedEngine::new(key, |_, k| Ok(Box::new(SerialEngine::new(k.clone()))))?
+            Backend::Cpu => KeyedEngine::new(key, |_| Ok(Box::new(SerialEngine)))?,
+            Backend::CpuParallel => KeyedEngine::new(key, |_| Ok(Box::new(ParallelEngine::new())))?,
+            Backend::Cuda => {
+                KeyedEngine::new(key, |raw| Ok(Box::new(gcmx_cuda::CudaEngine::new(raw, 0)?)))?
             }
-            Backend::CpuParallel => {
-                KeyedEngine::new(key, |_, k| Ok(Box::new(ParallelEngine::new(k.clone()))))?
-            }
-            Backend::Cuda => KeyedEngine::new(key, |raw, _| {
-                Ok(Box::new(gcmx_cuda::CudaEngine::new(raw, 0)?))
-            })?,
         };
         Ok(Gcm { engine, backend })
     }
