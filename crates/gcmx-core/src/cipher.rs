@@ -204,7 +204,7 @@ where
 
     /// The stitched kernels' key, where this cipher runs them.
     #[inline(always)]
-    fn stitched(&self) -> Option<&StitchedKey> {
+    pub(crate) fn stitched(&self) -> Option<&StitchedKey> {
         match &self.path {
             Path::Stitched(k) => Some(k),
             Path::Generic(_) => None,
@@ -514,7 +514,7 @@ where
 /// A whole message under a 12-byte nonce on the stitched kernels. Inlined down to the kernel's
 /// one call (see `gcmx_x86`'s `message`): every layer of calls costs a short message.
 #[inline(always)]
-fn stitched96(
+pub(crate) fn stitched96(
     k: &StitchedKey,
     dir: Direction,
     nonce: &[u8; 12],
