@@ -135,7 +135,8 @@ impl core::fmt::Debug for Message<'_> {
     }
 }
 
-/// A GCM backend bound to one key.
+/// A GCM backend bound to one key: the key material each [`Message`] carries (the CPU
+/// engines), or key material of its own made from the same raw key (gcmx-cuda's, on the device).
 ///
 /// An engine does the bulk work only: CTR and GHASH. The framing (limits, J0, tag truncation,
 /// the constant-time comparison, and what a failed authentication leaves in the buffer) lives
