@@ -325,6 +325,18 @@ where
         if let (Some(k), Ok(n)) = (self.stitched(), <&[u8; 12]>::try_from(nonce)) {
             return stitched96(k, dir, n, aad, buf);
         }
+        self.crypt_nonce_j0(dir, nonce, aad, buf)
+    }
+
+    /// [`Cipher::crypt_nonce`] off its fast path: J0 derived here, written to memory.
+    #[inline(always)]
+    pub(crate) fn crypt_nonce_j0(
+        &self,
+        dir: Direction,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
         let mut j0 = self.j0(nonce);
         let full = self.crypt_inout(dir, &j0, aad, buf);
         wipe16(&mut j0);

@@ -196,7 +196,7 @@ pub trait GcmEngine: Send + Sync {
 ///
 /// It holds nothing: the framing hands it the key with the message, so making one costs
 /// nothing and it cannot be keyed apart from its [`KeyedEngine`](crate::backend::KeyedEngine).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct SerialEngine;
 
 impl GcmEngine for SerialEngine {
@@ -252,7 +252,7 @@ impl GcmEngine for ParallelEngine {
 }
 
 /// Serial below [`AUTO_PARALLEL_MIN`] bytes (or on one thread), parallel above.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct AutoCpuEngine;
 
 /// Message size from which `Auto` runs on all cores (see README for the measurement).

@@ -59,7 +59,7 @@ impl KeyMaterial {
 
     /// Like [`KeyMaterial::new`] but always on the generic path (the `aes` and `ghash`
     /// crates), whatever the CPU: for comparisons and tests. Output is identical.
-    pub fn new_generic(key: &[u8]) -> Result<Self, Error> {
+    pub(crate) fn new_generic(key: &[u8]) -> Result<Self, Error> {
         Self::build(key, false)
     }
 
@@ -145,7 +145,7 @@ impl KeyMaterial {
         self.crypt_nonce_slow(dir, nonce, aad, buf)
     }
 
-    /// [`KeyMaterial::crypt_nonce`] off its fast path.
+    /// [`KeyMaterial::crypt_nonce`] off its fast path (the fast path's test is not made again).
     #[inline(never)]
     fn crypt_nonce_slow(
         &self,
@@ -154,7 +154,7 @@ impl KeyMaterial {
         aad: &[u8],
         buf: aead::inout::InOutBuf<'_, '_, u8>,
     ) -> [u8; 16] {
-        with_cipher!(&self.cipher, c => c.crypt_nonce(dir, nonce, aad, buf))
+        with_cipher!(&self.cipher, c => c.crypt_nonce_j0(dir, nonce, aad, buf))
     }
 
     /// Join associated data, ciphertext partial hashes and the length block into the full tag

@@ -60,8 +60,8 @@ impl KeyedEngine {
         KeyedEngine::with_material(KeyMaterial::new(raw)?, raw, build)
     }
 
-    /// Like [`KeyedEngine::new`] with the key material on the generic path
-    /// ([`KeyMaterial::new_generic`]) whatever the CPU: tests compare the paths with it.
+    /// Like [`KeyedEngine::new`] with the key material on the generic path (the `aes` and
+    /// `ghash` crates) whatever the CPU: tests compare the paths with it.
     pub fn new_generic(raw: &[u8], build: BuildEngine) -> Result<KeyedEngine, Error> {
         KeyedEngine::with_material(KeyMaterial::new_generic(raw)?, raw, build)
     }
