@@ -163,22 +163,34 @@ where
     #[inline(always)]
     fn run(&self, dir: Direction, nonce: &[u8], aad: &[u8], buf: InOutBuf<'_, '_, u8>) -> [u8; 16] {
         match self.parallel {
-            Some(par) if parallel_pays(buf.len()) => {
-                let chunk = parallel_chunk(buf.len());
-                let mut j0 = self.cipher.j0(nonce);
-                let full = par(
-                    &self.cipher,
-                    dir,
-                    &j0,
-                    aad,
-                    Io::InPlace(buf.into_out_with_copied_in()),
-                    chunk,
-                );
-                wipe16(&mut j0);
-                full
-            }
+            Some(par) if parallel_pays(buf.len()) => self.run_parallel(par, dir, nonce, aad, buf),
             _ => self.cipher.crypt_nonce(dir, nonce, aad, buf),
         }
+    }
+
+    /// [`AesGcm::run`] on rayon's threads, out of line: the one-thread path's callers carry
+    /// none of its code or stack.
+    #[inline(never)]
+    fn run_parallel(
+        &self,
+        par: ParallelFn<Aes>,
+        dir: Direction,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
+        let chunk = parallel_chunk(buf.len());
+        let mut j0 = self.cipher.j0(nonce);
+        let full = par(
+            &self.cipher,
+            dir,
+            &j0,
+            aad,
+            Io::InPlace(buf.into_out_with_copied_in()),
+            chunk,
+        );
+        wipe16(&mut j0);
+        full
     }
 }
 
@@ -226,7 +238,39 @@ where
         let valid = within_limits(associated_data.len(), len)
             && !nonce.is_empty()
             && plaintext.len() == len;
-        let (aad, dir) = (associated_data, Direction::Open);
+        let serial = !self.uncached && !(self.parallel.is_some() && parallel_pays(len));
+        if !(valid && serial) {
+            return self.decrypt_into_other(nonce, associated_data, ciphertext, plaintext, tag);
+        }
+        // One thread, one pass (equal lengths: `new` does not fail), the tag compared at once:
+        // the same steps as an open in place.
+        if let Ok(b) = InOutBuf::new(ciphertext, &mut *plaintext) {
+            let mut full = self.cipher.crypt_nonce(Direction::Open, nonce, associated_data, b);
+            let ok = tag_matches(&full, tag);
+            wipe_unless_released::<T>(&mut full, ok);
+            if ok {
+                return Ok(());
+            }
+        }
+        plaintext.zeroize();
+        Err(aead::Error)
+    }
+
+    /// [`AesGcm::decrypt_into_detached`] off its one-thread path, out of line: arguments it
+    /// refuses, the parallel loop and the uncached output.
+    #[inline(never)]
+    fn decrypt_into_other(
+        &self,
+        nonce: &[u8],
+        aad: &[u8],
+        ciphertext: &[u8],
+        plaintext: &mut [u8],
+        tag: &Tag<T>,
+    ) -> aead::Result<()> {
+        let len = ciphertext.len();
+        let valid =
+            within_limits(aad.len(), len) && !nonce.is_empty() && plaintext.len() == len;
+        let dir = Direction::Open;
         let mut expected = match self.parallel {
             _ if !valid => None,
             // Chunks on rayon's threads, each from the ciphertext into the plaintext.
@@ -248,19 +292,8 @@ where
                 wipe16(&mut j0);
                 full
             }
-            // One thread, one pass (equal lengths: `new` does not fail), the tag compared at
-            // once: the same steps as an open in place.
-            _ => {
-                if let Ok(b) = InOutBuf::new(ciphertext, &mut *plaintext) {
-                    let mut full = self.cipher.crypt_nonce(dir, nonce, aad, b);
-                    if tag_matches(&full, tag) {
-                        wipe_unless_released::<T>(&mut full, true);
-                        return Ok(());
-                    }
-                    wipe16(&mut full);
-                }
-                None
-            }
+            // `decrypt_into_detached` runs every other message itself
+            _ => None,
         };
         let ok = expected.is_some_and(|e| tag_matches(&e, tag));
         if let Some(e) = expected.as_mut() {

@@ -325,6 +325,19 @@ where
         if let (Some(k), Ok(n)) = (self.stitched(), <&[u8; 12]>::try_from(nonce)) {
             return stitched96(k, dir, n, aad, buf);
         }
+        self.crypt_nonce_slow(dir, nonce, aad, buf)
+    }
+
+    /// [`Cipher::crypt_nonce_j0`] as one call: the fast path's callers then carry none of the
+    /// J0 derivation's code or stack.
+    #[inline(never)]
+    fn crypt_nonce_slow(
+        &self,
+        dir: Direction,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+    ) -> [u8; 16] {
         self.crypt_nonce_j0(dir, nonce, aad, buf)
     }
 

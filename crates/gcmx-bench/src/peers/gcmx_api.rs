@@ -24,6 +24,7 @@ pub(crate) trait Typed: AeadInOut<NonceSize = U12, TagSize = U16> + KeyInit {
 macro_rules! typed {
     ($t:ty) => {
         impl Typed for $t {
+            #[inline]
             fn open_into(
                 &self,
                 nonce: &[u8; 12],
