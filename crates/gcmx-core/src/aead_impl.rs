@@ -245,7 +245,9 @@ where
         // One thread, one pass (equal lengths: `new` does not fail), the tag compared at once:
         // the same steps as an open in place.
         if let Ok(b) = InOutBuf::new(ciphertext, &mut *plaintext) {
-            let mut full = self.cipher.crypt_nonce(Direction::Open, nonce, associated_data, b);
+            let mut full = self
+                .cipher
+                .crypt_nonce(Direction::Open, nonce, associated_data, b);
             let ok = tag_matches(&full, tag);
             wipe_unless_released::<T>(&mut full, ok);
             if ok {
@@ -268,8 +270,7 @@ where
         tag: &Tag<T>,
     ) -> aead::Result<()> {
         let len = ciphertext.len();
-        let valid =
-            within_limits(aad.len(), len) && !nonce.is_empty() && plaintext.len() == len;
+        let valid = within_limits(aad.len(), len) && !nonce.is_empty() && plaintext.len() == len;
         let dir = Direction::Open;
         let mut expected = match self.parallel {
             _ if !valid => None,

@@ -9,7 +9,8 @@
 //! the nonce when it is not 12 bytes, so secret), the tag's computation, truncation and masking,
 //! the comparison `backend::tag_matches`, and the entry points `backend::seal` / `backend::open`
 //! through a `KeyedEngine` over `SerialEngine` and the typed `Aes256Gcm` (and
-//! `AesGcm<Aes128, U16>`, a 16-byte nonce) in place and out of place. The stitched kernels run
+//! `AesGcm<Aes128, U16>`, a 16-byte nonce) in place, out of place and through
+//! `decrypt_into_detached` (one pass into another buffer). The stitched kernels run
 //! inside, at the width `KeyMaterial::new` picks (the widest this CPU runs; gcmx-x86's test covers
 //! every width).
 //!
@@ -82,6 +83,9 @@ mod cases {
         /// Decryption into another buffer.
         TypedOpenOutRight,
         TypedOpenOutWrong,
+        /// `AesGcm::decrypt_into_detached` (one pass into another buffer, zeroed on failure).
+        TypedOpenIntoRight,
+        TypedOpenIntoWrong,
     }
 
     impl Op {
@@ -94,6 +98,7 @@ mod cases {
                     | Op::LeakyCompare
                     | Op::TypedOpenWrong
                     | Op::TypedOpenOutWrong
+                    | Op::TypedOpenIntoWrong
             )
         }
         /// What the run must return (`true`: success, or a tag that matches).
@@ -192,6 +197,8 @@ mod cases {
                     Op::TypedOpenWrong,
                     Op::TypedOpenOutRight,
                     Op::TypedOpenOutWrong,
+                    Op::TypedOpenIntoRight,
+                    Op::TypedOpenIntoWrong,
                 ] {
                     v.push(Case {
                         op,
@@ -239,6 +246,37 @@ mod tracee {
         }
     }
     type Typed128N16 = AesGcm<aes::Aes128, U16>;
+
+    /// `AesGcm::decrypt_into_detached`, an inherent method, for `typed`'s two key types.
+    trait OpenInto: AeadInOut {
+        fn open_into(
+            &self,
+            nonce: &aead::Nonce<Self>,
+            aad: &[u8],
+            ct: &[u8],
+            pt: &mut [u8],
+            tag: &aead::Tag<Self>,
+        ) -> bool;
+    }
+
+    macro_rules! open_into {
+        ($($t:ty),*) => {$(
+            impl OpenInto for $t {
+                #[inline]
+                fn open_into(
+                    &self,
+                    nonce: &aead::Nonce<Self>,
+                    aad: &[u8],
+                    ct: &[u8],
+                    pt: &mut [u8],
+                    tag: &aead::Tag<Self>,
+                ) -> bool {
+                    self.decrypt_into_detached(nonce, aad, ct, pt, tag).is_ok()
+                }
+            }
+        )*};
+    }
+    open_into!(Typed256, Typed128N16);
 
     /// One run's secrets, in fixed arrays: every run reads them from the same addresses.
     #[derive(Clone)]
@@ -335,7 +373,7 @@ mod tracee {
     /// The typed API's part of a run (`C` one of the two typed ciphers). `cipher` is built
     /// outside the brackets except for `TypedNew`.
     #[inline(never)]
-    fn typed<C: AeadInOut + KeyInit>(
+    fn typed<C: AeadInOut + KeyInit + OpenInto>(
         op: Op,
         cipher: Option<&C>,
         s: &Secrets,
@@ -362,6 +400,9 @@ mod tracee {
             Op::TypedOpenOutRight | Op::TypedOpenOutWrong => {
                 let io = InOutBuf::new(buf, &mut bufs.out[..s.len]).expect("equal lengths");
                 black_box(c.decrypt_inout_detached(nonce, s.aad(), io, tag)).is_ok()
+            }
+            Op::TypedOpenIntoRight | Op::TypedOpenIntoWrong => {
+                black_box(c.open_into(nonce, s.aad(), buf, &mut bufs.out[..s.len], tag))
             }
             other => unreachable!("{other:?} is not typed"),
         }
@@ -455,7 +496,12 @@ mod tracee {
         let mut tag = aead::Tag::<C>::default();
         if matches!(
             op,
-            Op::TypedOpenRight | Op::TypedOpenWrong | Op::TypedOpenOutRight | Op::TypedOpenOutWrong
+            Op::TypedOpenRight
+                | Op::TypedOpenWrong
+                | Op::TypedOpenOutRight
+                | Op::TypedOpenOutWrong
+                | Op::TypedOpenIntoRight
+                | Op::TypedOpenIntoWrong
         ) {
             tag = c
                 .encrypt_inout_detached(&nonce, s.aad(), buf.into())
