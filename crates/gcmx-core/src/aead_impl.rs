@@ -163,34 +163,22 @@ where
     #[inline(always)]
     fn run(&self, dir: Direction, nonce: &[u8], aad: &[u8], buf: InOutBuf<'_, '_, u8>) -> [u8; 16] {
         match self.parallel {
-            Some(par) if parallel_pays(buf.len()) => self.run_parallel(par, dir, nonce, aad, buf),
+            Some(par) if parallel_pays(buf.len()) => {
+                let chunk = parallel_chunk(buf.len());
+                let mut j0 = self.cipher.j0(nonce);
+                let full = par(
+                    &self.cipher,
+                    dir,
+                    &j0,
+                    aad,
+                    Io::InPlace(buf.into_out_with_copied_in()),
+                    chunk,
+                );
+                wipe16(&mut j0);
+                full
+            }
             _ => self.cipher.crypt_nonce(dir, nonce, aad, buf),
         }
-    }
-
-    /// [`AesGcm::run`] on rayon's threads, out of line: the one-thread path's callers carry
-    /// none of its code or stack.
-    #[inline(never)]
-    fn run_parallel(
-        &self,
-        par: ParallelFn<Aes>,
-        dir: Direction,
-        nonce: &[u8],
-        aad: &[u8],
-        buf: InOutBuf<'_, '_, u8>,
-    ) -> [u8; 16] {
-        let chunk = parallel_chunk(buf.len());
-        let mut j0 = self.cipher.j0(nonce);
-        let full = par(
-            &self.cipher,
-            dir,
-            &j0,
-            aad,
-            Io::InPlace(buf.into_out_with_copied_in()),
-            chunk,
-        );
-        wipe16(&mut j0);
-        full
     }
 }
 
