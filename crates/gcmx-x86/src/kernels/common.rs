@@ -41,10 +41,18 @@ pub(super) fn rev128() -> __m128i {
     _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 }
 
-/// `mulX(v)` modulo POLYVAL's polynomial, constant time.
-pub(super) fn mulx(v: u128) -> u128 {
-    let top = v >> 127;
-    (v << 1) ^ (top.wrapping_neg() & 0xC200_0000_0000_0000_0000_0000_0000_0001)
+/// `mulX(v)` modulo POLYVAL's polynomial, constant time, on the 128-bit integer in `v`: shifted
+/// left by one (each half, and the low half's top bit into the high half), and the polynomial's
+/// constant XORed in where bit 127 was set (an all-ones mask from that bit, no branch).
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn mulx(v: __m128i) -> __m128i {
+    let shifted = _mm_or_si128(
+        _mm_slli_epi64::<1>(v),
+        _mm_slli_si128::<8>(_mm_srli_epi64::<63>(v)),
+    );
+    let top = _mm_srai_epi32::<31>(_mm_shuffle_epi32::<0xFF>(v));
+    _mm_xor_si128(shifted, _mm_and_si128(top, _mm_set_epi64x(POLY_C, 1)))
 }
 
 /// `SubWord` of one AES key-schedule word (bytes in memory order, read little-endian).
@@ -159,23 +167,28 @@ fn expand_nk<const NK: usize>(key: &[u8], rk: &mut [u128; 15]) -> usize {
 /// Key set-up for the narrow and 256-bit kernels; the products of the power tree one at a time.
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn setup(key: &[u8], keys: &mut Keys) {
-    let mut q1 = hash_key(key, keys);
+    let mut q1: u128 = cast(hash_key(key, keys));
     power_tree(keys, q1, |a, b| {
         core::array::from_fn(|l| cast(dot(cast(a[l]), cast(b))))
     });
     q1.zeroize();
 }
 
-/// Expand the key into `keys.rk` and return `Q_1 = H' = mulX(H)`, `H = E_K(0^128)`.
+/// Expand the key into `keys.rk` and return `Q_1 = H' = mulX(H)`, `H = E_K(0^128)` read
+/// big-endian, in a register (as a `u128` cast). `H` never leaves the registers: written out
+/// and read back as an integer, it sat on set-up's chain of latencies twice (a store, then
+/// 8-byte loads of it, and the result moved back into a vector register).
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
-pub(super) fn hash_key(key: &[u8], keys: &mut Keys) -> u128 {
+pub(super) fn hash_key(key: &[u8], keys: &mut Keys) -> __m128i {
     keys.nr = expand(key, &mut keys.rk);
-    let mut h = [0u8; 16];
-    block_entry(keys, &mut h);
-    let q1 = mulx(u128::from_be_bytes(h));
-    h.zeroize();
-    q1
+    let zero = _mm_setzero_si128();
+    let h = match keys.nr {
+        10 => aes1::<10>(keys, zero),
+        12 => aes1::<12>(keys, zero),
+        _ => aes1::<14>(keys, zero),
+    };
+    mulx(_mm_shuffle_epi8(h, rev128()))
 }
 
 /// The powers `Q_1..Q_m` from `Q_1`, `m` the key's level's [`super::Level::powers`] (a power of two,

@@ -35,7 +35,6 @@ use inout::InOutBuf;
 
 use super::common::{POLY_C, aes1, dot, hash_key, j0_reg, rev128};
 use super::{Keys, Pre};
-use zeroize::Zeroize;
 
 /// 512-bit registers per step.
 const R: usize = 8;
@@ -45,31 +44,30 @@ pub(super) const NB: usize = 4 * R;
 const STEP: usize = 64 * R;
 
 /// Key set-up for the 512-bit kernels: the powers computed in registers, four to a register in
-/// table order, and written once (with their Karatsuba halves) to the key: `Q_2`, then
-/// `Q_3, Q_4` in one product, then each register of powers is an earlier one times the
-/// broadcast `Q_4`, `Q_8` or `Q_16`, five products deep. The whole set-up is in VEX/EVEX
-/// encoding, which does not mix legacy SSE code with the kernels' 512-bit registers.
+/// table order, and written once (with their Karatsuba halves) to the key. `Q_2`, `Q_4`, `Q_8`
+/// and `Q_16` are squares in every lane (two carry-less products each: a square has no middle
+/// term), so no step waits on a lane being broadcast; `[Q_4..Q_1]` is `[Q_2, Q_1]` times `Q_2`
+/// beside `[Q_2, Q_1]` itself, and each register of powers is an earlier one times `Q_4`, `Q_8`
+/// or `Q_16`: five products deep. The whole set-up is in VEX/EVEX encoding, which does not mix
+/// legacy SSE code with the kernels' 512-bit registers.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 pub(super) fn setup(key: &[u8], keys: &mut Keys) {
     const { assert!(NB == 32) };
-    let mut q1 = hash_key(key, keys);
-    let q1v: __m128i = cast(q1);
-    let q2 = dot(q1v, q1v);
-    // lanes [Q2, Q1, 0, 0]; times Q2: [Q4, Q3, ..]; so `r0` = [Q4, Q3, Q2, Q1]
-    let low = _mm512_zextsi256_si512(_mm256_set_m128i(q1v, q2));
-    let q43 = dot4(low, _mm512_broadcast_i32x4(q2));
-    let r0 = _mm512_inserti64x4::<1>(q43, _mm256_set_m128i(q1v, q2));
-    // lane 0 of `r` in every lane
-    let lane0 = |r: __m512i| _mm512_shuffle_i64x2::<0>(r, r);
-    let r1 = dot4(r0, lane0(r0)); // [Q8..Q5]
-    let q8 = lane0(r1);
-    let (r2, r3) = (dot4(r0, q8), dot4(r1, q8)); // [Q12..Q9], [Q16..Q13]
-    let q16 = lane0(r3);
+    let b1 = _mm512_broadcast_i32x4(hash_key(key, keys));
+    let b2 = square4(b1);
+    // lanes (0 first) [Q2, Q1, Q2, Q1]; its low two lanes times Q2: `r0` = [Q4, Q3, Q2, Q1]
+    let x = _mm512_mask_blend_epi64(0xCC, b2, b1);
+    let r0 = _mm512_mask_blend_epi64(0x0F, x, dot4(x, b2));
+    let b4 = square4(b2);
+    let r1 = dot4(r0, b4); // [Q8..Q5]
+    let b8 = square4(b4);
+    let (r2, r3) = (dot4(r0, b8), dot4(r1, b8)); // [Q12..Q9], [Q16..Q13]
+    let b16 = square4(b8);
     let regs = [
-        dot4(r3, q16), // [Q32..Q29]
-        dot4(r2, q16),
-        dot4(r1, q16),
-        dot4(r0, q16), // [Q20..Q17]
+        dot4(r3, b16), // [Q32..Q29]
+        dot4(r2, b16),
+        dot4(r1, b16),
+        dot4(r0, b16), // [Q20..Q17]
         r3,
         r2,
         r1,
@@ -81,7 +79,15 @@ pub(super) fn setup(key: &[u8], keys: &mut Keys) {
         p[4 * j..4 * j + 4].copy_from_slice(&cast::<__m512i, [u128; 4]>(r));
         pk[4 * j..4 * j + 4].copy_from_slice(&cast::<__m512i, [u128; 4]>(k));
     }
-    q1.zeroize();
+}
+
+/// `dot(a, a)` in each lane: the middle products of a square cancel.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn square4(a: __m512i) -> __m512i {
+    let lo = _mm512_clmulepi64_epi128::<0x00>(a, a);
+    let hi = _mm512_clmulepi64_epi128::<0x11>(a, a);
+    reduce4(lo, _mm512_setzero_si512(), hi)
 }
 
 /// `dot` in each lane: `a·b·x^-128` modulo POLYVAL's polynomial (as `common::dot`).
