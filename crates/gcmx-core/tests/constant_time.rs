@@ -211,6 +211,19 @@ mod cases {
                     });
                 }
             }
+            // a separate output past the short path through a stack buffer: tag first, then
+            // the decryption
+            for op in [Op::TypedOpenOutRight, Op::TypedOpenOutWrong] {
+                v.push(Case {
+                    op,
+                    key_len,
+                    nonce_len,
+                    aad_len: 3,
+                    len: 600,
+                    tag_len: 16,
+                    via_engine: false,
+                });
+            }
         }
         v
     }
@@ -288,7 +301,7 @@ mod tracee {
         aad: [u8; 64],
         aad_len: usize,
         /// The message (for the tag cases, the expected tag).
-        data: [u8; 512],
+        data: [u8; 1024],
         len: usize,
         /// XORed into the right tag to make the received one (zero for a right tag).
         diff: [u8; 16],
@@ -332,7 +345,7 @@ mod tracee {
             nonce_len: case.nonce_len,
             aad: [0; 64],
             aad_len: case.aad_len,
-            data: [0; 512],
+            data: [0; 1024],
             len: case.len,
             diff: [0; 16],
             tag_len: case.tag_len,
@@ -518,8 +531,8 @@ mod tracee {
         rayon::broadcast(|_| ());
         let mut rng = Rng(0xc0e5);
         let mut bufs = Bufs {
-            buf: vec![0u8; 512],
-            out: vec![0u8; 512],
+            buf: vec![0u8; 1024],
+            out: vec![0u8; 1024],
             tag: [0u8; 16],
         };
         let mut slot = secrets(&cases::all()[0], 0, &mut rng);
