@@ -226,8 +226,8 @@ where
         let valid = within_limits(associated_data.len(), len)
             && !nonce.is_empty()
             && plaintext.len() == len;
-        let serial = !self.uncached && !(self.parallel.is_some() && parallel_pays(len));
-        if !(valid && serial) {
+        let parallel = self.parallel.is_some() && parallel_pays(len);
+        if !valid || self.uncached || parallel {
             return self.decrypt_into_other(nonce, associated_data, ciphertext, plaintext, tag);
         }
         // One thread, one pass (equal lengths: `new` does not fail), the tag compared at once:
