@@ -182,12 +182,7 @@ pub(super) fn setup(key: &[u8], keys: &mut Keys) {
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn hash_key(key: &[u8], keys: &mut Keys) -> __m128i {
     keys.nr = expand(key, &mut keys.rk);
-    let zero = _mm_setzero_si128();
-    let h = match keys.nr {
-        10 => aes1::<10>(keys, zero),
-        12 => aes1::<12>(keys, zero),
-        _ => aes1::<14>(keys, zero),
-    };
+    let h = aes_block(keys, _mm_setzero_si128());
     mulx(_mm_shuffle_epi8(h, rev128()))
 }
 
@@ -432,13 +427,18 @@ pub(super) fn ctr_add(ctr: u128, blocks: usize) -> u128 {
 
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
 pub(super) fn block_entry(keys: &Keys, b: &mut [u8; 16]) {
-    let x: __m128i = cast(*b);
-    let out = match keys.nr {
+    *b = cast(aes_block(keys, cast(*b)));
+}
+
+/// AES of one block in a register with the key's rounds.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+fn aes_block(keys: &Keys, x: __m128i) -> __m128i {
+    match keys.nr {
         10 => aes1::<10>(keys, x),
         12 => aes1::<12>(keys, x),
         _ => aes1::<14>(keys, x),
-    };
-    *b = cast(out);
+    }
 }
 
 /// Blocks in one group of a tail (the blocks after the bulk steps, or a short AAD): the group's
