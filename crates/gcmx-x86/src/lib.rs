@@ -369,6 +369,71 @@ impl StitchedKey {
         }
     }
 
+    /// Open one whole GCM message as [`StitchedKey::open_message`] does and compare its tag with
+    /// the received `tag` (1 to 16 bytes: the full tag's first `tag.len()` bytes) in constant
+    /// time, in registers: whether it matches. The expected tag is never written to memory (for
+    /// a forged message it is the tag that would make the forgery pass).
+    ///
+    /// On `false` the output holds unauthenticated plaintext, which the caller must not
+    /// release: in place, sealing it again with the same `j0` restores the ciphertext; else
+    /// wipe it. A `tag` empty or longer than 16 bytes never matches, and `buf` is then left as
+    /// it is.
+    ///
+    /// ```
+    /// use gcmx_x86::StitchedKey;
+    /// if let Some(k) = StitchedKey::new(&[1u8; 16]) {
+    ///     let j0 = [2u8; 16];
+    ///     let mut buf = *b"twelve bytes";
+    ///     let tag = k.seal_message(&j0, b"ad", &mut buf[..]);
+    ///     assert!(k.open_message_checked(&j0, b"ad", &mut buf[..], &tag[..12]));
+    ///     assert_eq!(&buf, b"twelve bytes");
+    ///     k.seal_message(&j0, b"ad", &mut buf[..]);
+    ///     assert!(!k.open_message_checked(&j0, b"AD", &mut buf[..], &tag));
+    ///     assert!(!k.open_message_checked(&j0, b"ad", &mut buf[..], &[]));
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn open_message_checked<'i, 'o>(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+        tag: &[u8],
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.keys
+                .open_checked(kernels::Pre::J0(j0), aad, buf.into(), tag)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (j0, aad, buf, tag);
+            match self.never {}
+        }
+    }
+
+    /// [`StitchedKey::open_message_checked`] for a 12-byte nonce, J0 built by the kernel as
+    /// [`StitchedKey::seal_message96`] builds it.
+    #[inline(always)]
+    pub fn open_message96_checked<'i, 'o>(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+        tag: &[u8],
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.keys
+                .open_checked(kernels::Pre::Nonce(nonce), aad, buf.into(), tag)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (nonce, aad, buf, tag);
+            match self.never {}
+        }
+    }
+
     /// [`StitchedKey::open_message`] from `src` into `dst`, the plaintext written past the
     /// caches as [`StitchedKey::open_uncached`] writes it; the **expected** tag, or `None`,
     /// touching nothing, when the lengths differ.

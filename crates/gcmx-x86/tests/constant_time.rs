@@ -95,6 +95,12 @@ mod cases {
         OpenUncached,
         /// `open_message_uncached`.
         OpenMessageUncached,
+        /// `open_message_checked`, comparing the tag: against the reference's tag (the
+        /// reference's matches, every other set's does not).
+        OpenMessageChecked,
+        /// `open_message96_checked` from the data into a separate buffer, as
+        /// `OpenMessageChecked`.
+        OpenMessage96CheckedOut,
         /// Deliberately leaky code (the self-check): must be caught.
         Leak,
     }
@@ -235,6 +241,8 @@ mod cases {
         pub len: usize,
         pub aad_len: usize,
         pub ctr_pair: usize,
+        /// The received tag's length (public), for the ops that compare it.
+        pub tag_len: usize,
         pub leak: Option<Leak>,
     }
 
@@ -268,6 +276,7 @@ mod cases {
                         len: 16,
                         aad_len: 0,
                         ctr_pair: 0,
+                        tag_len: 16,
                         leak: None,
                     });
                 }
@@ -307,6 +316,8 @@ mod cases {
                     Op::OpenMessage96Out,
                     Op::OpenUncached,
                     Op::OpenMessageUncached,
+                    Op::OpenMessageChecked,
+                    Op::OpenMessage96CheckedOut,
                 ] {
                     v.push(Case {
                         op,
@@ -315,6 +326,7 @@ mod cases {
                         len,
                         aad_len: [0, 13, 64, 100][(i + 2 * op as usize) % 4],
                         ctr_pair: i % CTR_PAIRS.len(),
+                        tag_len: [16, 12, 13, 4][i % 4],
                         leak: None,
                     });
                 }
@@ -353,6 +365,7 @@ mod cases {
                     len: 64,
                     aad_len: 0,
                     ctr_pair: 0,
+                    tag_len: 16,
                     leak: Some(leak),
                 });
             }
@@ -571,6 +584,7 @@ mod tracee {
         s: &Secrets,
         buf: &mut [u8],
         out: &mut [u8],
+        tag: &[u8],
     ) {
         if let Op::Leak = case.op {
             black_box(leaky(case.leak.expect("a leak"), s, buf));
@@ -597,6 +611,13 @@ mod tracee {
                 let mut y = s.y;
                 black_box(key.open_uncached(&s.ctr, &mut y, buf, &mut out[..buf.len()]));
                 black_box(y);
+            }
+            Op::OpenMessageChecked => {
+                black_box(key.open_message_checked(&s.ctr, s.aad(), buf, tag));
+            }
+            Op::OpenMessage96CheckedOut => {
+                let io = InOutBuf::new(buf, &mut out[..buf.len()]).expect("same lengths");
+                black_box(key.open_message96_checked(&nonce(s), s.aad(), io, tag));
             }
             Op::OpenMessageUncached => {
                 let t = key.open_message_uncached(&s.ctr, s.aad(), buf, &mut out[..buf.len()]);
@@ -646,6 +667,35 @@ mod tracee {
         n
     }
 
+    /// The expected tag of the reference set `sets[0]`, for `case`'s op; checked to match the
+    /// reference's and not the random set's (so that the traced runs take both outcomes).
+    fn reference_tag(case: &Case, ctor: cases::Ctor, sets: &[Secrets]) -> [u8; 16] {
+        let open = |s: &Secrets, tag: Option<&[u8]>| {
+            let key = ctor(s.key()).expect("CPU runs the kernels");
+            let mut m = s.data.clone();
+            let (t, ok) = match case.op {
+                Op::OpenMessageChecked => (
+                    key.open_message(&s.ctr, s.aad(), &mut m[..]),
+                    tag.map(|t| {
+                        key.open_message_checked(&s.ctr, s.aad(), &mut s.data.clone()[..], t)
+                    }),
+                ),
+                _ => (
+                    key.open_message96(&nonce(s), s.aad(), &mut m[..]),
+                    tag.map(|t| {
+                        key.open_message96_checked(&nonce(s), s.aad(), &mut s.data.clone()[..], t)
+                    }),
+                ),
+            };
+            (t, ok)
+        };
+        let (tag, _) = open(&sets[0], None);
+        let received = &tag[..case.tag_len];
+        assert_eq!(open(&sets[0], Some(received)).1, Some(true), "{case:?}");
+        assert_eq!(open(&sets[1], Some(received)).1, Some(false), "{case:?}");
+        tag
+    }
+
     /// One traced run: the parent single-steps from the first stop to the second. Not inlined,
     /// so that every run executes the same code whatever the caller's loop becomes.
     #[inline(never)]
@@ -656,9 +706,10 @@ mod tracee {
         s: &Secrets,
         buf: &mut [u8],
         out: &mut [u8],
+        tag: &[u8],
     ) {
         ct::stop();
-        run_op(case, ctor, key, s, buf, out);
+        run_op(case, ctor, key, s, buf, out, tag);
         ct::stop();
     }
 
@@ -687,6 +738,15 @@ mod tracee {
                 None => format!("self-check {:?}", case.leak.expect("a leak")),
             };
             ct::announce(&expect, &description);
+            // The received tag of the cases that compare one: the reference's own, the same
+            // (public) bytes for every set.
+            let mut tag = [0u8; 16];
+            if let (Some(ctor), Op::OpenMessageChecked | Op::OpenMessage96CheckedOut) =
+                (ctor, case.op)
+            {
+                tag = reference_tag(&case, ctor, &sets);
+            }
+            let received = &tag[..case.tag_len];
             // warm-up (the reference, untraced), then every set traced
             for (i, s) in std::iter::once(&sets[0]).chain(&sets).enumerate() {
                 slot.clone_from(s);
@@ -700,9 +760,9 @@ mod tracee {
                 let b = &mut buf[..case.len];
                 b.copy_from_slice(&slot.data);
                 if i == 0 {
-                    run_op(&case, ctor, key.as_ref(), &slot, b, &mut out);
+                    run_op(&case, ctor, key.as_ref(), &slot, b, &mut out, received);
                 } else {
-                    bracketed(&case, ctor, key.as_ref(), &slot, b, &mut out);
+                    bracketed(&case, ctor, key.as_ref(), &slot, b, &mut out, received);
                 }
                 drop(key);
             }

@@ -132,6 +132,13 @@ fn check_nonce96(
         "{name}: open_message96, len {len}"
     );
     assert_eq!(m, pt, "{name}: open_message96 plaintext, len {len}");
+    check_checked(
+        name,
+        &|b, t| k.open_message96_checked(&nonce, aad, b, t),
+        &want,
+        pt,
+        want_tag,
+    );
     let mut out = vec![0xA5u8; len];
     let tag = k.seal_message96(&nonce, aad, InOutBuf::new(pt, &mut out).unwrap());
     assert_eq!(
@@ -146,6 +153,68 @@ fn check_nonce96(
         (pt, want_tag),
         "{name}: open_message96 out of place, len {len}"
     );
+}
+
+/// An open that compares the tag itself (`open_message_checked` or `open_message96_checked`),
+/// in place and out of place, against the ciphertext `ct` of `pt` and its full tag: every
+/// prefix length a tag may have matches, a change in any compared byte does not, a change past
+/// them is not looked at, and an empty or 17-byte tag never matches and leaves the buffer as it
+/// was. Decrypted either way when the tag's length is valid.
+fn check_checked(
+    name: &str,
+    open: &dyn Fn(InOutBuf<'_, '_, u8>, &[u8]) -> bool,
+    ct: &[u8],
+    pt: &[u8],
+    full: [u8; 16],
+) {
+    let len = ct.len();
+    for n in [1usize, 4, 8, 12, 13, 15, 16] {
+        let mut flips = vec![None, Some(0), Some(n - 1), Some(n / 2)];
+        if n < 16 {
+            // past the compared bytes: ignored
+            flips.push(Some(15));
+        }
+        for flip in flips {
+            let mut t = full;
+            if let Some(i) = flip {
+                t[i] ^= 0x20;
+            }
+            let want = flip.is_none_or(|i| i >= n);
+            let mut m = ct.to_vec();
+            assert_eq!(
+                open((&mut m[..]).into(), &t[..n]),
+                want,
+                "{name}: checked open, len {len}, tag {n}, flip {flip:?}"
+            );
+            assert_eq!(m, pt, "{name}: checked open plaintext, len {len}");
+            let mut out = vec![0x5Au8; len];
+            assert_eq!(
+                open(InOutBuf::new(ct, &mut out).unwrap(), &t[..n]),
+                want,
+                "{name}: checked open out of place, len {len}, tag {n}, flip {flip:?}"
+            );
+            assert_eq!(
+                out, pt,
+                "{name}: checked open out of place plaintext, len {len}"
+            );
+        }
+    }
+    let mut long = [0u8; 17];
+    long[..16].copy_from_slice(&full);
+    for bad in [&[][..], &long[..]] {
+        let mut m = ct.to_vec();
+        assert!(
+            !open((&mut m[..]).into(), bad),
+            "{name}: tag of {} bytes",
+            bad.len()
+        );
+        assert_eq!(
+            m,
+            ct,
+            "{name}: buffer touched for a tag of {} bytes",
+            bad.len()
+        );
+    }
 }
 
 /// Seal and open of one message, all against the generic path.
@@ -198,6 +267,13 @@ fn check_kernel(k: &StitchedKey, key: &[u8], aad: &[u8], pt: &[u8], lenblk: &[u8
     let expected = k.open_message(&j0, aad, &mut m[..]);
     assert_eq!(m, pt, "{name}: open_message plaintext, len {len}");
     assert_eq!(expected, want_tag, "{name}: open_message tag, len {len}");
+    check_checked(
+        name,
+        &|b, t| k.open_message_checked(&j0, aad, b, t),
+        &want,
+        pt,
+        want_tag,
+    );
 
     check_nonce96(k, key, aad, pt, lenblk, ctr[..12].try_into().unwrap());
 

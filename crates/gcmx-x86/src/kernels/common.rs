@@ -290,6 +290,22 @@ pub(super) fn tag_reg(s: u128, mask: __m128i) -> __m128i {
     _mm_xor_si128(_mm_shuffle_epi8(cast(s), rev128()), mask)
 }
 
+/// Whether `tag` is the first `tag.len()` bytes (1 to 16) of the tag `t` (bytes in memory
+/// order), compared in registers: no branch and no address depends on either, only on the
+/// received tag's public length. An empty tag, or one longer than 16 bytes, never matches.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn tag_matches(t: __m128i, tag: &[u8]) -> bool {
+    let n = tag.len();
+    let r = load_partial16(&tag[..n.min(16)]);
+    // byte `i` kept where `i < n`
+    let idx = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let keep = _mm_cmpgt_epi8(_mm_set1_epi8(n.min(16) as i8), idx);
+    let d = _mm_and_si128(_mm_xor_si128(t, r), keep);
+    let same = _mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_setzero_si128())) == 0xFFFF;
+    same & (1..=16).contains(&n)
+}
+
 /// A slice of at most 16 bytes as a block, zero-padded (a whole block loaded as it is).
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]

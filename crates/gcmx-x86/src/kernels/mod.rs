@@ -128,6 +128,34 @@ macro_rules! narrower_message_entry {
             *tag = cast(t);
         }
 
+        /// `message_entry` opening, the expected tag compared with `tag` in registers (see
+        /// [`Keys::open_checked`]); whether it matches.
+        ///
+        /// # Safety
+        ///
+        /// As `message_entry`'s.
+        #[allow(unsafe_code)]
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn open_checked_entry(
+            in_ptr: *const u8,
+            out_ptr: *mut u8,
+            len: usize,
+            keys: &Keys,
+            aad: &[u8],
+            pre: Pre<'_>,
+            tag: &[u8],
+        ) -> bool {
+            #[allow(unsafe_code)]
+            // SAFETY: as in `message_entry` (this function's contract is the same).
+            let buf = unsafe { InOutBuf::from_raw(in_ptr, out_ptr, len) };
+            let t = match keys.nr {
+                10 => message::<false, 10>(keys, pre, aad, buf),
+                12 => message::<false, 12>(keys, pre, aad, buf),
+                _ => message::<false, 14>(keys, pre, aad, buf),
+            };
+            tag_matches(t, tag)
+        }
+
         #[inline]
         #[target_feature(enable = $features)]
         fn message<const SEAL: bool, const NR: usize>(
@@ -446,6 +474,40 @@ impl Keys {
             }
         };
         tag
+    }
+
+    /// A whole GCM message opened as [`Keys::message`] opens it, the expected tag compared with
+    /// the received `tag` (its first `tag.len()` bytes, 1 to 16) inside the kernel: whether it
+    /// matches. The expected tag stays in registers (for a forged message it is the tag that
+    /// would make the forgery pass), and the comparison is a few instructions on the end of the
+    /// message's chain instead of a store, a reload and a comparison by the caller. A `tag`
+    /// empty or longer than 16 bytes never matches, and `buf` is then left as it is.
+    #[inline(always)]
+    pub(crate) fn open_checked(
+        &self,
+        pre: Pre<'_>,
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+        tag: &[u8],
+    ) -> bool {
+        if tag.is_empty() || tag.len() > 16 {
+            return false;
+        }
+        // the buffer as three words, as in `message`
+        let len = buf.len();
+        let (in_ptr, out_ptr) = buf.into_raw();
+        #[allow(unsafe_code)]
+        // SAFETY: as in `message`: the level's features were found, and the parts are those
+        // of `buf`, given up here for the call.
+        unsafe {
+            match self.level {
+                Level::Zmm => zmm::open_checked_entry(in_ptr, out_ptr, len, self, aad, pre, tag),
+                Level::Wide => wide::open_checked_entry(in_ptr, out_ptr, len, self, aad, pre, tag),
+                Level::Narrow => {
+                    narrow::open_checked_entry(in_ptr, out_ptr, len, self, aad, pre, tag)
+                }
+            }
+        }
     }
 
     pub(crate) fn encrypt_block(&self, b: &mut [u8; 16]) {

@@ -9,7 +9,7 @@ use zeroize::Zeroize;
 
 use super::common::{
     SHORT_MAX, aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, kara128, load16, reduce, rev128,
-    short, store16, tag_reg,
+    short, store16, tag_matches, tag_reg,
 };
 use super::{Keys, Pre};
 

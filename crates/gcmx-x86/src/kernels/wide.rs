@@ -8,7 +8,7 @@ use inout::InOutBuf;
 
 use super::common::{
     SHORT_MAX, aes1, crypt_tail, ctr_add, ghash_tail, j0_reg, load32, reduce, rev128, short,
-    store32, tag_reg,
+    store32, tag_matches, tag_reg,
 };
 use super::{Keys, NQ, Pre};
 

@@ -178,6 +178,17 @@ fn load_partial16(b: &[u8]) -> __m128i {
     }
 }
 
+/// Whether `tag` is the first `tag.len()` bytes (1 to 16) of the tag `t`, as
+/// `common::tag_matches` compares: one masked load and one masked compare.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn tag_matches(t: __m128i, tag: &[u8]) -> bool {
+    let n = tag.len();
+    let differ =
+        _mm_mask_cmpneq_epi8_mask(byte_mask(n.min(16)) as __mmask16, t, load_partial16(tag));
+    (differ == 0) & (1..=16).contains(&n)
+}
+
 /// Store the low `b.len()` (at most 16) bytes of `v` into `b`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
@@ -891,6 +902,34 @@ pub(super) unsafe fn message_entry<const SEAL: bool>(
     // one 16-byte store: a caller's 16-byte copy of the tag then reads it straight from the
     // store buffer (halves returned in general registers and stored apart could not be)
     *tag = cast(t);
+}
+
+/// [`message_entry`] opening, the expected tag compared with `tag` in registers (see
+/// [`super::Keys::open_checked`]); whether it matches.
+///
+/// # Safety
+///
+/// As [`message_entry`]'s.
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+pub(super) unsafe fn open_checked_entry(
+    in_ptr: *const u8,
+    out_ptr: *mut u8,
+    len: usize,
+    keys: &Keys,
+    aad: &[u8],
+    pre: Pre<'_>,
+    tag: &[u8],
+) -> bool {
+    #[allow(unsafe_code)]
+    // SAFETY: as in `message_entry` (this function's contract is the same).
+    let buf = unsafe { InOutBuf::from_raw(in_ptr, out_ptr, len) };
+    let t = match keys.nr {
+        10 => message::<false, 10>(keys, pre, aad, buf),
+        12 => message::<false, 12>(keys, pre, aad, buf),
+        _ => message::<false, 14>(keys, pre, aad, buf),
+    };
+    tag_matches(t, tag)
 }
 
 /// A whole message: with no AAD and no data, `E_K(J0)` alone (the length block is zero, and so
