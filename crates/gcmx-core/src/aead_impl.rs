@@ -15,8 +15,9 @@ use zeroize::Zeroize;
 use crate::cipher::{Cipher, Io, parallel_chunk};
 use crate::direction::Direction;
 use crate::engine::parallel_pays;
-use crate::frame::{tag_matches, within_limits};
+use crate::frame::within_limits;
 use crate::refusal::Refused;
+use crate::tag::tag_matches;
 use crate::wipe::wipe16;
 
 /// AES-GCM nonce.
@@ -180,6 +181,21 @@ where
             _ => self.cipher.crypt_nonce(dir, nonce, aad, buf),
         }
     }
+
+    /// Open `buf` under `nonce`, as [`AesGcm::run`] runs it, and compare the tag with `tag` in
+    /// constant time: whether it matches (on a mismatch the output holds unauthenticated
+    /// plaintext, for the caller to restore or wipe). On one thread the kernel compares it
+    /// (see `Cipher::open_nonce`); the parallel path's expected tag is compared here and wiped.
+    #[inline(always)]
+    fn open_run(&self, nonce: &[u8], aad: &[u8], buf: InOutBuf<'_, '_, u8>, tag: &[u8]) -> bool {
+        if self.parallel.is_some() && parallel_pays(buf.len()) {
+            let mut expected = self.run(Direction::Open, nonce, aad, buf);
+            let ok = tag_matches(&expected, tag);
+            wipe16(&mut expected);
+            return ok;
+        }
+        self.cipher.open_nonce(nonce, aad, buf, tag)
+    }
 }
 
 impl<Aes, N, T> AesGcm<Aes, N, T>
@@ -232,15 +248,10 @@ where
         }
         // One thread, one pass (equal lengths: `new` does not fail), the tag compared at once:
         // the same steps as an open in place.
-        if let Ok(b) = InOutBuf::new(ciphertext, &mut *plaintext) {
-            let mut full = self
-                .cipher
-                .crypt_nonce(Direction::Open, nonce, associated_data, b);
-            let ok = tag_matches(&full, tag);
-            wipe_unless_released::<T>(&mut full, ok);
-            if ok {
-                return Ok(());
-            }
+        if let Ok(b) = InOutBuf::new(ciphertext, &mut *plaintext)
+            && self.cipher.open_nonce(nonce, associated_data, b, tag)
+        {
+            return Ok(());
         }
         plaintext.zeroize();
         Err(aead::Error)
@@ -385,9 +396,7 @@ where
             // One fused pass; on a mismatch gcmx's forgery policy (`Refused`): a second pass
             // of the keystream gives the ciphertext back before returning.
             let buf = buffer.get_out();
-            let mut expected = self.run(Direction::Open, nonce, associated_data, buf.into());
-            let ok = tag_matches(&expected, tag);
-            wipe_unless_released::<T>(&mut expected, ok);
+            let ok = self.open_run(nonce, associated_data, buf.into(), tag);
             if !ok {
                 Refused::apply(
                     buf,
@@ -438,9 +447,7 @@ where
             let Ok(b) = InOutBuf::new(buffer.get_in(), &mut scratch[..n]) else {
                 return false;
             };
-            let mut expected = self.run(Direction::Open, nonce, aad, b);
-            let ok = tag_matches(&expected, tag);
-            wipe_unless_released::<T>(&mut expected, ok);
+            let ok = self.open_run(nonce, aad, b, tag);
             if ok {
                 buffer.get_out().copy_from_slice(&scratch[..n]);
             }

@@ -86,10 +86,10 @@ pub use crate::frame::open_batch;
 pub use crate::frame::seal;
 /// Seal a batch through a [`KeyedEngine`]: `gcmx::Gcm::encrypt_batch`.
 pub use crate::frame::seal_batch;
-/// The constant-time tag comparison, for a backend that checks tags on its own entry points.
-pub use crate::frame::tag_matches;
 /// gcmx's forgery policy: what a refused open leaves in a buffer opened in place.
 pub use crate::refusal::Refused;
+/// The constant-time tag comparison, for a backend that checks tags on its own entry points.
+pub use crate::tag::tag_matches;
 
 // The counter and the field.
 

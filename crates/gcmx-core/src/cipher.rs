@@ -26,6 +26,7 @@ use crate::combine::{Partial, tree_reduce};
 use crate::ctr::apply_keystream;
 use crate::direction::Direction;
 use crate::field::HashKey;
+use crate::tag::tag_matches;
 use crate::wipe::wipe16;
 
 /// Bytes per step of the serial loop: CTR over a chunk, then GHASH over it while it is in L1/L2
@@ -354,6 +355,54 @@ where
         let full = self.crypt_inout(dir, &j0, aad, buf);
         wipe16(&mut j0);
         full
+    }
+
+    /// Open `buf` under `nonce` on one thread and compare the expected tag with the received
+    /// `tag` in constant time: whether it matches. On a mismatch the output holds
+    /// unauthenticated plaintext, for the caller to restore or wipe; the expected tag is never
+    /// released: for a 12-byte nonce on the stitched kernels it stays in the kernel's registers
+    /// (compared there, a few instructions instead of a store, a reload and a comparison
+    /// here), elsewhere it is wiped.
+    #[inline(always)]
+    pub(crate) fn open_nonce(
+        &self,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+        tag: &[u8],
+    ) -> bool {
+        if let (Some(k), Ok(n)) = (self.stitched(), <&[u8; 12]>::try_from(nonce)) {
+            return k.open_message96_checked(n, aad, buf, tag);
+        }
+        self.open_nonce_slow(nonce, aad, buf, tag)
+    }
+
+    /// [`Cipher::open_nonce_j0`] as one call, as [`Cipher::crypt_nonce_slow`].
+    #[inline(never)]
+    fn open_nonce_slow(
+        &self,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+        tag: &[u8],
+    ) -> bool {
+        self.open_nonce_j0(nonce, aad, buf, tag)
+    }
+
+    /// [`Cipher::open_nonce`] off its fast path: the expected tag returned by
+    /// [`Cipher::crypt_nonce_j0`], compared here and wiped.
+    #[inline(always)]
+    pub(crate) fn open_nonce_j0(
+        &self,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: InOutBuf<'_, '_, u8>,
+        tag: &[u8],
+    ) -> bool {
+        let mut expected = self.crypt_nonce_j0(Direction::Open, nonce, aad, buf);
+        let ok = tag_matches(&expected, tag);
+        wipe16(&mut expected);
+        ok
     }
 
     /// [`Cipher::crypt_inout`] of a message whose J0 is `j0`, built from the 12-byte `nonce96`

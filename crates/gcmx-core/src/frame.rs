@@ -1,12 +1,11 @@
-//! GCM framing, once for every backend: SP 800-38D's limits, J0, tag truncation, the
-//! constant-time tag comparison, and what a failed authentication leaves in the buffer.
+//! GCM framing, once for every backend: SP 800-38D's limits, J0, tag truncation, and what a
+//! failed authentication leaves in the buffer (the tags compared by [`tag_matches`]).
 //!
 //! After a failed authentication the buffer is what gcmx's forgery policy ([`Refused`]) leaves:
 //! the ciphertext it held (sealing it again re-applies the same keystream), or zeros if the
 //! engine fails doing that. Either way it never holds unauthenticated plaintext when the call
 //! returns.
 
-use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use crate::Error;
@@ -16,6 +15,7 @@ use crate::engine::{GcmEngine, Message};
 use crate::key::KeyMaterial;
 use crate::keyed::KeyedEngine;
 use crate::refusal::Refused;
+use crate::tag::tag_matches;
 use crate::wipe::wipe16;
 
 /// Longest plaintext GCM allows: 2^36 − 32 bytes (2^39 − 256 bits).
@@ -69,41 +69,6 @@ pub fn check_lengths(aad_len: usize, msg_len: usize) -> Result<(), Error> {
 #[inline]
 pub(crate) fn within_limits(aad_len: usize, msg_len: usize) -> bool {
     msg_len as u64 <= P_MAX && aad_len as u64 <= A_MAX
-}
-
-/// Whether `tag` is the first `tag.len()` bytes of `expected`, compared in constant time. A tag
-/// longer than 16 bytes or empty never matches.
-///
-/// ```
-/// let full = [7u8; 16];
-/// assert!(gcmx_core::backend::tag_matches(&full, &[7u8; 12]));
-/// assert!(!gcmx_core::backend::tag_matches(&full, &[7u8; 17]));
-/// assert!(!gcmx_core::backend::tag_matches(&full, &[]));
-/// ```
-#[inline]
-pub fn tag_matches(expected: &[u8; 16], tag: &[u8]) -> bool {
-    let n = tag.len();
-    if n == 0 || n > 16 {
-        return false;
-    }
-    // The received tag zero-padded, both read as one 128-bit integer (byte `i` in bits
-    // `8i..8i + 8`), the bytes past the tag's length (public) masked off, and the difference
-    // folded to 64 bits and tested for zero without a branch (`subtle`'s `ct_eq`). One XOR over all the bytes instead
-    // of sixteen byte comparisons, each of which `subtle` passes through an optimisation barrier.
-    // The expected tag is secret until it matches (for a forged message it is the tag that
-    // would make the forgery pass): it and the difference stay in registers.
-    let t = match <&[u8; 16]>::try_from(tag) {
-        Ok(full) => *full,
-        Err(_) => {
-            let mut t = [0u8; 16];
-            t[..n].copy_from_slice(tag);
-            t
-        }
-    };
-    let keep = u128::MAX >> (8 * (16 - n));
-    let d = (u128::from_le_bytes(*expected) ^ u128::from_le_bytes(t)) & keep;
-    let folded = (d as u64) | (d >> 64) as u64;
-    folded.ct_eq(&0).into()
 }
 
 /// Seal one message with `engine` under its key: `buf` becomes the ciphertext, `tag` the tag of
@@ -179,11 +144,9 @@ pub fn open(
     if engine.runs_serially(buf.len()) {
         check(nonce, aad, buf.len(), tag.len())?;
         let key = engine.key();
-        let mut expected = key.crypt_nonce(Direction::Open, nonce, aad, (&mut *buf).into());
-        if tag_matches(&expected, tag) {
+        if key.open_nonce(nonce, aad, (&mut *buf).into(), tag) {
             return Ok(());
         }
-        wipe16(&mut expected);
         // The forgery policy, as `Refused::messages` applies it through an engine: the keystream
         // once more (a seal cannot fail here).
         Refused::apply(
@@ -486,33 +449,6 @@ mod tests {
             })
             .collect();
         open_batch_with(key, eng, &mut jobs)
-    }
-
-    /// `tag_matches` is "`tag` is a non-empty prefix of `expected`" for every length and every
-    /// differing byte.
-    #[test]
-    fn tag_matches_is_prefix_equality() {
-        let expected: [u8; 16] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0xa5);
-        for n in 0..=17usize {
-            let mut t: Vec<u8> = (0..n)
-                .map(|i| expected.get(i).copied().unwrap_or(0))
-                .collect();
-            assert_eq!(
-                tag_matches(&expected, &t),
-                (1..=16).contains(&n),
-                "length {n}"
-            );
-            for i in 0..n {
-                for bit in [0x01u8, 0x80] {
-                    t[i] ^= bit;
-                    assert!(
-                        !tag_matches(&expected, &t),
-                        "length {n}, byte {i}, bit {bit:#x}"
-                    );
-                    t[i] ^= bit;
-                }
-            }
-        }
     }
 
     /// A serial engine's messages, which the framing runs on the key itself, give what the

@@ -157,6 +157,37 @@ impl KeyMaterial {
         with_cipher!(&self.cipher, c => c.crypt_nonce_j0(dir, nonce, aad, buf))
     }
 
+    /// Open one message under `nonce` on the calling thread and compare its tag with `tag`, as
+    /// `Cipher::open_nonce` does: whether it matches (on a mismatch
+    /// the output holds unauthenticated plaintext, for the caller to restore or wipe). One
+    /// call into the kernels whatever the key's size, as [`KeyMaterial::crypt_nonce`].
+    #[inline(always)]
+    pub(crate) fn open_nonce(
+        &self,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: aead::inout::InOutBuf<'_, '_, u8>,
+        tag: &[u8],
+    ) -> bool {
+        let stitched = with_cipher!(&self.cipher, c => c.stitched());
+        if let (Some(k), Ok(n)) = (stitched, <&[u8; 12]>::try_from(nonce)) {
+            return k.open_message96_checked(n, aad, buf, tag);
+        }
+        self.open_nonce_slow(nonce, aad, buf, tag)
+    }
+
+    /// [`KeyMaterial::open_nonce`] off its fast path.
+    #[inline(never)]
+    fn open_nonce_slow(
+        &self,
+        nonce: &[u8],
+        aad: &[u8],
+        buf: aead::inout::InOutBuf<'_, '_, u8>,
+        tag: &[u8],
+    ) -> bool {
+        with_cipher!(&self.cipher, c => c.open_nonce_j0(nonce, aad, buf, tag))
+    }
+
     /// Join associated data, ciphertext partial hashes and the length block into the full tag
     /// (the combination every parallel backend shares; see [`tree_reduce`](crate::backend::tree_reduce)).
     pub fn tag_from_partials(

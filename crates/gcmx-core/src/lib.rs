@@ -43,6 +43,7 @@ pub mod hazmat;
 mod key;
 mod keyed;
 mod refusal;
+mod tag;
 mod wipe;
 
 pub use aead;

@@ -905,12 +905,17 @@ pub(super) unsafe fn message_entry<const SEAL: bool>(
 }
 
 /// [`message_entry`] opening, the expected tag compared with `tag` in registers (see
-/// [`super::Keys::open_checked`]); whether it matches.
+/// [`super::Keys::open_checked`]); whether it matches. `#[inline]` (a call all the same: its
+/// caller lacks its target features) so that, like the generic `message_entry`, it is compiled
+/// in the caller's crate, where [`long`] inlines the stitched loop: compiled here, beside
+/// `crypt_entry`'s use of it, the loop stayed a call, its vectors passed through memory (an open
+/// of 600 bytes 20-30 cycles slower).
 ///
 /// # Safety
 ///
 /// As [`message_entry`]'s.
 #[allow(unsafe_code)]
+#[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 pub(super) unsafe fn open_checked_entry(
     in_ptr: *const u8,
@@ -954,11 +959,14 @@ fn message<const SEAL: bool, const NR: usize>(
     if blocks(aad.len()) + blocks(buf.len()) < NB {
         return short::<SEAL, NR>(keys, j0v, aad, buf);
     }
-    long::<SEAL, NR>(keys, j0v, aad, buf)
+    cast(long::<SEAL, NR>(keys, j0v, aad, buf))
 }
 
 /// [`message`] past [`short`]'s reach. Out of line: its stack frame (register spills of the
-/// bulk loop, 64-byte aligned) would otherwise be set up for every short message too.
+/// bulk loop, 64-byte aligned) would otherwise be set up for every short message too. The tag
+/// comes back as a `u128`, in two general registers: a vector is returned through memory
+/// between functions, and where the paths of [`message`] join, every short path's tag then went
+/// through that stack slot too (a store and a reload on the end of a short message's chain).
 #[inline(never)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn long<const SEAL: bool, const NR: usize>(
@@ -966,7 +974,7 @@ fn long<const SEAL: bool, const NR: usize>(
     j0v: __m128i,
     aad: &[u8],
     buf: InOutBuf<'_, '_, u8>,
-) -> __m128i {
+) -> u128 {
     let mask: __m128i = aes1::<NR>(keys, j0v);
     let j0: [u8; 16] = cast(j0v);
     let ctr = super::first_counter(&j0);
@@ -976,7 +984,7 @@ fn long<const SEAL: bool, const NR: usize>(
     let y = hash(keys, _mm_setzero_si128(), aad);
     let s = crypt::<SEAL, NR>(keys, ctr, y, buf, Some(lb));
     // `mask` holds E_K(J0)'s bytes in memory order
-    _mm_xor_si128(_mm_shuffle_epi8(s, rev128()), mask)
+    cast(_mm_xor_si128(_mm_shuffle_epi8(s, rev128()), mask))
 }
 
 /// A message of at most one block, with at most one block of AAD: the counter block and J0
