@@ -7,7 +7,8 @@
 //! What runs: key set-up (`KeyMaterial::new`: the `aes` crate's key schedule, H, the GHASH keys,
 //! the stitched kernels' key and the check that both AES agree; `Aes256Gcm::new`), J0 (a GHASH of
 //! the nonce when it is not 12 bytes, so secret), the tag's computation, truncation and masking,
-//! the comparison `backend::tag_matches`, and the entry points `backend::seal` / `backend::open`
+//! the comparison `backend::tag_matches` and, for an open under a 12-byte nonce, the kernel's
+//! own (gcmx-x86's `open_message96_checked`, which every one-thread open then runs), and the entry points `backend::seal` / `backend::open`
 //! through a `KeyedEngine` over `SerialEngine` and the typed `Aes256Gcm` (and
 //! `AesGcm<Aes128, U16>`, a 16-byte nonce) in place, out of place and through
 //! `decrypt_into_detached` (one pass into another buffer). The stitched kernels run

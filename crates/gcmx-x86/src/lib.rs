@@ -48,6 +48,10 @@
 //!     // open returns the expected tag; the caller compares it in constant time
 //!     assert_eq!(k.open_message(&j0, b"", &mut buf[..]), tag);
 //!     assert_eq!(buf, [0u8; 16]);
+//!     // or the kernel compares it, in registers
+//!     k.seal_message(&j0, b"", &mut buf[..]);
+//!     assert!(k.open_message_checked(&j0, b"", &mut buf[..], &tag));
+//!     assert_eq!(buf, [0u8; 16]);
 //! }
 //! ```
 //!
