@@ -331,6 +331,30 @@ mod cases {
                     });
                 }
             }
+            // messages with neither AAD nor data (their own entry): the whole-message ops
+            // whose empty message the lengths above leave out (with no AAD only where `op` is
+            // even)
+            for (i, op) in [
+                Op::SealMessage,
+                Op::SealMessageOut,
+                Op::SealMessage96,
+                Op::SealMessage96Out,
+                Op::OpenMessageChecked,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                v.push(Case {
+                    op,
+                    width,
+                    key_len: [16, 24, 32][i % 3],
+                    len: 0,
+                    aad_len: 0,
+                    ctr_pair: i % CTR_PAIRS.len(),
+                    tag_len: [16, 12][i % 2],
+                    leak: None,
+                });
+            }
         }
         // The self-check: bits low and high in the 256-bit key, in the counter block, in the
         // GHASH state and in the data; a lookup by the first and the last key byte; XORs of two

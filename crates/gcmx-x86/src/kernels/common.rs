@@ -446,6 +446,22 @@ pub(super) fn block_entry(keys: &Keys, b: &mut [u8; 16]) {
     *b = cast(aes_block(keys, cast(*b)));
 }
 
+/// The tag of a message with no AAD and no data, `E_K(J0)` (the length block is zero, and so is
+/// its hash), written to `tag`: every kernel width's, in a function of its own whose frame is
+/// a few registers (a whole-message entry saves six and sets up the stack its longer paths
+/// need, for nothing here).
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn empty_entry(keys: &Keys, pre: Pre<'_>, tag: &mut [u8; 16]) {
+    *tag = cast(aes_block(keys, j0_reg(pre)));
+}
+
+/// [`empty_entry`] for an open: whether `tag` matches `E_K(J0)`, compared in registers as
+/// [`tag_matches`] compares.
+#[target_feature(enable = "aes,pclmulqdq,ssse3")]
+pub(super) fn empty_checked_entry(keys: &Keys, pre: Pre<'_>, tag: &[u8]) -> bool {
+    tag_matches(aes_block(keys, j0_reg(pre)), tag)
+}
+
 /// AES of one block in a register with the key's rounds.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]

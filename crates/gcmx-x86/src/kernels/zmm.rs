@@ -937,9 +937,9 @@ pub(super) unsafe fn open_checked_entry(
     tag_matches(t, tag)
 }
 
-/// A whole message: with no AAD and no data, `E_K(J0)` alone (the length block is zero, and so
-/// is its hash); at most one block of each, [`one_block`]; AAD, data and length block within one
-/// run of 32 blocks, [`short`]; else [`long`].
+/// A whole message with AAD or data (one with neither is `common::empty_entry`'s): at most one
+/// block of each, [`one_block`]; AAD, data and length block within one run of 32 blocks,
+/// [`short`]; else [`long`].
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn message<const SEAL: bool, const NR: usize>(
@@ -949,10 +949,6 @@ fn message<const SEAL: bool, const NR: usize>(
     buf: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
     let j0v = j0_reg(pre);
-    if aad.is_empty() && buf.is_empty() {
-        // the length block is zero, and so is its hash: the tag is E_K(J0)
-        return aes1::<NR>(keys, j0v);
-    }
     if aad.len() <= 16 && buf.len() <= 16 {
         return one_block::<SEAL, NR>(keys, j0v, aad, buf);
     }
