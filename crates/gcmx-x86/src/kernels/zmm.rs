@@ -383,7 +383,7 @@ fn fence(acc: &mut [__m512i; 3], s: &mut [__m512i; R]) {
 /// inlined into it.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn step<const SEAL: bool, const NR: usize, const HASH: bool, const FEW: bool>(
+fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
     keys: &Keys,
     base: &mut __m512i,
     y: __m128i,
@@ -397,13 +397,12 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool, const FEW: bool>(
     let k0 = round_key(keys, 0);
     let mut s = counters(base).map(|c| _mm512_xor_si512(c, k0));
     let mut acc = [_mm512_setzero_si512(); 3];
-    // With few steps the powers are read from the key where they are used: the copy on the
-    // stack that the compiler makes of them before a loop costs more than it saves there.
-    let pw = if FEW {
-        core::hint::black_box(keys)
-    } else {
-        keys
-    };
+    // The powers are read from the key where they are used. Left to itself the compiler copies
+    // them to the stack before the loop and reads them there: as fast for AES-256, 4 to 10 %
+    // slower for AES-128 messages of 4 to 64 KiB on Emerald Rapids (benches/results.md), and
+    // with the stack's place, which every caller's frame moves, rows of 4 KiB and more moved
+    // by up to 8 % between builds whose loops were the same instructions.
+    let pw = core::hint::black_box(keys);
     macro_rules! round {
         ($($r:literal)*) => {$(
             if $r < NR {
@@ -634,16 +633,13 @@ fn prefetch_step(bulk: &[u8], i: usize) {
     }
 }
 
-/// Messages of at most this many whole steps run [`steps`] with `FEW`.
-const FEW_STEPS: usize = 2;
-
 /// The whole steps of `bulk` from the counters `base`, GHASH into `y`. Seal hashes each step's
 /// ciphertext during the next step (reading it back from the output): the first step only
 /// encrypts, and the last step's ciphertext is left to the caller. Open hashes each step's
-/// ciphertext before decrypting it. `FEW`: see [`step`].
+/// ciphertext before decrypting it.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn steps<const SEAL: bool, const NR: usize, const FEW: bool>(
+fn steps<const SEAL: bool, const NR: usize>(
     keys: &Keys,
     base: &mut __m512i,
     mut y: __m128i,
@@ -655,12 +651,12 @@ fn steps<const SEAL: bool, const NR: usize, const FEW: bool>(
         let (mut done, rest) = bulk.reborrow().split_at(i * STEP);
         let cur = rest.split_at(STEP).0;
         if SEAL && i == 0 {
-            step::<SEAL, NR, false, FEW>(keys, base, y, None, cur);
+            step::<SEAL, NR, false>(keys, base, y, None, cur);
         } else if SEAL {
             let prev = &done.get_out()[(i - 1) * STEP..];
-            y = step::<SEAL, NR, true, FEW>(keys, base, y, Some(prev), cur);
+            y = step::<SEAL, NR, true>(keys, base, y, Some(prev), cur);
         } else {
-            y = step::<SEAL, NR, true, FEW>(keys, base, y, None, cur);
+            y = step::<SEAL, NR, true>(keys, base, y, None, cur);
         }
     }
     y
@@ -681,11 +677,7 @@ fn crypt<const SEAL: bool, const NR: usize>(
     let (mut bulk, tail) = buf.split_at(bulk_len);
     let mut base = first_counters(ctr);
     let n = bulk.len() / STEP;
-    if n <= FEW_STEPS {
-        y = steps::<SEAL, NR, true>(keys, &mut base, y, bulk.reborrow());
-    } else {
-        y = steps::<SEAL, NR, false>(keys, &mut base, y, bulk.reborrow());
-    }
+    y = steps::<SEAL, NR>(keys, &mut base, y, bulk.reborrow());
     if SEAL && n > 0 {
         y = hash_step(keys, y, &bulk.get_out()[(n - 1) * STEP..]);
     }
@@ -839,7 +831,7 @@ fn open_uncached<const NR: usize>(
             input,
             lines: &mut lines,
         };
-        y = step::<false, NR, true, false>(keys, &mut base, y, None, io);
+        y = step::<false, NR, true>(keys, &mut base, y, None, io);
     }
     lines.finish();
     let t = blocks(tail.len());
