@@ -465,7 +465,7 @@ pub(super) fn empty_checked_entry(keys: &Keys, pre: Pre<'_>, tag: &[u8]) -> bool
 /// AES of one block in a register with the key's rounds.
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3")]
-fn aes_block(keys: &Keys, x: __m128i) -> __m128i {
+pub(super) fn aes_block(keys: &Keys, x: __m128i) -> __m128i {
     match keys.nr {
         10 => aes1::<10>(keys, x),
         12 => aes1::<12>(keys, x),

@@ -502,8 +502,14 @@ impl Keys {
         }
         if aad.is_empty() && buf.is_empty() {
             #[allow(unsafe_code)]
-            // SAFETY: every `Keys` was built after `Level::detect()` found the narrow features.
-            return unsafe { common::empty_checked_entry(self, pre, tag) };
+            // SAFETY: `self.level` is Zmm only if `Level::detect()` found the 512-bit features,
+            // and every `Keys` was built after it found the narrow ones.
+            return unsafe {
+                match self.level {
+                    Level::Zmm => zmm::empty_checked_entry(self, pre, tag),
+                    _ => common::empty_checked_entry(self, pre, tag),
+                }
+            };
         }
         // the buffer as three words, as in `message`
         let len = buf.len();

@@ -189,6 +189,12 @@ fn tag_matches(t: __m128i, tag: &[u8]) -> bool {
     (differ == 0) & (1..=16).contains(&n)
 }
 
+/// `common::empty_checked_entry` with this width's comparison (one masked compare).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+pub(super) fn empty_checked_entry(keys: &Keys, pre: Pre<'_>, tag: &[u8]) -> bool {
+    tag_matches(super::common::aes_block(keys, j0_reg(pre)), tag)
+}
+
 /// Store the low `b.len()` (at most 16) bytes of `v` into `b`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]

@@ -59,27 +59,34 @@ pub mod lifo {
 
     pub struct Lifo {
         lock: AtomicBool,
-        /// (size, align, block); size 0 marks an empty slot
-        slots: UnsafeCell<[(usize, usize, usize); SLOTS]>,
+        /// (size, align, block, when freed); size 0 marks an empty slot
+        slots: UnsafeCell<[(usize, usize, usize, u64); SLOTS]>,
+        /// frees so far: the order of the cached blocks
+        frees: UnsafeCell<u64>,
     }
 
-    // SAFETY: `slots` is only touched while `lock` is held.
+    // SAFETY: `slots` and `frees` are only touched while `lock` is held.
     unsafe impl Sync for Lifo {}
+
+    type Slots = [(usize, usize, usize, u64); SLOTS];
 
     impl Lifo {
         pub const fn new() -> Lifo {
             Lifo {
                 lock: AtomicBool::new(false),
-                slots: UnsafeCell::new([(0, 0, 0); SLOTS]),
+                slots: UnsafeCell::new([(0, 0, 0, 0); SLOTS]),
+                frees: UnsafeCell::new(0),
             }
         }
 
-        fn with<T>(&self, f: impl FnOnce(&mut [(usize, usize, usize); SLOTS]) -> T) -> T {
+        fn with<T>(&self, f: impl FnOnce(&mut Slots, &mut u64) -> T) -> T {
             while self.lock.swap(true, Ordering::Acquire) {
                 std::hint::spin_loop();
             }
-            // SAFETY: the lock is held: no other reference to `slots` exists.
-            let r = f(unsafe { &mut *self.slots.get() });
+            // SAFETY: the lock is held: no other reference to `slots` or `frees` exists.
+            let r = f(unsafe { &mut *self.slots.get() }, unsafe {
+                &mut *self.frees.get()
+            });
             self.lock.store(false, Ordering::Release);
             r
         }
@@ -88,13 +95,15 @@ pub mod lifo {
     // SAFETY: blocks come from `System` with the same layout they are cached and handed out
     // for; a cached block is handed out at most once before it is freed again.
     unsafe impl GlobalAlloc for Lifo {
+        /// The block of this layout freed last (so that a block freed and asked for again is
+        /// the same block, whatever else of its size is cached), else a new one.
         unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-            let cached = self.with(|s| {
-                let i = s
-                    .iter()
-                    .rposition(|&(n, a, _)| n == l.size() && a == l.align())?;
+            let cached = self.with(|s, _| {
+                let i = (0..SLOTS)
+                    .filter(|&i| s[i].0 == l.size() && s[i].1 == l.align())
+                    .max_by_key(|&i| s[i].3)?;
                 let p = s[i].2;
-                s[i] = (0, 0, 0);
+                s[i] = (0, 0, 0, 0);
                 Some(p)
             });
             match cached {
@@ -106,11 +115,12 @@ pub mod lifo {
 
         unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
             let kept = l.size() > 0
-                && self.with(|s| {
+                && self.with(|s, frees| {
                     let Some(slot) = s.iter_mut().find(|x| x.0 == 0) else {
                         return false;
                     };
-                    *slot = (l.size(), l.align(), p as usize);
+                    *frees += 1;
+                    *slot = (l.size(), l.align(), p as usize, *frees);
                     true
                 });
             if !kept {
