@@ -121,11 +121,7 @@ macro_rules! narrower_message_entry {
             // contract): valid for `len` bytes, in and out equal or apart, and not reached
             // otherwise meanwhile.
             let buf = unsafe { InOutBuf::from_raw(in_ptr, out_ptr, len) };
-            let t = match keys.nr {
-                10 => message::<SEAL, 10>(keys, pre, aad, buf),
-                12 => message::<SEAL, 12>(keys, pre, aad, buf),
-                _ => message::<SEAL, 14>(keys, pre, aad, buf),
-            };
+            let t = by_rounds::<SEAL>(keys, pre, aad, buf);
             *tag = cast(t);
         }
 
@@ -149,12 +145,24 @@ macro_rules! narrower_message_entry {
             #[allow(unsafe_code)]
             // SAFETY: as in `message_entry` (this function's contract is the same).
             let buf = unsafe { InOutBuf::from_raw(in_ptr, out_ptr, len) };
-            let t = match keys.nr {
-                10 => message::<false, 10>(keys, pre, aad, buf),
-                12 => message::<false, 12>(keys, pre, aad, buf),
-                _ => message::<false, 14>(keys, pre, aad, buf),
-            };
+            let t = by_rounds::<false>(keys, pre, aad, buf);
             tag_matches(t, tag)
+        }
+
+        /// `message` for the key's number of rounds.
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn by_rounds<const SEAL: bool>(
+            keys: &Keys,
+            pre: Pre<'_>,
+            aad: &[u8],
+            buf: InOutBuf<'_, '_, u8>,
+        ) -> __m128i {
+            match keys.nr {
+                10 => message::<SEAL, 10>(keys, pre, aad, buf),
+                12 => message::<SEAL, 12>(keys, pre, aad, buf),
+                _ => message::<SEAL, 14>(keys, pre, aad, buf),
+            }
         }
 
         #[inline]

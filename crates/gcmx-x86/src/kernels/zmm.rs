@@ -892,11 +892,7 @@ pub(super) unsafe fn message_entry<const SEAL: bool>(
     // SAFETY: the parts of an `InOutBuf` given up by the caller (this function's contract):
     // valid for `len` bytes, in and out equal or apart, and not reached otherwise meanwhile.
     let buf = unsafe { InOutBuf::from_raw(in_ptr, out_ptr, len) };
-    let t = match keys.nr {
-        10 => message::<SEAL, 10>(keys, pre, aad, buf),
-        12 => message::<SEAL, 12>(keys, pre, aad, buf),
-        _ => message::<SEAL, 14>(keys, pre, aad, buf),
-    };
+    let t = by_rounds::<SEAL>(keys, pre, aad, buf);
     // one 16-byte store: a caller's 16-byte copy of the tag then reads it straight from the
     // store buffer (halves returned in general registers and stored apart could not be)
     *tag = cast(t);
@@ -927,12 +923,24 @@ pub(super) unsafe fn open_checked_entry(
     #[allow(unsafe_code)]
     // SAFETY: as in `message_entry` (this function's contract is the same).
     let buf = unsafe { InOutBuf::from_raw(in_ptr, out_ptr, len) };
-    let t = match keys.nr {
-        10 => message::<false, 10>(keys, pre, aad, buf),
-        12 => message::<false, 12>(keys, pre, aad, buf),
-        _ => message::<false, 14>(keys, pre, aad, buf),
-    };
+    let t = by_rounds::<false>(keys, pre, aad, buf);
     tag_matches(t, tag)
+}
+
+/// [`message`] for the key's number of rounds.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+fn by_rounds<const SEAL: bool>(
+    keys: &Keys,
+    pre: Pre<'_>,
+    aad: &[u8],
+    buf: InOutBuf<'_, '_, u8>,
+) -> __m128i {
+    match keys.nr {
+        10 => message::<SEAL, 10>(keys, pre, aad, buf),
+        12 => message::<SEAL, 12>(keys, pre, aad, buf),
+        _ => message::<SEAL, 14>(keys, pre, aad, buf),
+    }
 }
 
 /// A whole message with AAD or data (one with neither is `common::empty_entry`'s): at most one
