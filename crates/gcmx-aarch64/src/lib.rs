@@ -283,6 +283,43 @@ impl StitchedKey {
         self.open_message(&j0_of(nonce), aad, buf)
     }
 
+    /// Open one whole GCM message as [`StitchedKey::open_message`] does and compare its tag with
+    /// the received `tag` (1 to 16 bytes: the full tag's first `tag.len()` bytes) in constant
+    /// time: whether it matches (gcmx-x86's has the same name). The expected tag is compared in
+    /// general registers and wiped.
+    ///
+    /// On `false` the output holds unauthenticated plaintext, which the caller must not
+    /// release: in place, sealing it again with the same `j0` restores the ciphertext; else
+    /// wipe it. A `tag` empty or longer than 16 bytes never matches, and `buf` is then left as
+    /// it is.
+    pub fn open_message_checked<'i, 'o>(
+        &self,
+        j0: &[u8; 16],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+        tag: &[u8],
+    ) -> bool {
+        if tag.is_empty() || tag.len() > 16 {
+            return false;
+        }
+        let mut expected = self.open_message(j0, aad, buf);
+        let ok = tag_matches(&expected, tag);
+        zeroize::Zeroize::zeroize(&mut expected);
+        ok
+    }
+
+    /// [`StitchedKey::open_message_checked`] for a 12-byte nonce, as
+    /// [`StitchedKey::seal_message96`] seals.
+    pub fn open_message96_checked<'i, 'o>(
+        &self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        buf: impl Into<InOutBuf<'i, 'o, u8>>,
+        tag: &[u8],
+    ) -> bool {
+        self.open_message_checked(&j0_of(nonce), aad, buf, tag)
+    }
+
     /// [`StitchedKey::open_message`] from `src` into `dst`, written as
     /// [`StitchedKey::open_uncached`] writes it; the **expected** tag, or `None`, touching
     /// nothing, when the lengths differ.
@@ -325,6 +362,22 @@ impl StitchedKey {
 }
 
 /// J0 for a 12-byte nonce: `IV ‖ 0^31 ‖ 1` (SP 800-38D 7.1, step 2).
+/// Whether `tag` (1 to 16 bytes) is the first `tag.len()` bytes of `expected`: the received tag
+/// zero-padded, both read as one integer, the bytes past the tag's (public) length masked off,
+/// the difference folded to one word and tested for zero once, behind an optimisation barrier
+/// (no branch and no address depends on either tag).
+fn tag_matches(expected: &[u8; 16], tag: &[u8]) -> bool {
+    let n = tag.len();
+    if n == 0 || n > 16 {
+        return false;
+    }
+    let mut t = [0u8; 16];
+    t[..n].copy_from_slice(tag);
+    let keep = u128::MAX >> (8 * (16 - n));
+    let d = (u128::from_le_bytes(*expected) ^ u128::from_le_bytes(t)) & keep;
+    core::hint::black_box((d as u64) | (d >> 64) as u64) == 0
+}
+
 fn j0_of(nonce: &[u8; 12]) -> [u8; 16] {
     let mut j0 = [0u8; 16];
     j0[..12].copy_from_slice(nonce);

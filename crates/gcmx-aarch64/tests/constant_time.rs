@@ -136,6 +136,8 @@ mod run {
         SealMessageApart,
         OpenMessageApart,
         OpenMessageUncached,
+        /// `open_message_checked` against a fixed (public) received tag.
+        OpenMessageChecked,
     }
 
     /// Run one case: `op` on each set, its inputs copied into buffers allocated once, so that
@@ -192,6 +194,9 @@ mod run {
                 }
                 Op::OpenMessageUncached => {
                     black_box(k.open_message_uncached(&j0, &aad, &buf, &mut out));
+                }
+                Op::OpenMessageChecked => {
+                    black_box(k.open_message_checked(&j0, &aad, &mut buf[..], &[0x5A; 16]));
                 }
             });
             black_box((&y, &block, &buf, &out));
@@ -279,6 +284,9 @@ mod run {
                     (Op::SealMessageApart, 1000, 13),
                     (Op::OpenMessageApart, 1000, 13),
                     (Op::OpenMessageUncached, 300, 13),
+                    (Op::OpenMessageChecked, 0, 0),
+                    (Op::OpenMessageChecked, 64, 13),
+                    (Op::OpenMessageChecked, 1000, 0),
                 ];
                 for &(op, len, aad_len) in plan {
                     let sets = sets(&mut rng, key_len, len.max(16), aad_len);

@@ -159,6 +159,28 @@ fn check_message(
         let mut out = vec![0x5Au8; len];
         let tag = k.open_message96(&nonce, aad, InOutBuf::new(&w, &mut out).unwrap());
         t.check(out == pt && tag == wtag, || id("open_message96 apart"));
+        // the checked opens: every tag length, a change in a compared byte, a change past them
+        for n in [1usize, 12, 13, 16] {
+            let mut bad = wtag;
+            bad[n - 1] ^= 1;
+            let mut past = wtag;
+            past[15] ^= (n < 16) as u8;
+            let mut m = w.clone();
+            let ok = k.open_message96_checked(&nonce, aad, &mut m[..], &wtag[..n]);
+            let mut m2 = w.clone();
+            let no = k.open_message96_checked(&nonce, aad, &mut m2[..], &bad[..n]);
+            let mut out = vec![0u8; len];
+            let apart =
+                k.open_message_checked(&j0n, aad, InOutBuf::new(&w, &mut out).unwrap(), &past[..n]);
+            t.check(ok && !no && apart && m == pt && out == pt, || {
+                id("checked opens")
+            });
+        }
+        let mut m = w.clone();
+        let refused = !k.open_message_checked(&j0n, aad, &mut m[..], &[]);
+        t.check(refused && m == w, || {
+            id("an empty tag never matches, buffer untouched")
+        });
         let mut out = vec![0u8; len + 3];
         let tag = k.open_message_uncached(&j0, aad, &want, &mut out[3..]);
         t.check(tag == Some(want_tag) && out[3..] == pt[..], || {

@@ -113,19 +113,26 @@ pub mod lifo {
             }
         }
 
+        /// Cached, in an empty slot or in place of the block freed longest ago (which goes
+        /// back to the system: the cache keeps the blocks freed last, whatever came before).
         unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-            let kept = l.size() > 0
-                && self.with(|s, frees| {
-                    let Some(slot) = s.iter_mut().find(|x| x.0 == 0) else {
-                        return false;
-                    };
-                    *frees += 1;
-                    *slot = (l.size(), l.align(), p as usize, *frees);
-                    true
-                });
-            if !kept {
+            if l.size() == 0 {
                 // SAFETY: `p` came from `System` with layout `l`.
-                unsafe { System.dealloc(p, l) }
+                return unsafe { System.dealloc(p, l) };
+            }
+            let evicted = self.with(|s, frees| {
+                let i = (0..SLOTS)
+                    .min_by_key(|&i| (s[i].0 != 0, s[i].3))
+                    .expect("slots");
+                let old = s[i];
+                *frees += 1;
+                s[i] = (l.size(), l.align(), p as usize, *frees);
+                (old.0 != 0).then_some(old)
+            });
+            if let Some((size, align, block, _)) = evicted {
+                let layout = Layout::from_size_align(size, align).expect("a cached layout");
+                // SAFETY: a cached block came from `System` with this layout.
+                unsafe { System.dealloc(block as *mut u8, layout) }
             }
         }
     }
