@@ -158,9 +158,9 @@ impl KeyMaterial {
     }
 
     /// Open one message under `nonce` on the calling thread and compare its tag with `tag`, as
-    /// `Cipher::open_nonce` does: whether it matches (on a mismatch
-    /// the output holds unauthenticated plaintext, for the caller to restore or wipe). One
-    /// call into the kernels whatever the key's size, as [`KeyMaterial::crypt_nonce`].
+    /// `Cipher::open_nonce` does: whether it matches (on a mismatch the output holds
+    /// unauthenticated plaintext, for the caller to restore or wipe). One call into the
+    /// kernels whatever the key's size, as [`KeyMaterial::crypt_nonce`].
     #[inline(always)]
     pub(crate) fn open_nonce(
         &self,
