@@ -283,9 +283,9 @@ mod cases {
             }
             // lengths across the kernel's step (`step` bytes: 512, 256 or 128) and tail: one
             // step plus a long tail, two steps plus a short one and two steps alone (the length
-            // block hashed by itself) at every width, and three steps (the 512-bit kernels run
-            // messages of at most two steps with the powers read where they are used, longer
-            // ones with them copied before the loop; longer messages only repeat the loop);
+            // block hashed by itself) at every width, and three steps (longer messages only
+            // repeat the loop; the 512-bit kernels' steps of a 12-byte nonce build their
+            // counter blocks from the first, public, counter);
             // each length with one pair of counters, each pair at a length with whole steps
             let step = w.step;
             let lens = [

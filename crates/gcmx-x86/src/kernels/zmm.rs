@@ -11,9 +11,12 @@
 //! runs on whole registers before their lanes are folded. Four schoolbook products a block would
 //! need no halves' sums, but where carry-less products are the scarcer resource the fourth one
 //! costs more than that spares (measured, see `benches/results.md`). Sealing hashes the previous
-//! step's ciphertext (still in registers) while encrypting the next; opening hashes and decrypts
-//! the same step. What is left after the whole steps (fewer than 32 blocks, the last one possibly
-//! partial) runs register by register with masked loads and stores and is hashed as one [`Run`]:
+//! step's ciphertext (read back from the output) while encrypting the next; opening hashes and
+//! decrypts the same step. The counter blocks of a 12-byte nonce's message are public, and a
+//! step's 32 differ in the low bits of the last byte alone but for two: seven of its registers
+//! are one XOR each from a broadcast first block ([`Counters`]). What is left after the whole
+//! steps (fewer than 32 blocks, the last one possibly partial) runs register by register with
+//! masked loads and stores and is hashed as one [`Run`]:
 //! with the powers `Q_n..Q_1` for its own block count `n` and one reduction.
 //!
 //! A whole short message (AAD, message and length block together at most 32 blocks, [`short`])
@@ -270,8 +273,8 @@ impl Counters {
     /// constant, one instruction each instead of an add, a byte shuffle and an XOR. Register 7
     /// (blocks 28..=31, the last two past those 5 bits) is summed as where they are secret.
     /// XORs, adds and three-way XORs share the two ports that run the AES rounds and the
-    /// carry-less products, so each one fewer is time off the step: AES-128 steps 5-10 %
-    /// faster on Emerald Rapids (benches/results.md).
+    /// carry-less products, so each one fewer is time off the step: AES-128 messages of 4 KiB
+    /// to 1 MiB 3-5 % faster on Emerald Rapids (benches/results.md).
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
     fn next(&mut self, k0: __m512i) -> [__m512i; R] {
@@ -1035,6 +1038,8 @@ fn message<const SEAL: bool, const NR: usize>(
 /// comes back as a `u128`, in two general registers: a vector is returned through memory
 /// between functions, and where the paths of [`message`] join, every short path's tag then went
 /// through that stack slot too (a store and a reload on the end of a short message's chain).
+/// `public`: whether J0 came from a 12-byte nonce, so that the counters are public (see
+/// [`Counters`]).
 #[inline(never)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
 fn long<const SEAL: bool, const NR: usize>(
@@ -1338,9 +1343,10 @@ fn short<const SEAL: bool, const NR: usize>(
 mod tests {
     use super::*;
 
-    /// The public counters' shortcut gives the blocks the secret path gives, from every low
-    /// byte (public counters only start at 2 mod 32, so the messages reach but 8 of them) and
-    /// across the 32-bit wrap, step after step.
+    /// Public counters give the blocks secret ones give, from every low byte (the shortcut
+    /// runs where the first is 2 more than a multiple of 32, as every step of a 12-byte nonce's
+    /// message starts; a message reaches only 8 of the 256) and across the 32-bit wrap, step
+    /// after step.
     #[test]
     fn public_counters_match_secret_ones() {
         if super::super::Level::detect() != Some(super::super::Level::Zmm) {
