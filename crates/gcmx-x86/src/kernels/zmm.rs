@@ -238,7 +238,6 @@ fn first_counters(ctr: u128) -> __m512i {
 }
 
 /// The bulk loop's counter blocks, a step (32 blocks) at a time.
-#[derive(Clone, Copy)]
 struct Counters {
     /// The byte-reflected counter blocks `c`, `c + 1`, `c + 2`, `c + 3` in the four lanes, `c`
     /// the next step's first.
@@ -250,8 +249,8 @@ struct Counters {
 
 impl Counters {
     /// From counter block `ctr` (as a `u128`). `public`: whether the counters may steer the
-    /// code: a 12-byte nonce's are (2 plus the block's index in the message); those of a J0
-    /// from GHASH are secret.
+    /// code, as a 12-byte nonce's may (each is 2 plus the block's index in the message); those
+    /// of a J0 from GHASH are secret.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
     fn new(ctr: u128, public: bool) -> Counters {
@@ -272,9 +271,9 @@ impl Counters {
     /// and 2: registers 0..=6 are block 0 with `k0` XORed in, broadcast, and XORed with a
     /// constant, one instruction each instead of an add, a byte shuffle and an XOR. Register 7
     /// (blocks 28..=31, the last two past those 5 bits) is summed as where they are secret.
-    /// XORs, adds and three-way XORs share the two ports that run the AES rounds and the
-    /// carry-less products, so each one fewer is time off the step: AES-128 messages of 4 KiB
-    /// to 1 MiB 3-5 % faster on Emerald Rapids (benches/results.md).
+    /// In Intel's 512-bit code XORs, adds and three-way XORs share the two ports that run the
+    /// AES rounds and the carry-less products, so each one fewer is time off the step: AES-128
+    /// messages of 4 KiB to 1 MiB 3-5 % faster on Emerald Rapids (benches/results.md).
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
     fn next(&mut self, k0: __m512i) -> [__m512i; R] {
