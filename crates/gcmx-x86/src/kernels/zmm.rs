@@ -273,7 +273,7 @@ impl Counters {
     /// (blocks 28..=31, the last two past those 5 bits) is summed as where they are secret.
     /// In Intel's 512-bit code XORs, adds and three-way XORs share the two ports that run the
     /// AES rounds and the carry-less products, so each one fewer is time off the step: AES-128
-    /// messages of 4 KiB to 1 MiB 3-5 % faster on Emerald Rapids (benches/results.md).
+    /// messages of 4 KiB to 1 MiB 1-5 % faster on Emerald Rapids (benches/results.md).
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
     fn next(&mut self, k0: __m512i) -> [__m512i; R] {
