@@ -11,13 +11,13 @@
 //! runs on whole registers before their lanes are folded. Four schoolbook products a block would
 //! need no halves' sums, but where carry-less products are the scarcer resource the fourth one
 //! costs more than that spares (measured, see `benches/results.md`). Sealing hashes the previous
-//! step's ciphertext (read back from the output) while encrypting the next, and runs its last
-//! step as two groups of 16 blocks, hashing the first group's ciphertext beside the second's
-//! rounds ([`last_seal_step`]); opening hashes and decrypts the same step. The counter blocks of a 12-byte nonce's message are public, and a
-//! step's 32 differ in the low bits of the last byte alone but for two: seven of its registers
-//! are one XOR each from a broadcast first block ([`Counters`]). What is left after the whole
-//! steps (fewer than 32 blocks, the last one possibly partial) runs register by register with
-//! masked loads and stores and is hashed as one [`Run`]:
+//! step's ciphertext (read back from the output) while encrypting the next (with AES-128, the last
+//! step runs as two groups of 16 blocks, the first group's ciphertext hashed beside the second's
+//! rounds: [`last_seal_step`]); opening hashes and decrypts the same step. The counter blocks of a
+//! 12-byte nonce's message are public, and a step's 32 differ in the low bits of the last byte
+//! alone but for two: seven of its registers are one XOR each from a broadcast first block
+//! ([`Counters`]). What is left after the whole steps (fewer than 32 blocks, the last one possibly
+//! partial) runs register by register with masked loads and stores and is hashed as one [`Run`]:
 //! with the powers `Q_n..Q_1` for its own block count `n` and one reduction.
 //!
 //! A whole short message (AAD, message and length block together at most 32 blocks, [`short`])
@@ -529,9 +529,15 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
 /// Run as one group, as [`step`] runs the others, all 32 blocks' ciphertext is ready only when
 /// the last AES round ends, and hashing it (a step's carry-less products and a reduction) is
 /// then all that is left: the carry-less unit works alone and the AES unit waits. Split, what
-/// is left after the last round is the products of 16 blocks: AES-128 and AES-256 seals of 576
-/// bytes 4-10 % faster on Emerald Rapids (benches/results.md). The pair of registers that takes
-/// the previous state (block 0) is multiplied last, after the reduction that gives that state.
+/// is left after the last round is the products of 16 blocks: AES-128 seals of 576 bytes 4-8 %
+/// faster on Emerald Rapids, of 1 KiB up to 1.5 % (benches/results.md). The pair of registers
+/// that takes the previous state (block 0) is multiplied last, after the reduction that gives
+/// that state.
+///
+/// AES-128 only ([`steps`]): inlined beside the AES-192 and AES-256 loops, which keep more
+/// round keys in registers, it left those loops more to keep on the stack, and AES-256 seals of
+/// 4 KiB to 1 MiB ran 2-11 % slower (their 576-byte to 1.5 KiB seals 3-9 % faster); out of
+/// line, the compiler built every `long` differently, its opens among them.
 ///
 /// `prev` goes through [`hash_step`], ahead of the first group's rounds; the two are
 /// independent and the processor runs them at once. Its products placed between the rounds
@@ -812,7 +818,8 @@ fn prefetch_step(bulk: &[u8], i: usize) {
 
 /// The whole steps of `bulk` from the counters `ctr`, GHASH into `y`. Seal hashes each step's
 /// ciphertext during the next step (reading it back from the output): the first step only
-/// encrypts, and the last one is [`last_seal_step`]. Open hashes each step's ciphertext before
+/// encrypts, and with AES-128 the last one is [`last_seal_step`] (with the other key sizes the
+/// caller hashes the last step's ciphertext). Open hashes each step's ciphertext before
 /// decrypting it.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
@@ -823,7 +830,9 @@ fn steps<const SEAL: bool, const NR: usize>(
     mut bulk: InOutBuf<'_, '_, u8>,
 ) -> __m128i {
     let n = bulk.len() / STEP;
-    let looped = if SEAL { n.saturating_sub(1) } else { n };
+    // an AES-128 seal's last step in two groups (see `last_seal_step` for why AES-128 only)
+    let split = SEAL && NR == 10;
+    let looped = if split { n.saturating_sub(1) } else { n };
     for i in 0..looped {
         prefetch_step(bulk.get_in(), i + PREFETCH_AHEAD);
         let (mut done, rest) = bulk.reborrow().split_at(i * STEP);
@@ -837,7 +846,7 @@ fn steps<const SEAL: bool, const NR: usize>(
             y = step::<SEAL, NR, true>(keys, ctr, y, None, cur);
         }
     }
-    if SEAL && n > 0 {
+    if split && n > 0 {
         let (mut done, cur) = bulk.split_at((n - 1) * STEP);
         let prev = match n {
             1 => None,
@@ -862,10 +871,15 @@ fn crypt<const SEAL: bool, const NR: usize>(
     len_block: Option<__m128i>,
 ) -> __m128i {
     let bulk_len = buf.len() / STEP * STEP;
-    let (bulk, tail) = buf.split_at(bulk_len);
+    let (mut bulk, tail) = buf.split_at(bulk_len);
     let mut ctr = Counters::new(ctr, public);
-    y = steps::<SEAL, NR>(keys, &mut ctr, y, bulk);
+    let n = bulk.len() / STEP;
+    y = steps::<SEAL, NR>(keys, &mut ctr, y, bulk.reborrow());
     let base = ctr.base;
+    // what `steps` leaves of a seal but with AES-128: the last step's ciphertext
+    if SEAL && NR != 10 && n > 0 {
+        y = hash_step(keys, y, &bulk.get_out()[(n - 1) * STEP..]);
+    }
     let t = blocks(tail.len());
     match len_block {
         // the rest and the length block in one run when they fit (a lone length block: below)
