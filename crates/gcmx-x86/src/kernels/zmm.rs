@@ -406,62 +406,50 @@ fn reduce_acc(acc: &[__m512i; 3]) -> __m128i {
     fold(reduce4(acc[0], xor3(acc[1], acc[0], acc[2]), acc[2]))
 }
 
-/// Keeps the products of two registers between two AES rounds. The compiler would otherwise move
-/// all of a step's GHASH work after its AES rounds, or run a few blocks' rounds alongside the
-/// products and the rest after them (each half alone is fine to it), and the two units would
-/// take turns instead of working at once. This claims to read and change the accumulators and
-/// every AES register, so the products before it and the round after it stay on their side; it
-/// emits no instruction.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn fence(acc: &mut [__m512i; 3], s: &mut [__m512i; R]) {
-    let [a0, a1, a2] = acc;
-    let [s0, s1, s2, s3, s4, s5, s6, s7] = s;
-    #[allow(unsafe_code)]
-    // SAFETY: the template is empty: nothing runs, no memory, stack or flag is touched, and
-    // each operand keeps its value.
-    unsafe {
-        core::arch::asm!(
-            "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} */",
-            inout(zmm_reg) * a0,
-            inout(zmm_reg) * a1,
-            inout(zmm_reg) * a2,
-            inout(zmm_reg) * s0,
-            inout(zmm_reg) * s1,
-            inout(zmm_reg) * s2,
-            inout(zmm_reg) * s3,
-            inout(zmm_reg) * s4,
-            inout(zmm_reg) * s5,
-            inout(zmm_reg) * s6,
-            inout(zmm_reg) * s7,
-            options(pure, nomem, nostack, preserves_flags),
-        )
-    }
+/// Defines a fence over the accumulators and a group of AES registers (see [`fence`]).
+macro_rules! fence_fn {
+    ($(#[$doc:meta])* $name:ident, $n:expr, [$($s:ident),+]) => {
+        $(#[$doc])*
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
+        fn $name(acc: &mut [__m512i; 3], s: &mut [__m512i; $n]) {
+            let [a0, a1, a2] = acc;
+            let [$($s),+] = s;
+            #[allow(unsafe_code)]
+            // SAFETY: the template is empty: nothing runs, no memory, stack or flag is touched,
+            // and each operand keeps its value.
+            unsafe {
+                core::arch::asm!(
+                    concat!("/* {a0} {a1} {a2}", $(" {", stringify!($s), "}",)+ " */"),
+                    a0 = inout(zmm_reg) *a0,
+                    a1 = inout(zmm_reg) *a1,
+                    a2 = inout(zmm_reg) *a2,
+                    $($s = inout(zmm_reg) *$s,)+
+                    options(pure, nomem, nostack, preserves_flags),
+                )
+            }
+        }
+    };
 }
 
-/// [`fence`] for a group of four AES registers.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
-fn fence4(acc: &mut [__m512i; 3], s: &mut [__m512i; 4]) {
-    let [a0, a1, a2] = acc;
-    let [s0, s1, s2, s3] = s;
-    #[allow(unsafe_code)]
-    // SAFETY: the template is empty: nothing runs, no memory, stack or flag is touched, and
-    // each operand keeps its value.
-    unsafe {
-        core::arch::asm!(
-            "/* {0} {1} {2} {3} {4} {5} {6} */",
-            inout(zmm_reg) * a0,
-            inout(zmm_reg) * a1,
-            inout(zmm_reg) * a2,
-            inout(zmm_reg) * s0,
-            inout(zmm_reg) * s1,
-            inout(zmm_reg) * s2,
-            inout(zmm_reg) * s3,
-            options(pure, nomem, nostack, preserves_flags),
-        )
-    }
-}
+fence_fn!(
+    /// Keeps the products of two registers between two AES rounds. The compiler would otherwise
+    /// move all of a step's GHASH work after its AES rounds, or run a few blocks' rounds alongside
+    /// the products and the rest after them (each half alone is fine to it), and the two units
+    /// would take turns instead of working at once. This claims to read and change the
+    /// accumulators and every AES register, so the products before it and the round after it
+    /// stay on their side; it emits no instruction.
+    fence,
+    R,
+    [s0, s1, s2, s3, s4, s5, s6, s7]
+);
+
+fence_fn!(
+    /// [`fence`] for a group of four AES registers.
+    fence4,
+    4,
+    [s0, s1, s2, s3]
+);
 
 /// One stitched step over the 512 bytes of `cur`: AES (`NR` rounds) of the next 32 counter
 /// blocks from `ctr`, XORed into `cur`'s input and written to its output; and, when `HASH`, the
