@@ -517,10 +517,10 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
 /// Run as one group, as [`step`] runs the others, all 32 blocks' ciphertext is ready only when
 /// the last AES round ends, and hashing it (a step's carry-less products and a reduction) is
 /// then all that is left: the carry-less unit works alone and the AES unit waits. Split, what
-/// is left after the last round is the products of 16 blocks: AES-128 seals of 576 bytes 4-8 %
-/// faster on Emerald Rapids, of 1 KiB up to 1.5 % (benches/results.md). The pair of registers
-/// that takes the previous state (block 0) is multiplied last, after the reduction that gives
-/// that state.
+/// is left after the last round is the products of 16 blocks: AES-128 seals of 576 bytes 3-9 %
+/// faster on Emerald Rapids, of 1 KiB 1-3 % (benches/results.md). Of the first group, the pair
+/// of registers that takes the previous state (block 0) is multiplied after the other pair, when
+/// the reduction that gives that state is done.
 ///
 /// AES-128 only ([`steps`]): inlined beside the AES-192 and AES-256 loops, which keep more
 /// round keys in registers, it left those loops more to keep on the stack, and AES-256 seals of
@@ -528,9 +528,9 @@ fn step<const SEAL: bool, const NR: usize, const HASH: bool>(
 /// line, the compiler built every `long` differently, its opens among them.
 ///
 /// `prev` goes through [`hash_step`], ahead of the first group's rounds; the two are
-/// independent and the processor runs them at once. Its products placed between the rounds
-/// instead, as [`step`] places them, `hash_step` lost its caller here, the compiler stopped
-/// inlining [`hash`] into [`long`], and opens of 512 bytes to 4 KiB, whose code had not
+/// independent and the processor runs them at once. With its products placed between the
+/// rounds instead, as [`step`] places them (and `hash_step` one caller fewer), the compiler
+/// stopped inlining [`hash`] into [`long`], and opens of 512 bytes to 4 KiB, whose code had not
 /// changed, ran 2-26 % slower.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,aes,pclmulqdq,vaes,vpclmulqdq")]
