@@ -10,6 +10,7 @@
 #![cfg(target_arch = "x86_64")]
 
 mod arena;
+mod ceiling;
 mod clock;
 mod measure;
 mod peer;
@@ -251,6 +252,15 @@ fn run_key(bits: usize, o: &Options) {
         "Median clock by implementation, messages of 4 KiB and more: {}.",
         r.clocks_by_entry(4096).join(", ")
     );
+    if let Some(u) = ceiling::measure() {
+        let nr = bits / 32 + 6;
+        println!(
+            "AES unit, measured in this run: {} on eight independent registers, {:.2} cycles an instruction; the {nr} rounds of AES-{bits} then take at least {:.3} c/B in any implementation of that instruction, a floor under every row.",
+            u.name,
+            u.cycles,
+            u.floor(nr)
+        );
+    }
     println!();
     println!("{}", r.frontier());
     for op in [Op::Seal, Op::Open] {
