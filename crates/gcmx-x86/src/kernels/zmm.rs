@@ -86,7 +86,7 @@ pub(super) fn setup(key: &[u8], keys: &mut Keys) {
     }
     // `Q_1` stored again, alone: the next read of it (`H'` for the caller's hash key, as a key is
     // built) takes its 16 bytes from this store, where from the 64-byte store of its register it
-    // waited for the store to reach the cache (`Gcm`'s key set-up 14-18 cycles faster on Emerald
+    // waited for the store to reach the cache (`Gcm`'s key set-up 14-21 cycles faster on Emerald
     // Rapids, benches/results.md).
     p[NB - 1] = cast(q1);
 }
