@@ -26,7 +26,7 @@ impl AesUnit {
     }
 }
 
-/// Instructions per loop iteration: eight chains, four rounds each.
+/// Instructions per loop iteration: eight chains, four rounds each (the `.rept 4` below).
 const PER_ITERATION: u64 = 32;
 
 /// The widest AES instruction this core runs, measured: `vaesenc` on 512-bit registers
@@ -75,6 +75,7 @@ macro_rules! aes_loop {
                 unsafe {
                     std::arch::asm!(
                         "2:",
+                        ".rept 4",
                         concat!("vaesenc ", $reg, "8, ", $reg, "0, ", $reg, "0"),
                         concat!("vaesenc ", $reg, "8, ", $reg, "1, ", $reg, "1"),
                         concat!("vaesenc ", $reg, "8, ", $reg, "2, ", $reg, "2"),
@@ -83,30 +84,7 @@ macro_rules! aes_loop {
                         concat!("vaesenc ", $reg, "8, ", $reg, "5, ", $reg, "5"),
                         concat!("vaesenc ", $reg, "8, ", $reg, "6, ", $reg, "6"),
                         concat!("vaesenc ", $reg, "8, ", $reg, "7, ", $reg, "7"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "0, ", $reg, "0"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "1, ", $reg, "1"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "2, ", $reg, "2"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "3, ", $reg, "3"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "4, ", $reg, "4"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "5, ", $reg, "5"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "6, ", $reg, "6"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "7, ", $reg, "7"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "0, ", $reg, "0"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "1, ", $reg, "1"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "2, ", $reg, "2"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "3, ", $reg, "3"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "4, ", $reg, "4"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "5, ", $reg, "5"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "6, ", $reg, "6"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "7, ", $reg, "7"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "0, ", $reg, "0"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "1, ", $reg, "1"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "2, ", $reg, "2"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "3, ", $reg, "3"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "4, ", $reg, "4"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "5, ", $reg, "5"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "6, ", $reg, "6"),
-                        concat!("vaesenc ", $reg, "8, ", $reg, "7, ", $reg, "7"),
+                        ".endr",
                         "dec {n}",
                         "jnz 2b",
                         // the upper halves cleared, as compiled AVX code leaves them
