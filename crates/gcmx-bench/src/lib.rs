@@ -2,7 +2,8 @@
 //! runtime `Gcm` (`Backend::Cpu`) against haberdashery (when its files were beside the repository
 //! at build time), BoringSSL (feature `boringssl`), aws-lc-rs and ring, pinned to one core, the
 //! implementations interleaved round by round, medians, cycles per byte from a core clock measured
-//! in the same run (`clock`). Every peer's output is checked against gcmx's before any timing.
+//! in the same run (`clock`), and under each key size's tables the floor the AES unit sets, measured
+//! in the same run (`ceiling`). Every peer's output is checked against gcmx's before any timing.
 //!
 //! Run it with `cargo bench -p gcmx-bench --bench one_core [--features boringssl] -- [OPTIONS]`,
 //! or as the binary that `scripts/cpu-bench-build.sh` makes; `--help` lists the options.
