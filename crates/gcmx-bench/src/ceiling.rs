@@ -29,20 +29,47 @@ impl AesUnit {
 /// Instructions per loop iteration: eight chains, four rounds each (the `.rept 4` below).
 const PER_ITERATION: u64 = 32;
 
+/// One AES instruction width and its timing loop.
+struct Width {
+    /// Whether this core runs it.
+    here: bool,
+    name: &'static str,
+    bytes: usize,
+    run: fn(u64),
+}
+
+/// The AES instruction widths, widest first.
+fn widths() -> [Width; 3] {
+    use std::is_x86_feature_detected as has;
+    [
+        Width {
+            here: has!("avx512f") && has!("vaes"),
+            name: "512-bit `vaesenc`",
+            bytes: 64,
+            run: zmm,
+        },
+        Width {
+            here: has!("avx") && has!("vaes"),
+            name: "256-bit `vaesenc`",
+            bytes: 32,
+            run: ymm,
+        },
+        Width {
+            here: has!("avx") && has!("aes"),
+            name: "128-bit `vaesenc`",
+            bytes: 16,
+            run: xmm,
+        },
+    ]
+}
+
 /// The widest AES instruction this core runs, measured: `vaesenc` on 512-bit registers
 /// (AVX-512F + VAES), 256-bit (AVX + VAES) or 128-bit (AVX + AES-NI); `None` on a core without
 /// AVX or AES-NI.
 pub(crate) fn measure() -> Option<AesUnit> {
-    let (name, bytes, run): (&'static str, usize, fn(u64)) =
-        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("vaes") {
-            ("512-bit `vaesenc`", 64, zmm)
-        } else if std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("vaes") {
-            ("256-bit `vaesenc`", 32, ymm)
-        } else if std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("aes") {
-            ("128-bit `vaesenc`", 16, xmm)
-        } else {
-            return None;
-        };
+    let Width {
+        name, bytes, run, ..
+    } = widths().into_iter().find(|w| w.here)?;
     // About 100 µs a repetition: long against the timer, short against preemption.
     let iterations = 10_000;
     run(iterations / 10);
@@ -97,7 +124,7 @@ macro_rules! aes_loop {
                     );
                 }
             }
-            // SAFETY: `measure` calls this only after finding the features `inner` enables.
+            // SAFETY: called only where `widths` found the features `inner` enables.
             unsafe { inner(n) }
         }
     };
@@ -115,22 +142,8 @@ mod tests {
     /// instruction every two cycles, at most eight a cycle, on any x86-64 core of the last decade).
     #[test]
     fn every_width_here_runs() {
-        let widths: [(bool, fn(u64)); 3] = [
-            (
-                std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("vaes"),
-                zmm,
-            ),
-            (
-                std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("vaes"),
-                ymm,
-            ),
-            (
-                std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("aes"),
-                xmm,
-            ),
-        ];
-        for (_, run) in widths.into_iter().filter(|(here, _)| *here) {
-            run(1_000);
+        for w in widths().into_iter().filter(|w| w.here) {
+            (w.run)(1_000);
         }
         if let Some(u) = measure() {
             assert!(u.cycles > 0.125 && u.cycles < 2.0, "{u:?}");
