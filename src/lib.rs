@@ -124,6 +124,7 @@ impl Gcm {
     /// assert!(gcmx::Gcm::new(&[0u8; 16]).is_ok());
     /// assert_eq!(gcmx::Gcm::new(&[0u8; 17]).err(), Some(gcmx::GcmError::KeyLength(17)));
     /// ```
+    #[inline]
     pub fn new(key: &[u8]) -> Result<Gcm, GcmError> {
         Gcm::with_backend(key, Backend::Auto)
     }
@@ -136,6 +137,11 @@ impl Gcm {
     /// let gcm = Gcm::with_backend(&[1u8; 24], Backend::CpuParallel).unwrap();
     /// assert_eq!(gcm.backend(), Backend::CpuParallel);
     /// ```
+    // Inline, so that the `Gcm` is built where the caller keeps it. Returned through memory (it
+    // is several words), its fields were written with 8-byte stores and the caller's moves of it
+    // read them 16 bytes at a time: loads that take nothing from those stores and wait until
+    // every store of the key's set-up has reached the cache (benches/results.md).
+    #[inline]
     pub fn with_backend(key: &[u8], backend: Backend) -> Result<Gcm, GcmError> {
         let engine = match backend {
             Backend::Cpu => KeyedEngine::new(key, |_| Ok(Box::new(SerialEngine)))?,

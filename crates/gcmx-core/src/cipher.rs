@@ -70,13 +70,17 @@ pub fn stitched_supported() -> bool {
 /// the typed API and the engines, behind the framing, may do.
 #[derive(Clone)]
 pub(crate) struct Cipher<C> {
-    hk: HashKey,
     path: Path<C>,
 }
 
 /// Which loops a [`Cipher`] runs, with what that path needs: the stitched kernels' key alone
-/// (the block cipher is not kept: the kernels do all it would), or the block cipher and the
-/// `ghash` crate's hasher. The generic path's part is boxed so that the enum is two words: held
+/// (the block cipher is not kept: the kernels do all it would; `H'` is read from the key's table
+/// when asked for), or the block cipher, the `ghash` crate's hasher and the hash key. A cipher is
+/// this enum alone, two words, which a key's constructor returns in two registers. (With the
+/// hash key beside it, a cipher was a `u128` and two words returned through memory: a move of it
+/// could read 16 bytes that two 8-byte stores had just written, a load that takes nothing from
+/// either store and waits until every store of the key's set-up has reached the cache; see
+/// benches/results.md.) The generic path's part is boxed so that the enum is two words: held
 /// inline, the stitched variant would leave most of the enum as uninitialized bytes, which every
 /// move of a cipher (into a `Box`, a clone) copies as they are, and those bytes come from stack
 /// that the key's expansion has just used (round keys were found in a freed `Box` of a typed
@@ -92,6 +96,7 @@ enum Path<C> {
 struct Generic<C> {
     cipher: C,
     ghash: GHash,
+    hk: HashKey,
 }
 
 /// The key length of `C` when `C` is one of the `aes` crate's AES types (compared by type
@@ -155,8 +160,7 @@ where
         let ghash = GHash::new(&hb.into());
         hb.zeroize();
         Cipher {
-            hk,
-            path: Path::Generic(Box::new(Generic { cipher, ghash })),
+            path: Path::Generic(Box::new(Generic { cipher, ghash, hk })),
         }
     }
 
@@ -189,11 +193,9 @@ where
         StitchedKey::new(key).map(Self::from_stitched)
     }
 
-    /// The stitched kernels' cipher, its hash key the one the kernels' key holds.
+    /// The stitched kernels' cipher (its hash key the one the kernels' key holds).
     fn from_stitched(k: StitchedKey) -> Self {
-        let hk = HashKey::from_h_prime(k.h_prime());
         Cipher {
-            hk,
             path: Path::Stitched(k),
         }
     }
@@ -230,9 +232,12 @@ where
         }
     }
 
-    /// The POLYVAL-domain hash key.
-    pub(crate) fn hash_key(&self) -> &HashKey {
-        &self.hk
+    /// The POLYVAL-domain hash key: on the stitched kernels, `Q_1` of the kernels' key.
+    pub(crate) fn hash_key(&self) -> HashKey {
+        match &self.path {
+            Path::Stitched(k) => HashKey::from_h_prime(k.h_prime()),
+            Path::Generic(g) => g.hk.clone(),
+        }
     }
 
     /// `E_K(block)` in place.
@@ -571,11 +576,12 @@ where
         parts.push(self.hash_run(aad));
         parts.extend_from_slice(ct);
         let len = u128::from_be_bytes(length_block(aad.len(), ct_len));
+        let hk = self.hash_key();
         parts.push(Partial {
-            value: self.hk.absorb(0, len),
+            value: hk.absorb(0, len),
             blocks: 1,
         });
-        let mut s = tree_reduce(&self.hk, &parts).value;
+        let mut s = tree_reduce(&hk, &parts).value;
         for p in parts.iter_mut() {
             p.value.zeroize();
         }

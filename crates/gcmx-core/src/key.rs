@@ -108,7 +108,7 @@ impl KeyMaterial {
     }
 
     /// GHASH's key in the POLYVAL domain.
-    pub fn hash_key(&self) -> &HashKey {
+    pub fn hash_key(&self) -> HashKey {
         with_cipher!(&self.cipher, c => c.hash_key())
     }
 

@@ -93,7 +93,7 @@ impl FusedPowers {
     /// The table of `key`'s H, computed on the host (the copy there is wiped) and uploaded.
     pub(crate) fn new(gpu: &Arc<Gpu>, key: &KeyMaterial) -> Result<FusedPowers, Error> {
         let table = table_bytes(&strided_table(
-            key.hash_key(),
+            &key.hash_key(),
             abi::FUSED_THREADS,
             abi::FUSED_WARP_SPAN,
             abi::FUSED_POW_COUNT,
@@ -112,7 +112,7 @@ impl FusedPowers {
 #[cfg(feature = "bench")]
 pub(crate) fn ghash_powers(gpu: &Arc<Gpu>, key: &KeyMaterial) -> Result<Arc<DeviceMem>, Error> {
     let table = table_bytes(&strided_table(
-        key.hash_key(),
+        &key.hash_key(),
         abi::GHASH_THREADS,
         abi::GHASH_WARP_SPAN,
         abi::GHASH_POW_COUNT,
@@ -185,7 +185,7 @@ mod tests {
         let km = KeyMaterial::new(&[0x42; 32]).unwrap();
         let hk = km.hash_key();
         let t = strided_table(
-            hk,
+            &hk,
             abi::FUSED_THREADS,
             abi::FUSED_WARP_SPAN,
             abi::FUSED_POW_COUNT,
@@ -214,7 +214,7 @@ mod tests {
         // the last thread of the last warp multiplies by h^1 = H'
         assert_eq!(*t.last().unwrap(), hk.h_prime());
         let g = strided_table(
-            hk,
+            &hk,
             abi::GHASH_THREADS,
             abi::GHASH_WARP_SPAN,
             abi::GHASH_POW_COUNT,

@@ -185,7 +185,7 @@ impl Ghash {
             let mut vals = vec![0u128; raw.len() / 16];
             plan::read_partials(&raw, &mut vals);
             let list = plan::partials_of(&[chunk], &vals, abi::GHASH_SPAN);
-            Ok(gcmx_core::backend::tree_reduce(self.key.hash_key(), &list).value)
+            Ok(gcmx_core::backend::tree_reduce(&self.key.hash_key(), &list).value)
         };
         let cl = value(true)?;
         let soft = value(false)?;
@@ -197,7 +197,7 @@ impl Ghash {
                 u128::from_be_bytes(b)
             })
             .collect();
-        let cpu = gcmx_core::backend::Partial::hash_blocks(self.key.hash_key(), &blocks).value;
+        let cpu = gcmx_core::backend::Partial::hash_blocks(&self.key.hash_key(), &blocks).value;
         Ok((cl == soft, cl == cpu))
     }
 }
