@@ -18,6 +18,10 @@
 //! depends on the key, `H`, the counter, the data or the hash state (the `constant_time` test
 //! checks this on the compiled code).
 //!
+//! A key lives on the heap (about 1.4 KiB: round keys, 32 powers of `H` and their Karatsuba
+//! halves), wiped on drop. Each thread keeps the storage of the last key it dropped for the next
+//! key it builds, and frees it when the thread exits.
+//!
 //! ```
 //! use gcmx_x86::StitchedKey;
 //! if let Some(k) = StitchedKey::new(&[0u8; 16]) {

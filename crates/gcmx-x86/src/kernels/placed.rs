@@ -6,7 +6,14 @@
 //! ordinary one of 16-byte units, three units longer than `Keys`, and the key sits at the first
 //! line boundary inside it: the kernels still see a line-aligned `&Keys`, so every table entry is
 //! at a constant offset from the key's address and each 512-bit register of powers is one line.
+//!
+//! The storage of the last key a thread dropped is kept for that thread's next key ([`SPARE`]):
+//! a block of this size (about 1.4 KiB) is past glibc's per-thread cache, and its allocation,
+//! zeroing and free were a quarter of a key's set-up (benches/results.md). Dropping a key wipes
+//! it in its storage before the storage is kept, so a kept block is all zero where a key is
+//! read, as a new one is.
 
+use core::cell::Cell;
 use core::ops::{Deref, DerefMut};
 use core::ptr::{self, NonNull};
 
@@ -38,20 +45,30 @@ unsafe impl Sync for Placed {}
 
 impl Placed {
     /// An all-zero key for `level`, built in its place on the heap (no copy of it is made
-    /// anywhere else).
+    /// anywhere else): in this thread's spare storage if it has one.
     pub(crate) fn zeroed(level: Level) -> Placed {
-        let storage = Box::leak(vec![0u128; UNITS].into_boxed_slice());
-        let base = NonNull::from(storage).cast::<u128>();
+        let base = SPARE
+            .try_with(|s| s.0.take())
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| {
+                let storage = Box::leak(vec![0u128; UNITS].into_boxed_slice());
+                NonNull::from(storage).cast::<u128>()
+            });
         // Units (16 bytes each) from the storage's start to the next 64-byte boundary.
         let at = (base.as_ptr() as usize).wrapping_neg() % 64 / 16;
         #[allow(unsafe_code)]
         // SAFETY: `at <= 3` and `UNITS` is three units more than `Keys`, so `size_of::<Keys>()`
-        // bytes from unit `at` lie inside the storage, which this function owns alone; that
-        // address is 64-byte aligned (`Keys`' alignment). Every field of `Keys` but `level` is
-        // integers, for which zero bytes are a valid value; `level` and `at` are written here
+        // bytes from unit `at` lie inside the storage, which this function owns alone (new, or
+        // taken from the spare slot, which held it alone); that address is 64-byte aligned
+        // (`Keys`' alignment). Every field of `Keys` but `level` is integers, for which any
+        // initialized bytes are a valid value: zero in new storage; in spare storage the table
+        // and round keys zero (wiped by the key dropped from it, at this same `at`: the same
+        // address) and `nr`, `level` and `at` left from that key. Those three are written here
         // before any reference to the key is made.
         let keys = unsafe {
             let keys = base.add(at).cast::<Keys>();
+            ptr::addr_of_mut!((*keys.as_ptr()).nr).write(0);
             ptr::addr_of_mut!((*keys.as_ptr()).level).write(level);
             ptr::addr_of_mut!((*keys.as_ptr()).at).write(at as u8);
             keys
@@ -86,20 +103,73 @@ impl DerefMut for Placed {
 }
 
 impl Drop for Placed {
+    /// Wipes the key (`Keys`' drop), then keeps its storage as this thread's spare, or frees it
+    /// where the thread has one already (or is exiting).
     fn drop(&mut self) {
         #[allow(unsafe_code)]
         // SAFETY: the key is valid (see `deref`); `at` is read before it is dropped, once, here.
-        // The storage starts `at` units before the key and is `UNITS` long (`zeroed`), and
-        // goes back to the `Box` that `Box::leak` gave up, to be freed once.
-        unsafe {
+        // The storage starts `at` units before the key and is `UNITS` long (`zeroed`); this
+        // value owned it alone and gives it up here, to the spare slot or to `free`.
+        let base = unsafe {
             let at = usize::from(self.keys.as_ref().at);
             ptr::drop_in_place(self.keys.as_ptr());
-            let base = self.keys.cast::<u128>().sub(at);
-            drop(Box::from_raw(ptr::slice_from_raw_parts_mut(
-                base.as_ptr(),
-                UNITS,
-            )));
+            self.keys.cast::<u128>().sub(at)
+        };
+        let kept = SPARE
+            .try_with(|s| {
+                let empty = s.0.get().is_none();
+                if empty {
+                    s.0.set(Some(base));
+                }
+                empty
+            })
+            .unwrap_or(false);
+        if !kept {
+            #[allow(unsafe_code)]
+            // SAFETY: `base` is storage of `UNITS` units from `Box::leak`, owned alone (above).
+            unsafe {
+                free(base)
+            };
         }
+    }
+}
+
+/// A thread's spare key storage: `UNITS` units from `Box::leak`, a dropped key's, wiped. Freed
+/// when the thread exits.
+struct Spare(Cell<Option<NonNull<u128>>>);
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        if let Some(base) = self.0.take() {
+            #[allow(unsafe_code)]
+            // SAFETY: the slot owned this storage alone (`Placed::drop` put it there, and
+            // `Placed::zeroed` takes it out before using it).
+            unsafe {
+                free(base)
+            };
+        }
+    }
+}
+
+std::thread_local! {
+    /// This thread's spare storage (see the module's documentation).
+    static SPARE: Spare = const { Spare(Cell::new(None)) };
+}
+
+/// Gives key storage back to the allocator.
+///
+/// # Safety
+///
+/// `base` is the start of `UNITS` units that `Box::leak` gave up, owned by the caller alone,
+/// and is not used again.
+#[allow(unsafe_code)]
+unsafe fn free(base: NonNull<u128>) {
+    // SAFETY: the caller's contract: the slice `Box::leak` gave up, freed once.
+    unsafe {
+        drop(Box::from_raw(ptr::slice_from_raw_parts_mut(
+            base.as_ptr(),
+            UNITS,
+        )))
     }
 }
 
@@ -118,5 +188,26 @@ mod tests {
             assert!(k >= s && k + size_of::<Keys>() <= s + 16 * UNITS);
             assert_eq!(p.level(), Level::Narrow);
         }
+    }
+
+    /// A dropped key's storage goes to the thread's next key, wiped; a key built while that
+    /// one lives gets storage of its own.
+    #[test]
+    fn a_dropped_keys_storage_comes_back_wiped() {
+        let mut a = Placed::zeroed(Level::Narrow);
+        a.t.as_flattened_mut().fill(u128::MAX);
+        a.rk.fill(u128::MAX);
+        a.nr = 14;
+        let at = a.keys;
+        drop(a);
+        let b = Placed::zeroed(Level::Wide);
+        assert_eq!(b.keys, at);
+        assert!(b.t.as_flattened().iter().chain(&b.rk).all(|&x| x == 0));
+        assert_eq!((b.nr, b.level()), (0, Level::Wide));
+        let c = Placed::zeroed(Level::Narrow);
+        assert_ne!(c.keys, b.keys);
+        drop(b);
+        drop(c);
+        assert_eq!(Placed::zeroed(Level::Narrow).keys, at);
     }
 }
