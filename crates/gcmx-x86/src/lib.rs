@@ -19,8 +19,8 @@
 //! checks this on the compiled code).
 //!
 //! A key lives on the heap (about 1.4 KiB: round keys, 32 powers of `H` and their Karatsuba
-//! halves), wiped on drop. Each thread keeps the storage of the last key it dropped for the next
-//! key it builds, and frees it when the thread exits.
+//! halves), wiped on drop. Each thread keeps the storage of one key it dropped for the next key
+//! it builds, and frees it when the thread exits.
 //!
 //! ```
 //! use gcmx_x86::StitchedKey;

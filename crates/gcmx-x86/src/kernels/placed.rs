@@ -7,7 +7,7 @@
 //! line boundary inside it: the kernels still see a line-aligned `&Keys`, so every table entry is
 //! at a constant offset from the key's address and each 512-bit register of powers is one line.
 //!
-//! The storage of the last key a thread dropped is kept for that thread's next key ([`SPARE`]):
+//! The storage of a key a thread dropped is kept for that thread's next key ([`SPARE`]):
 //! a block of this size (about 1.4 KiB) is past glibc's per-thread cache, and its allocation,
 //! zeroing and free were a quarter of a key's set-up (benches/results.md). Dropping a key wipes
 //! it in its storage before the storage is kept, so a kept block is all zero where a key is
